@@ -1,0 +1,155 @@
+"""A built agent: run it, synchronously or not; each run leaves a recording."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from afcore.agent._builder import AgentBuilder
+from afcore.errors import UsageError
+from afcore.loop._run import RunResult, run_loop
+from afcore.messages import SystemSegment, ToolSpec
+from afcore.providers._base import Provider
+from afcore.recording._config import RecordingConfig
+from afcore.recording._paths import SUFFIX, default_dir, new_run_id
+from afcore.recording._writer import NullRecorder, Recorder, RecordObserver
+from afcore.tools._tool import Tool, ToolValidation
+
+__all__ = ["Agent"]
+
+
+class Agent:
+    """An agent: a provider, a model, a system prompt and tools, run by the loop.
+
+    Make one with ``Agent.create(provider=..., model=...)``, add its parts, ``.build()``.
+    """
+
+    name: str
+    source: str | None
+    provider: Provider
+    model: str
+    system: tuple[SystemSegment, ...]
+    tools: Mapping[str, Tool]
+    tool_specs: tuple[ToolSpec, ...]
+    max_iterations: int
+    tool_arg_validation: ToolValidation
+    params: Mapping[str, Any]
+    recording: RecordingConfig | None
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        provider: Provider,
+        model: str,
+        max_iterations: int = 10,
+        record: bool | str | Path | RecordingConfig = True,
+        name: str | None = None,
+        tool_arg_validation: ToolValidation = "enforce",
+        params: Mapping[str, Any] | None = None,
+    ) -> AgentBuilder:
+        """Start building an agent.
+
+        ``record``: True writes each run to ``$AF_RECORDINGS`` or ``recordings/``; a folder
+        writes there; False records nothing; a :class:`RecordingConfig` chooses more.
+        ``params`` are sent with every call (``max_tokens``, ``temperature``, ...).
+        """
+        caller = sys._getframe(1)
+        source = f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}"
+        return AgentBuilder(
+            provider=provider,
+            model=model,
+            max_iterations=max_iterations,
+            record=record,
+            name=name,
+            tool_arg_validation=tool_arg_validation,
+            params=params,
+            source=source,
+        )
+
+    @classmethod
+    def _from_builder(cls, **parts: Any) -> Agent:
+        agent = cls.__new__(cls)
+        for key, value in parts.items():
+            setattr(agent, key, value)
+        agent.tools = MappingProxyType(dict(parts["tools"]))
+        agent.tool_specs = tuple(t.spec for t in parts["tools"].values())
+        agent.params = MappingProxyType(dict(parts["params"]))
+        agent.last_result = None
+        return agent
+
+    last_result: RunResult | None
+    """How the last finished run ended (status, answer, iterations, usage, recording)."""
+
+    @property
+    def last_recording(self) -> Path | None:
+        """The path of the last finished run's recording (None when recording is off)."""
+        return self.last_result.recording if self.last_result else None
+
+    def run(
+        self,
+        message: str,
+        *,
+        state: dict[str, Any] | None = None,
+        observe: RecordObserver | None = None,
+    ) -> str:
+        """Run the agent on ``message`` and return its answer.
+
+        The run ends on an answer, at max_iterations (the last text the model wrote is
+        returned, and ``last_result.status`` says ``max_iterations``), or on an error, which is
+        recorded and then raised. ``observe`` sees each record as it is written.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(message, state=state, observe=observe))
+        raise UsageError("run() was called inside a running event loop; await arun(...) instead")
+
+    async def arun(
+        self,
+        message: str,
+        *,
+        state: dict[str, Any] | None = None,
+        observe: RecordObserver | None = None,
+    ) -> str:
+        """The async form of :meth:`run`."""
+        if not isinstance(message, str):
+            raise UsageError(
+                f"run(...) takes the user's message as a string, got {type(message).__name__}"
+            )
+        result = await self.arun_result(message, state=state, observe=observe)
+        return result.answer
+
+    async def arun_result(
+        self,
+        message: str,
+        *,
+        state: dict[str, Any] | None = None,
+        observe: RecordObserver | None = None,
+    ) -> RunResult:
+        """Like :meth:`arun`, returning the whole :class:`RunResult`."""
+        config = self.recording
+        if config is None:
+            rec: Recorder = NullRecorder()
+            run_id = new_run_id()
+        else:
+            run_id = config.run_id or new_run_id(config.now())
+            folder = config.dir or default_dir()
+            rec = Recorder(
+                folder / f"{run_id}{SUFFIX}",
+                run_id=run_id,
+                redactor=config.redaction.compile(self.provider.secrets()),
+                clock=config.clock,
+                observers=(observe,) if observe else (),
+            )
+        return await run_loop(self, message, rec, run_id, state if state is not None else {})
+
+    def _finished(self, result: RunResult) -> None:
+        self.last_result = result
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.name!r} model={self.model!r} tools={list(self.tools)}>"

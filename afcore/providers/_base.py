@@ -1,0 +1,70 @@
+"""The interface every model provider implements, the mock included."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from afcore.messages import Request, Response
+
+__all__ = [
+    "Provider",
+    "StreamEvent",
+    "StreamHandler",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallStart",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the reply's text, as it streams in."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of the model's thinking, as it streams in."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """The model has begun a tool call; its arguments are still streaming."""
+
+    id: str
+    name: str
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolCallStart
+StreamHandler = Callable[[StreamEvent], None]
+
+
+class Provider(ABC):
+    """Turns a provider-neutral :class:`Request` into one vendor's call and back.
+
+    A provider streams when it can, reporting progress through ``on_stream``, and always
+    returns the complete :class:`Response`: the recording stores final content, not tokens.
+    """
+
+    name: str = "provider"
+
+    @abstractmethod
+    async def complete(
+        self, request: Request, *, on_stream: StreamHandler | None = None
+    ) -> Response:
+        """Send one request and return the whole response. Raise ``ProviderError`` on failure."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the recording's header says about this provider. Never include credentials."""
+        return {"name": self.name}
+
+    def secrets(self) -> list[str]:
+        """Values this provider authenticates with, so the recorder can keep them out of the
+        file even when they turn up somewhere unexpected (a tool echoing its environment)."""
+        return []

@@ -1,0 +1,57 @@
+"""The recording: each run written as one JSONL file, and read back.
+
+``open(path)`` gives a :class:`Recording`: its header, its records, its calls, each call's
+request rebuilt exactly, and the check of its hash. ``verify(recording)`` checks it all.
+"""
+
+from afcore.recording._config import RecordingConfig
+from afcore.recording._hashing import canonical, content_hash
+from afcore.recording._models import (
+    FORMAT,
+    FORMAT_VERSION,
+    RECORD_ADAPTER,
+    Blob,
+    Call,
+    Commit,
+    Header,
+    Record,
+    Reply,
+    RunEnd,
+    UnknownRecord,
+)
+from afcore.recording._paths import default_dir, new_run_id, resolve_run
+from afcore.recording._reader import MAX_LINE, CallCheck, Problem, Recording, TornTail
+from afcore.recording._reader import open_recording as open
+from afcore.recording._redaction import Redaction
+from afcore.recording._verify import VerifyReport, verify
+from afcore.recording._writer import Recorder
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MAX_LINE",
+    "RECORD_ADAPTER",
+    "Blob",
+    "Call",
+    "CallCheck",
+    "Commit",
+    "Header",
+    "Problem",
+    "Record",
+    "Recorder",
+    "Recording",
+    "RecordingConfig",
+    "Redaction",
+    "Reply",
+    "RunEnd",
+    "TornTail",
+    "UnknownRecord",
+    "VerifyReport",
+    "canonical",
+    "content_hash",
+    "default_dir",
+    "new_run_id",
+    "open",
+    "resolve_run",
+    "verify",
+]

@@ -1,0 +1,407 @@
+"""The records of a recording, one pydantic model each, read through one discriminated union.
+
+These models are the format's specification: ``af schema`` prints their JSON Schema, and the
+field docstrings are its documentation. docs/recording-format.md explains how they fit.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "RECORD_ADAPTER",
+    "AgentInfo",
+    "ArgsInvalid",
+    "Blob",
+    "Call",
+    "CallTool",
+    "Commit",
+    "ErrorEvent",
+    "ErrorInfo",
+    "Header",
+    "KNOWN_TYPES",
+    "Record",
+    "RedactionInfo",
+    "Reply",
+    "ReplyToolCall",
+    "RunConfig",
+    "RunEnd",
+    "Segment",
+    "SourceInfo",
+    "ToolInfo",
+    "ToolOutcome",
+    "ToolProgress",
+    "ToolStart",
+    "UnknownRecord",
+    "UsageInfo",
+    "Write",
+]
+
+FORMAT = "af.recording"
+FORMAT_VERSION = "1.0"
+"""major.minor: a reader refuses a newer major version and reads any minor version of its own."""
+
+
+class _Model(BaseModel):
+    # Newer minor versions may add fields; an older reader ignores them.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+# -- pieces ----------------------------------------------------------------------------
+
+
+class AgentInfo(_Model):
+    name: str
+    """The agent's name (the builder's, or the name of what `af run` loaded)."""
+    source: str | None = None
+    """Where the agent was defined: `module:line`, or what `af run` was given."""
+
+
+class ToolInfo(_Model):
+    name: str
+    """The tool's name as the model sees it."""
+    ref: str
+    """Hash of the blob holding the tool's spec (name, description, input_schema)."""
+
+
+class RunConfig(_Model):
+    max_iterations: int
+    """The most model calls the loop makes before it stops with `max_iterations`."""
+    tool_arg_validation: Literal["enforce", "warn", "off"]
+    """What happens to tool arguments that break the tool's schema."""
+    tools: list[ToolInfo] = []
+    """The tools registered on the agent, in registration order."""
+    params: dict[str, Any] = {}
+    """Model parameters sent with every call (temperature, max_tokens, ...)."""
+
+
+class RedactionInfo(_Model):
+    fields: list[str] = []
+    """Object keys whose string values are replaced wherever they occur."""
+    patterns: list[str] = []
+    """Names of the patterns whose matches are replaced (`anthropic_key`, `bearer`, ...)."""
+    env: list[str] = []
+    """Names (never values) of environment variables whose values are replaced."""
+
+
+class SourceInfo(_Model):
+    kind: str
+    """What put this piece of context there: `base` (the builder's own), later `steering`,
+    `instruction`, `skill`, `fact`, ..."""
+    id: str | None = None
+    """The injection's id, for injected context."""
+    trigger: str | None = None
+    """Why it fires: `always`, `rule`, `on_tool_return`, `llm_activated`."""
+    reason: str | None = None
+    """Why it fired this time, in words."""
+
+
+class Segment(_Model):
+    text: str | None = None
+    """The segment's text, inline (short segments)."""
+    ref: str | None = None
+    """Hash of a blob holding `{"text": ...}` (long or repeated segments)."""
+    source: SourceInfo
+    """Where the segment came from."""
+
+
+class CallTool(_Model):
+    name: str
+    """The tool's name."""
+    ref: str
+    """Hash of the blob holding the tool's spec as sent."""
+    source: SourceInfo
+    """Where the tool came from."""
+
+
+class UsageInfo(_Model):
+    input_tokens: int = 0
+    """Tokens the request took."""
+    output_tokens: int = 0
+    """Tokens the reply took."""
+    cache_read_tokens: int = 0
+    """Input tokens served from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache."""
+    estimated: bool = False
+    """True when af guessed the numbers; false when the provider reported them."""
+
+
+class Write(_Model):
+    key: str
+    """The key written: `user_message`, `message:3`, `system`, `tools`, `route`, `answer`, ..."""
+    value: Any = None
+    """The value, inline (short values)."""
+    ref: str | None = None
+    """Hash of the blob holding the value (long or repeated values)."""
+
+
+class ReplyToolCall(_Model):
+    id: str
+    """The tool call's id, answered by a tool message with the same `tool_call_id`."""
+    name: str
+    """The tool asked for."""
+    k: int
+    """Which call of this tool in the run, from 1: the `k` of the key `tool:<name>#<k>`."""
+
+
+class ToolOutcome(_Model):
+    name: str
+    """The tool's name."""
+    k: int
+    """Which call of this tool in the run, from 1."""
+    call_id: str
+    """The id of the tool call this answers."""
+    status: Literal["ok", "error", "rejected", "unknown_tool"]
+    """`ok`; `error` (execute raised); `rejected` (arguments failed validation and the tool
+    did not run); `unknown_tool` (the model named a tool the agent does not have)."""
+    ms: float
+    """How long the tool took, in milliseconds."""
+
+
+class ErrorInfo(_Model):
+    kind: str
+    """The error's class name (`MockExhaustedError`, `ProviderError`, ...)."""
+    message: str
+    """The error's message."""
+
+
+# -- records ---------------------------------------------------------------------------
+
+
+class Header(_Model):
+    """The first line of every recording: what ran."""
+
+    t: Literal["header"] = "header"
+    format: Literal["af.recording"] = "af.recording"
+    """Always `af.recording`."""
+    version: str = FORMAT_VERSION
+    """The format's version, major.minor."""
+    run_id: str
+    """The run's id; also the file's name. Ids sort by start time."""
+    started_at: str
+    """When the run started, ISO 8601 in UTC."""
+    af_version: str
+    """The af that wrote the file."""
+    python: str
+    """The Python that ran the agent."""
+    hash: Literal["sha256"] = "sha256"
+    """The hash function behind every `ref` and call `hash` in the file."""
+    agent: AgentInfo
+    """The agent that ran."""
+    provider: dict[str, Any]
+    """The provider, as it describes itself (never its credentials)."""
+    model: str
+    """The model the agent was built with."""
+    config: RunConfig
+    """The agent's configuration."""
+    redaction: RedactionInfo
+    """The redaction policy every value in the file went through."""
+
+
+class Blob(_Model):
+    """A value stored once and referred to by its hash."""
+
+    t: Literal["blob"] = "blob"
+    id: str
+    """sha256 of the value's canonical JSON (sorted keys, no spaces, UTF-8)."""
+    value: Any
+    """The value."""
+
+
+class Commit(_Model):
+    """One executed stage of the loop: what it read and what it wrote."""
+
+    t: Literal["commit"] = "commit"
+    seq: int
+    """Position in the commit log, from 1, one more than the commit before."""
+    rsid: str
+    """Runtime stage id: the stage's name, `#`, a run-wide execution counter (`tool:search#7`)."""
+    stage: str
+    """The stage's name: `seed`, `route`, `tool:<name>`, `finalize`, ..."""
+    iter: int
+    """The loop iteration, from 1 (0 for what happens before the first call)."""
+    reads: list[tuple[str, int]] = []
+    """Keys the stage read, each with the seq of the commit that wrote the version it read."""
+    writes: list[Write] = []
+    """Keys the stage wrote."""
+    tool: ToolOutcome | None = None
+    """For a tool stage: which call it answered and how it went."""
+
+
+class Call(_Model):
+    """A model call, written as it is sent: a commit of the `call-llm` stage that writes
+    `call:<n>`. Rebuild the request from it with the blobs and messages it names."""
+
+    t: Literal["call"] = "call"
+    seq: int
+    """Position in the commit log."""
+    rsid: str
+    """Runtime stage id of the `call-llm` stage."""
+    iter: int
+    """The loop iteration."""
+    call: int
+    """The call's number in the run, from 1, in the order calls were sent."""
+    reads: list[tuple[str, int]] = []
+    """Keys the call read, with the seq of the commit that wrote each."""
+    model: str
+    """The model asked."""
+    system: list[Segment]
+    """The system prompt's segments, in order, each with its source."""
+    window: list[tuple[int, int]]
+    """The messages sent, as inclusive ranges of message numbers (`[[1, 7]]`: messages 1 to 7)."""
+    tools: list[CallTool]
+    """The tools visible to the model, in order, each with its source."""
+    params: dict[str, Any] = {}
+    """Parameters sent (max_tokens, temperature, ...)."""
+    cache: list[dict[str, Any]] = []
+    """Cache breakpoints, provider-neutral: `{"slot", "index"}`."""
+    hash: str
+    """sha256 of the request, taken when it was sent; see docs/recording-format.md."""
+
+
+class Reply(_Model):
+    """The model's answer to a call: the second commit of its `call-llm` stage. Writes
+    `reply:<n>` and the assistant message."""
+
+    t: Literal["reply"] = "reply"
+    seq: int
+    """Position in the commit log."""
+    rsid: str
+    """Runtime stage id of the `call-llm` stage (the same as its call's)."""
+    iter: int
+    """The loop iteration."""
+    call: int
+    """The call this answers."""
+    writes: list[Write]
+    """The assistant message written (`message:<n>`)."""
+    stop_reason: str
+    """Why the model stopped: `end_turn`, `tool_use`, `max_tokens`, ..."""
+    tool_calls: list[ReplyToolCall] = []
+    """The tool calls the reply asked for, in order."""
+    usage: UsageInfo | None = None
+    """Tokens used, as reported (or estimated, and marked so)."""
+    model: str | None = None
+    """The model the vendor says answered."""
+    ms: float
+    """How long the call took, in milliseconds."""
+
+
+class ToolStart(_Model):
+    """A tool began running."""
+
+    t: Literal["tool_start"] = "tool_start"
+    rsid: str
+    """Runtime stage id of the tool stage."""
+    iter: int
+    """The loop iteration."""
+    name: str
+    """The tool."""
+    k: int
+    """Which call of this tool in the run, from 1."""
+    call_id: str
+    """The tool call's id."""
+
+
+class ToolProgress(_Model):
+    """A running tool reported progress."""
+
+    t: Literal["tool_progress"] = "tool_progress"
+    rsid: str
+    """Runtime stage id of the tool stage."""
+    message: str
+    """What the tool said."""
+
+
+class ArgsInvalid(_Model):
+    """A tool call's arguments broke the tool's schema."""
+
+    t: Literal["args_invalid"] = "args_invalid"
+    rsid: str
+    """Runtime stage id of the tool stage."""
+    name: str
+    """The tool."""
+    call_id: str
+    """The tool call's id."""
+    problems: list[dict[str, str]]
+    """Each problem: `{"path", "message"}`; messages quote at most a short prefix of a value."""
+    enforced: bool
+    """True when the call was refused; false under `warn`, when it ran anyway."""
+
+
+class ErrorEvent(_Model):
+    """An error stopped the run (or a stage); the run_end record that follows says how it ended."""
+
+    t: Literal["error"] = "error"
+    rsid: str | None = None
+    """The stage where it happened, when there is one."""
+    iter: int
+    """The loop iteration."""
+    call: int | None = None
+    """The model call it concerns, when it concerns one."""
+    error: ErrorInfo
+    """What went wrong."""
+
+
+class RunEnd(_Model):
+    """The last record of a finished run: how it ended."""
+
+    t: Literal["run_end"] = "run_end"
+    status: Literal["answer", "error", "max_iterations", "interrupted", "paused"]
+    """How the run ended."""
+    iterations: int
+    """Loop iterations run."""
+    calls: int
+    """Model calls made."""
+    usage: UsageInfo
+    """Tokens used by all calls together."""
+    answer: Write | None = None
+    """The answer (key `answer`), when the run produced one."""
+    error: ErrorInfo | None = None
+    """What stopped the run, for status `error`."""
+    ms: float
+    """How long the run took, in milliseconds."""
+    redactions: int = 0
+    """How many values the redaction policy replaced in this file."""
+
+
+class UnknownRecord(BaseModel):
+    """A record of a type this reader does not know, kept as it was."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    t: str
+
+
+Record = Annotated[
+    Header
+    | Blob
+    | Commit
+    | Call
+    | Reply
+    | ToolStart
+    | ToolProgress
+    | ArgsInvalid
+    | ErrorEvent
+    | RunEnd,
+    Field(discriminator="t"),
+]
+RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
+KNOWN_TYPES = frozenset(
+    m.model_fields["t"].default
+    for m in (
+        Header,
+        Blob,
+        Commit,
+        Call,
+        Reply,
+        ToolStart,
+        ToolProgress,
+        ArgsInvalid,
+        ErrorEvent,
+        RunEnd,
+    )
+)

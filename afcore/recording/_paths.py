@@ -1,0 +1,50 @@
+"""Where recordings live, how runs are named, and how a run id finds its file."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from afcore.errors import RunNotFoundError
+
+__all__ = ["SUFFIX", "default_dir", "new_run_id", "resolve_run"]
+
+SUFFIX = ".jsonl"
+ENV_DIR = "AF_RECORDINGS"
+
+
+def default_dir() -> Path:
+    """The recordings folder: ``$AF_RECORDINGS``, or ``recordings/`` in the current folder."""
+    return Path(os.environ.get(ENV_DIR) or "recordings")
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A run id that sorts by start time: ``20261129-130512-345-a1b2c3`` (UTC, milliseconds,
+    then random hex so that runs started in the same millisecond differ)."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}-{secrets.token_hex(3)}"
+
+
+def resolve_run(ref: str, folder: Path | None = None) -> Path:
+    """A path to a recording from a path, or a run id or unique prefix of one in ``folder``."""
+    as_path = Path(ref)
+    if as_path.is_file():
+        return as_path
+    folder = folder or default_dir()
+    name = ref.removesuffix(SUFFIX)
+    if os.sep in ref or (os.altsep and os.altsep in ref):
+        raise RunNotFoundError(f"no recording at {ref}")
+    exact = folder / f"{name}{SUFFIX}"
+    if exact.is_file():
+        return exact
+    if not folder.is_dir():
+        raise RunNotFoundError(f"no recording named {ref!r}: the folder {folder} does not exist")
+    matches = sorted(p for p in folder.glob(f"{name}*{SUFFIX}") if p.is_file())
+    if not matches:
+        raise RunNotFoundError(f"no recording in {folder} has a run id starting with {ref!r}")
+    if len(matches) > 1:
+        shown = ", ".join(p.stem for p in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise RunNotFoundError(f"{ref!r} matches {len(matches)} recordings in {folder}: {shown}")
+    return matches[0]

@@ -1,0 +1,419 @@
+"""Reading a recording: one pass builds an index of line offsets, lines are parsed on demand.
+
+The reader never runs code from the file (JSON only), never loads a line longer than
+``max_line`` bytes, and keeps going past bad lines: each becomes a :class:`Problem` with its
+line number. A torn last line (a run killed mid-write) is reported, not fatal. Only a file
+that is not a recording at all, or one written by a newer major version of the format,
+refuses to open.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from afcore.errors import RecordingFormatError, UnsupportedVersionError
+from afcore.recording._hashing import content_hash, request_digest, request_hash
+from afcore.recording._models import (
+    FORMAT,
+    FORMAT_VERSION,
+    KNOWN_TYPES,
+    RECORD_ADAPTER,
+    Call,
+    Commit,
+    Header,
+    Record,
+    Reply,
+    RunEnd,
+    UnknownRecord,
+)
+
+__all__ = ["CallCheck", "MAX_LINE", "Problem", "Recording", "TornTail", "open_recording"]
+
+MAX_LINE = 32 * 1024 * 1024
+"""Lines longer than this are reported and skipped, so one huge line cannot exhaust memory."""
+
+SUPPORTED_MAJOR = int(FORMAT_VERSION.split(".")[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    line: int
+    """The 1-based line number the problem is on (0: the file as a whole)."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}" if self.line else self.message
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class TornTail:
+    line: int
+    """The line number of the incomplete last line."""
+    size: int
+    """How many bytes of it made it to the file."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "bytes": self.size}
+
+
+@dataclass(frozen=True, slots=True)
+class CallCheck:
+    call: int
+    ok: bool
+    recorded: str
+    """The hash the file holds, taken when the call was sent."""
+    rebuilt: str | None
+    """The hash of the request rebuilt from the file (None when it could not be rebuilt)."""
+    problem: str | None = None
+
+
+@dataclass
+class _Index:
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    blobs: dict[str, int] = field(default_factory=dict)
+    """blob id -> line index"""
+    messages: list[str] = field(default_factory=list)
+    """message n-1 -> blob id"""
+    message_lines: list[int] = field(default_factory=list)
+    """message n-1 -> line index of the commit or reply that wrote it"""
+    calls: list[int] = field(default_factory=list)
+    """call n-1 -> line index"""
+    replies: dict[int, int] = field(default_factory=dict)
+    """call n -> line index of its reply"""
+    commits: list[int] = field(default_factory=list)
+    """seq-1 -> line index (commits, calls and replies all hold a seq)"""
+    tool_commits: list[int] = field(default_factory=list)
+    run_end: int | None = None
+    unknown: int = 0
+
+
+def open_recording(path: str | os.PathLike[str], *, max_line: int = MAX_LINE) -> Recording:
+    """Open a recording for reading. Raises :class:`RecordingFormatError` when the file is not
+    an af recording and :class:`UnsupportedVersionError` when it is from a newer major version."""
+    return Recording(Path(path), max_line=max_line)
+
+
+class Recording:
+    """A recording opened for reading. Cheap to open; parses lines only when asked."""
+
+    def __init__(self, path: Path, *, max_line: int = MAX_LINE) -> None:
+        self.path = path
+        self.max_line = max_line
+        self.problems: list[Problem] = []
+        self.torn_tail: TornTail | None = None
+        try:
+            self._file = path.open("rb")
+        except FileNotFoundError:
+            raise RecordingFormatError(f"no such file: {path}", path=path) from None
+        except IsADirectoryError:
+            raise RecordingFormatError(f"{path} is a folder, not a recording", path=path) from None
+        except OSError as e:
+            raise RecordingFormatError(f"cannot read {path}: {e.strerror}", path=path) from None
+        size = os.fstat(self._file.fileno()).st_size
+        if size == 0:
+            self._file.close()
+            raise RecordingFormatError(f"{path} is empty, not an af recording", path=path)
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        self._index = _Index()
+        self._build_index()
+        self.header = self._read_header()
+        self._blob_cache = lru_cache(maxsize=4096)(self._load_blob)
+
+    def close(self) -> None:
+        self._map.close()
+        self._file.close()
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- the index -----------------------------------------------------------------------
+
+    def _build_index(self) -> None:
+        mm, idx, limit = self._map, self._index, self.max_line
+        size = len(mm)
+        pos = 0
+        line = 0
+        while pos < size:
+            end = mm.find(b"\n", pos)
+            torn = end == -1
+            if torn:
+                end = size
+            line += 1
+            idx.starts.append(pos)
+            idx.ends.append(end)
+            length = end - pos
+            kind = "?"
+            if length > limit:
+                self.problems.append(
+                    Problem(
+                        line,
+                        f"line is {_mb(length)}, over the {_mb(limit)} a record may take; skipped",
+                    )
+                )
+                kind = "!"
+            elif length == 0 or mm[pos:end].isspace():
+                kind = " "
+            else:
+                try:
+                    data = orjson.loads(mm[pos:end])
+                except orjson.JSONDecodeError as e:
+                    if torn:
+                        self.torn_tail = TornTail(line, length)
+                        idx.starts.pop()
+                        idx.ends.pop()
+                        break
+                    self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                    kind = "!"
+                else:
+                    kind = self._index_record(line - 1, data)
+            idx.types.append(kind)
+            pos = end + 1
+
+    def _index_record(self, i: int, data: Any) -> str:
+        idx = self._index
+        if not isinstance(data, dict) or not isinstance(data.get("t"), str):
+            self.problems.append(Problem(i + 1, 'not a record (a JSON object with a string "t")'))
+            return "!"
+        t: str = data["t"]
+        try:
+            if t == "blob":
+                idx.blobs.setdefault(data["id"], i)
+            elif t in ("commit", "reply"):
+                idx.commits.append(i)
+                for w in data.get("writes") or ():
+                    key = w.get("key", "")
+                    if key.startswith("message:"):
+                        idx.messages.append(w.get("ref", ""))
+                        idx.message_lines.append(i)
+                if t == "reply":
+                    idx.replies[int(data["call"])] = i
+                elif data.get("tool") is not None:
+                    idx.tool_commits.append(i)
+            elif t == "call":
+                idx.commits.append(i)
+                idx.calls.append(i)
+            elif t == "run_end":
+                idx.run_end = i
+            elif t not in KNOWN_TYPES:
+                idx.unknown += 1
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self.problems.append(Problem(i + 1, f"{t} record is missing or mangles a field"))
+            return "!"
+        return t
+
+    def _read_header(self) -> Header:
+        idx = self._index
+        if not idx.starts or idx.types[0] in ("!", "?", " "):
+            first = self.problems[0].message if self.problems else "no complete first line"
+            raise RecordingFormatError(
+                f"{self.path} is not an af recording: line 1 is {first}", path=self.path, line=1
+            )
+        raw = self._raw(0)
+        if idx.types[0] != "header" or raw.get("format") != FORMAT:
+            raise RecordingFormatError(
+                f"{self.path} is not an af recording: line 1 is not an af.recording header",
+                path=self.path,
+                line=1,
+            )
+        version = str(raw.get("version", ""))
+        try:
+            major = int(version.split(".")[0])
+        except ValueError:
+            raise RecordingFormatError(
+                f"{self.path}: the header's version {version!r} is not major.minor",
+                path=self.path,
+                line=1,
+            ) from None
+        if major > SUPPORTED_MAJOR:
+            raise UnsupportedVersionError(
+                f"{self.path} is format version {version}, newer than this af reads "
+                f"({SUPPORTED_MAJOR}.x); upgrade af to read it",
+                path=self.path,
+                line=1,
+            )
+        try:
+            return Header.model_validate(raw)
+        except ValidationError as e:
+            raise RecordingFormatError(
+                f"{self.path}: line 1 is not a valid header ({_first_error(e)})",
+                path=self.path,
+                line=1,
+            ) from None
+
+    # -- lines and records ---------------------------------------------------------------
+
+    @property
+    def line_count(self) -> int:
+        return len(self._index.starts)
+
+    def _bytes(self, i: int) -> bytes:
+        return self._map[self._index.starts[i] : self._index.ends[i]]
+
+    def _raw(self, i: int) -> Any:
+        return orjson.loads(self._bytes(i))
+
+    def _typed(self, i: int) -> Record | UnknownRecord:
+        raw = self._raw(i)
+        if raw.get("t") not in KNOWN_TYPES:
+            return UnknownRecord.model_validate(raw)
+        return RECORD_ADAPTER.validate_python(raw)
+
+    def records(self) -> Iterator[tuple[int, Record | UnknownRecord]]:
+        """Every readable record with its line number. Lines that are not valid records were
+        reported in :attr:`problems` when the file was opened, or are reported here."""
+        for i, kind in enumerate(self._index.types):
+            if kind in ("!", " "):
+                continue
+            try:
+                yield i + 1, self._typed(i)
+            except ValidationError as e:
+                self.problems.append(Problem(i + 1, f"invalid {kind} record: {_first_error(e)}"))
+
+    @property
+    def unknown_records(self) -> int:
+        return self._index.unknown
+
+    # -- what the run did ----------------------------------------------------------------
+
+    @property
+    def call_count(self) -> int:
+        return len(self._index.calls)
+
+    def call(self, n: int) -> Call:
+        """The record of call ``n`` (from 1)."""
+        record = self._typed(self._index.calls[self._call_index(n)])
+        assert isinstance(record, Call)
+        return record
+
+    def reply(self, n: int) -> Reply | None:
+        """The reply to call ``n``, or None when the run stopped before it came."""
+        i = self._index.replies.get(n)
+        if i is None:
+            return None
+        record = self._typed(i)
+        assert isinstance(record, Reply)
+        return record
+
+    def tool_commits(self, iteration: int | None = None) -> list[Commit]:
+        """The commits of tool stages, in the order they were written, for one iteration or all."""
+        out = []
+        for i in self._index.tool_commits:
+            record = self._typed(i)
+            if isinstance(record, Commit) and (iteration is None or record.iter == iteration):
+                out.append(record)
+        return out
+
+    @property
+    def end(self) -> RunEnd | None:
+        """The run_end record, or None when the run did not finish (or is still running)."""
+        if self._index.run_end is None:
+            return None
+        record = self._typed(self._index.run_end)
+        return record if isinstance(record, RunEnd) else None
+
+    @property
+    def message_count(self) -> int:
+        return len(self._index.messages)
+
+    def message(self, n: int) -> Any:
+        """Message ``n`` of the run's history (from 1), as stored: canonical JSON."""
+        if not 1 <= n <= len(self._index.messages):
+            raise IndexError(f"message {n} is not in this recording (it has {self.message_count})")
+        return self.blob(self._index.messages[n - 1])
+
+    def message_writer(self, n: int) -> str:
+        """The runtime stage id of the stage that wrote message ``n``."""
+        rsid: str = self._raw(self._index.message_lines[n - 1])["rsid"]
+        return rsid
+
+    def blob(self, ref: str) -> Any:
+        """The value stored under ``ref``. Raises KeyError when the file holds no such blob."""
+        return self._blob_cache(ref)
+
+    def _load_blob(self, ref: str) -> Any:
+        i = self._index.blobs.get(ref)
+        if i is None:
+            raise KeyError(f"no blob {ref[:12]} in {self.path.name}")
+        return self._raw(i)["value"]
+
+    def value(self, write: Any) -> Any:
+        """The value of a write (or of anything holding `value` or `ref`), resolving refs."""
+        ref = write.get("ref") if isinstance(write, dict) else getattr(write, "ref", None)
+        if ref:
+            return self.blob(ref)
+        return write.get("value") if isinstance(write, dict) else getattr(write, "value", None)
+
+    # -- rebuilding calls ----------------------------------------------------------------
+
+    def request(self, n: int) -> dict[str, Any]:
+        """Call ``n``'s provider-neutral request, rebuilt from the file, in canonical form."""
+        call = self.call(n)
+        return {
+            "model": call.model,
+            "system": [
+                {"text": s.text} if s.ref is None else self.blob(s.ref) for s in call.system
+            ],
+            "messages": [self.message(m) for a, b in call.window for m in range(a, b + 1)],
+            "tools": [self.blob(t.ref) for t in call.tools],
+            "params": call.params,
+            "cache": call.cache,
+        }
+
+    def check_call(self, n: int) -> CallCheck:
+        """Rebuild call ``n`` and compare its hash with the one taken when it was sent."""
+        call = self.call(n)
+        try:
+            request = self.request(n)
+        except (KeyError, IndexError) as e:
+            return CallCheck(n, False, call.hash, None, f"cannot rebuild: {e.args[0]}")
+        digest = request_digest(
+            model=request["model"],
+            system=map(content_hash, request["system"]),
+            messages=map(content_hash, request["messages"]),
+            tools=map(content_hash, request["tools"]),
+            params=request["params"],
+            cache=request["cache"],
+        )
+        rebuilt = request_hash(digest)
+        if rebuilt != call.hash:
+            return CallCheck(n, False, call.hash, rebuilt, "the rebuilt request's hash differs")
+        return CallCheck(n, True, call.hash, rebuilt)
+
+    def _call_index(self, n: int) -> int:
+        if not 1 <= n <= len(self._index.calls):
+            raise IndexError(
+                f"call {n} is not in this recording "
+                + (f"(calls 1 to {self.call_count})" if self.call_count else "(it has no calls)")
+            )
+        return n - 1
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "record"
+    return _short(f"{where}: {err['msg']}")

@@ -1,0 +1,14 @@
+"""Tools: definitions, argument validation and the correction the model reads."""
+
+from afcore.tools._tool import Tool, ToolContext, ToolValidation, define_tool
+from afcore.tools._validation import ArgProblem, correction, validate_args
+
+__all__ = [
+    "ArgProblem",
+    "Tool",
+    "ToolContext",
+    "ToolValidation",
+    "correction",
+    "define_tool",
+    "validate_args",
+]

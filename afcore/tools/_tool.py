@@ -1,0 +1,99 @@
+"""Tools: a schema the model sees and a function that runs when the model calls it."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import jsonschema
+import orjson
+from jsonschema.protocols import Validator
+
+from afcore.errors import UsageError
+from afcore.messages import ToolSpec
+
+__all__ = ["Tool", "ToolContext", "ToolValidation", "define_tool"]
+
+ToolValidation: TypeAlias = Literal["enforce", "warn", "off"]
+Execute: TypeAlias = Callable[[dict[str, Any], "ToolContext"], Any | Awaitable[Any]]
+
+
+@dataclass
+class ToolContext:
+    """What a running tool knows about the call it answers."""
+
+    run_id: str
+    iteration: int
+    call_id: str
+    tool: str
+    state: dict[str, Any]
+    """Values the application shares across the run (the same dict for every tool call)."""
+    _progress: Callable[[str], None] = field(repr=False, default=lambda _m: None)
+
+    def progress(self, message: str) -> None:
+        """Report progress of a long-running tool; recorded as a tool_progress event."""
+        self._progress(str(message))
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the agent can offer the model. Build one with :func:`define_tool`."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    execute: Execute
+    is_async: bool
+    validator: Validator = field(repr=False, compare=False)
+    spec: ToolSpec = field(repr=False, compare=False)
+
+
+def define_tool(
+    name: str,
+    description: str,
+    input_schema: Mapping[str, Any],
+    execute: Execute,
+) -> Tool:
+    """Define a tool.
+
+    ``execute(args, ctx)`` may be sync or async; what it returns is what the model reads
+    (a string as it is, anything else as JSON). An exception it raises becomes an error
+    result the model reads, and the run goes on. ``input_schema`` is a JSON Schema that
+    the arguments are validated against before ``execute`` runs.
+    """
+    if not isinstance(name, str) or not name or len(name) > 128:
+        raise UsageError(f"define_tool(): name must be a non-empty string, got {name!r}")
+    if not isinstance(description, str):
+        raise UsageError(f"define_tool({name!r}): description must be a string")
+    if not isinstance(input_schema, Mapping):
+        raise UsageError(f"define_tool({name!r}): input_schema must be a JSON Schema object")
+    if not callable(execute):
+        raise UsageError(f"define_tool({name!r}): execute must be callable as execute(args, ctx)")
+    schema = dict(input_schema)
+    try:
+        orjson.dumps(schema)
+    except TypeError as e:
+        raise UsageError(f"define_tool({name!r}): input_schema is not JSON ({e})") from None
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "the top level"
+        raise UsageError(
+            f"define_tool({name!r}): input_schema is not a valid JSON Schema at {where}: "
+            f"{e.message[:200]}"
+        ) from None
+    if schema.get("type", "object") != "object":
+        raise UsageError(f"define_tool({name!r}): input_schema must describe an object")
+    return Tool(
+        name=name,
+        description=description,
+        input_schema=schema,
+        execute=execute,
+        is_async=inspect.iscoroutinefunction(execute)
+        or inspect.iscoroutinefunction(getattr(execute, "__call__", None)),  # noqa: B004
+        validator=cls(schema),
+        spec=ToolSpec(name=name, description=description, input_schema=schema),
+    )
