@@ -127,7 +127,10 @@ class Recording:
         if size == 0:
             self._file.close()
             raise RecordingFormatError(f"{path} is empty, not an af recording", path=path)
-        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        # The map keeps its own handle on the file; closing ours now means a Recording that
+        # is never closed leaks no file descriptor.
+        with self._file:
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         self._index = _Index()
         self._build_index()
         self.header = self._read_header()
@@ -135,7 +138,6 @@ class Recording:
 
     def close(self) -> None:
         self._map.close()
-        self._file.close()
 
     def __enter__(self) -> Recording:
         return self

@@ -87,23 +87,34 @@ class Redactor:
         for value in (*policy.secrets, *provider_secrets):
             if value and len(value) >= _MIN_SECRET:
                 literals.append(("secret", value))
+        self._literals = literals
+        self._fields = frozenset(f.lower() for f in policy.fields)
+        self._compile()
+
+    def _compile(self) -> None:
         # Longest literals first, so a secret containing another is replaced whole.
-        literals.sort(key=lambda p: -len(p[1]))
+        literals = sorted(self._literals, key=lambda p: -len(p[1]))
         self._rules: list[tuple[str, re.Pattern[str]]] = [
             (name, re.compile(re.escape(value))) for name, value in literals
         ]
-        self._rules += [(name, re.compile(rx)) for name, rx in policy.patterns]
-        self._fields = frozenset(f.lower() for f in policy.fields)
+        self._rules += [(name, re.compile(rx)) for name, rx in self.policy.patterns]
         # One pass over the serialized bytes decides whether the value needs the slow walk.
         # Literals are screened in their JSON-escaped spelling, the one the bytes hold.
         alternatives = [re.escape(orjson.dumps(v).decode()[1:-1]) for _, v in literals]
-        alternatives += [rx for _, rx in policy.patterns]
+        alternatives += [rx for _, rx in self.policy.patterns]
         alternatives += [rf'"{re.escape(f)}"\s*:' for f in self._fields]
         self._screen = (
             re.compile("|".join(f"(?:{a})" for a in alternatives).encode(), re.I)
             if alternatives
             else None
         )
+
+    def _learn(self, field_name: str, value: str) -> None:
+        """A value found under a secret field is a secret everywhere else in the run too
+        (a tool that echoes its arguments would otherwise leak it)."""
+        if len(value) >= _MIN_SECRET and all(v != value for _, v in self._literals):
+            self._literals.append((f"field:{field_name}", value))
+            self._compile()
 
     def redact(self, value: Any) -> Any:
         if self._screen is None:
@@ -131,6 +142,7 @@ class Redactor:
                 if isinstance(k, str) and k.lower() in self._fields and isinstance(v, str):
                     out[k] = f"[redacted:field:{k}]"
                     self.count += 1
+                    self._learn(k, v)
                 else:
                     out[k] = self._walk(v)
             return out
