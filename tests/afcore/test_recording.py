@@ -125,7 +125,8 @@ def test_secrets_from_the_environment_never_reach_the_file(
         "Leaks its environment.",
         {"type": "object"},
         lambda a, c: (
-            f"key={a.get('api_key')} token=tok-1234567890abcdef bearer: Bearer abcdefghijklmnopqrstu"
+            f"key={a.get('api_key')} token=tok-1234567890abcdef "
+            "bearer: Bearer abcdefghijklmnopqrstu"
         ),
     )
     replies = [
