@@ -86,12 +86,10 @@ class _Index:
     types: list[str] = field(default_factory=list)
     blobs: dict[str, int] = field(default_factory=dict)
     """blob id -> line index"""
-    messages: list[str] = field(default_factory=list)
-    """message n-1 -> blob id"""
-    message_lines: list[int] = field(default_factory=list)
-    """message n-1 -> line index of the commit or reply that wrote it"""
-    calls: list[int] = field(default_factory=list)
-    """call n-1 -> line index"""
+    messages: dict[int, tuple[str, int]] = field(default_factory=dict)
+    """message n -> (blob id, line index of the commit or reply that wrote it)"""
+    calls: dict[int, int] = field(default_factory=dict)
+    """call n -> line index (keyed by number: a lost line must not renumber the rest)"""
     replies: dict[int, int] = field(default_factory=dict)
     """call n -> line index of its reply"""
     commits: list[int] = field(default_factory=list)
@@ -202,15 +200,14 @@ class Recording:
                 for w in data.get("writes") or ():
                     key = w.get("key", "")
                     if key.startswith("message:"):
-                        idx.messages.append(w.get("ref", ""))
-                        idx.message_lines.append(i)
+                        idx.messages.setdefault(int(key[8:]), (w.get("ref", ""), i))
                 if t == "reply":
                     idx.replies[int(data["call"])] = i
                 elif data.get("tool") is not None:
                     idx.tool_commits.append(i)
             elif t == "call":
                 idx.commits.append(i)
-                idx.calls.append(i)
+                idx.calls.setdefault(int(data["call"]), i)
             elif t == "run_end":
                 idx.run_end = i
             elif t not in KNOWN_TYPES:
@@ -225,7 +222,7 @@ class Recording:
         if not idx.starts or idx.types[0] in ("!", "?", " "):
             first = self.problems[0].message if self.problems else "no complete first line"
             raise RecordingFormatError(
-                f"{self.path} is not an af recording: line 1 is {first}", path=self.path, line=1
+                f"{self.path} is not an af recording: line 1: {first}", path=self.path, line=1
             )
         raw = self._raw(0)
         if idx.types[0] != "header" or raw.get("format") != FORMAT:
@@ -298,9 +295,14 @@ class Recording:
     def call_count(self) -> int:
         return len(self._index.calls)
 
+    @property
+    def call_numbers(self) -> list[int]:
+        """The numbers of the calls the file holds, in order (1..N unless lines were lost)."""
+        return sorted(self._index.calls)
+
     def call(self, n: int) -> Call:
         """The record of call ``n`` (from 1)."""
-        record = self._typed(self._index.calls[self._call_index(n)])
+        record = self._typed(self._call_line(n))
         assert isinstance(record, Call)
         return record
 
@@ -334,15 +336,19 @@ class Recording:
     def message_count(self) -> int:
         return len(self._index.messages)
 
+    def _message_entry(self, n: int) -> tuple[str, int]:
+        entry = self._index.messages.get(n)
+        if entry is None:
+            raise IndexError(f"message {n} is not in this recording (it has {self.message_count})")
+        return entry
+
     def message(self, n: int) -> Any:
         """Message ``n`` of the run's history (from 1), as stored: canonical JSON."""
-        if not 1 <= n <= len(self._index.messages):
-            raise IndexError(f"message {n} is not in this recording (it has {self.message_count})")
-        return self.blob(self._index.messages[n - 1])
+        return self.blob(self._message_entry(n)[0])
 
     def message_writer(self, n: int) -> str:
         """The runtime stage id of the stage that wrote message ``n``."""
-        rsid: str = self._raw(self._index.message_lines[n - 1])["rsid"]
+        rsid: str = self._raw(self._message_entry(n)[1])["rsid"]
         return rsid
 
     def blob(self, ref: str) -> Any:
@@ -398,16 +404,20 @@ class Recording:
             return CallCheck(n, False, call.hash, rebuilt, "the rebuilt request's hash differs")
         return CallCheck(n, True, call.hash, rebuilt)
 
-    def _call_index(self, n: int) -> int:
-        if not 1 <= n <= len(self._index.calls):
+    def _call_line(self, n: int) -> int:
+        i = self._index.calls.get(n)
+        if i is None:
+            last = max(self._index.calls, default=0)
             raise IndexError(
                 f"call {n} is not in this recording "
-                + (f"(calls 1 to {self.call_count})" if self.call_count else "(it has no calls)")
+                + (f"(calls 1 to {last})" if last else "(it has no calls)")
             )
-        return n - 1
+        return i
 
 
 def _mb(n: int) -> str:
+    if n < 1024 * 1024:
+        return f"{n:,} bytes"
     return f"{n / 1024 / 1024:.1f} MB"
 
 

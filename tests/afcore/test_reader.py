@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from afcore import recording as rec
+from afcore.errors import RecordingFormatError, UnsupportedVersionError
+from afcore.recording import Call, Reply, RunEnd, UnknownRecord
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def test_valid_fixture_reads_and_verifies() -> None:
+    with rec.open(FIXTURES / "valid.jsonl") as r:
+        assert r.header.agent.name == "orders"
+        assert r.problems == [] and r.torn_tail is None
+        assert r.call_count == 2 and r.message_count == 4
+        assert isinstance(r.call(1), Call) and isinstance(r.reply(2), Reply)
+        assert r.message(1) == {"role": "user", "content": "Where is order A-1?"}
+        assert r.message_writer(3) == "tool:lookup#3"
+        end = r.end
+        assert isinstance(end, RunEnd) and end.status == "answer"
+        assert r.value(end.answer) == "Order A-1 has shipped."
+        report = rec.verify(r)
+    assert report.ok and report.verified == 2
+
+
+def test_torn_last_line_is_reported_and_the_rest_read() -> None:
+    with rec.open(FIXTURES / "torn.jsonl") as r:
+        assert r.torn_tail is not None
+        assert r.torn_tail.line == r.line_count + 1
+        assert r.end is None  # the torn line was the run_end
+        assert r.call_count == 2 and r.check_call(2).ok
+        report = rec.verify(r)
+    assert not report.ok and report.torn_tail is not None
+    assert report.verified == 2
+
+
+def test_malformed_line_is_reported_by_line_number() -> None:
+    with rec.open(FIXTURES / "malformed.jsonl") as r:
+        assert [p.line for p in r.problems] == [5]
+        assert "not valid JSON" in r.problems[0].message
+        report = rec.verify(r)
+    assert not report.ok
+    assert any(p.line == 5 for p in report.problems)
+
+
+def test_unknown_record_type_is_kept_opaque_and_is_not_a_failure() -> None:
+    with rec.open(FIXTURES / "unknown_record.jsonl") as r:
+        assert r.unknown_records == 1
+        kept = [x for _, x in r.records() if isinstance(x, UnknownRecord)]
+        assert kept[0].t == "hologram" and kept[0].model_extra == {"payload": {"x": 1}}
+        report = rec.verify(r)
+    assert report.ok and report.unknown_records == 1
+
+
+def test_newer_major_version_is_refused_clearly() -> None:
+    with pytest.raises(UnsupportedVersionError, match=r"version 2\.0, newer than this af reads"):
+        rec.open(FIXTURES / "future_version.jsonl")
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b"Dear diary,\nthe agent said hello.\n", "not an af recording: line 1: not valid JSON"),
+        (b"", "is empty"),
+        (b'{"t":"commit","seq":1}\n', "not an af.recording header"),
+        (b"[1, 2, 3]\n", "not a record"),
+        (b"\x00\xff\xfe garbage \x1b[31m\n", "not an af recording"),
+    ],
+)
+def test_files_that_are_not_recordings(tmp_path: Path, content: bytes, words: str) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(RecordingFormatError, match=words) as info:
+        rec.open(path)
+    assert info.value.path == path
+
+
+def test_missing_file_and_folder(tmp_path: Path) -> None:
+    with pytest.raises(RecordingFormatError, match="no such file"):
+        rec.open(tmp_path / "nope.jsonl")
+    with pytest.raises(RecordingFormatError, match="is a folder"):
+        rec.open(tmp_path)
+
+
+def test_a_huge_line_is_skipped_without_loading_it(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    lines = (FIXTURES / "valid.jsonl").read_bytes().splitlines(keepends=True)
+    huge = b'{"t":"blob","id":"x","value":"' + b"A" * (50 * 1024 * 1024) + b'"}\n'
+    path.write_bytes(b"".join(lines[:3]) + huge + b"".join(lines[3:]))
+    with rec.open(path) as r:
+        assert [p.line for p in r.problems] == [4]
+        assert "50.0 MB, over the 32.0 MB" in r.problems[0].message
+        assert r.call_count == 2 and r.check_call(2).ok
+        assert not rec.verify(r).ok
+
+
+def test_resolve_run_by_path_id_and_prefix(tmp_path: Path) -> None:
+    for name in ("20260101-000000-000-aaaaaa", "20260101-000000-000-bbbbbb", "20270101-x"):
+        shutil.copy(FIXTURES / "valid.jsonl", tmp_path / f"{name}.jsonl")
+    assert rec.resolve_run(str(FIXTURES / "valid.jsonl")) == FIXTURES / "valid.jsonl"
+    assert rec.resolve_run("2027", tmp_path).name == "20270101-x.jsonl"
+    assert rec.resolve_run("20260101-000000-000-aaaaaa", tmp_path).stem.endswith("aaaaaa")
+    with pytest.raises(rec.RecordingError, match="matches 2 recordings"):
+        rec.resolve_run("2026", tmp_path)
+    with pytest.raises(rec.RecordingError, match="starting with '1999'"):
+        rec.resolve_run("1999", tmp_path)
+
+
+def test_call_out_of_range_says_the_range() -> None:
+    with rec.open(FIXTURES / "valid.jsonl") as r, pytest.raises(IndexError, match="calls 1 to 2"):
+        r.call(3)
