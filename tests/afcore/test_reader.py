@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from afcore import recording as rec
-from afcore.errors import RecordingFormatError, UnsupportedVersionError
+from afcore.errors import RecordingFormatError, RunNotFoundError, UnsupportedVersionError
 from afcore.recording import Call, Reply, RunEnd, UnknownRecord
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -104,9 +104,9 @@ def test_resolve_run_by_path_id_and_prefix(tmp_path: Path) -> None:
     assert rec.resolve_run(str(FIXTURES / "valid.jsonl")) == FIXTURES / "valid.jsonl"
     assert rec.resolve_run("2027", tmp_path).name == "20270101-x.jsonl"
     assert rec.resolve_run("20260101-000000-000-aaaaaa", tmp_path).stem.endswith("aaaaaa")
-    with pytest.raises(rec.RecordingError, match="matches 2 recordings"):
+    with pytest.raises(RunNotFoundError, match="matches 2 recordings"):
         rec.resolve_run("2026", tmp_path)
-    with pytest.raises(rec.RecordingError, match="starting with '1999'"):
+    with pytest.raises(RunNotFoundError, match="starting with '1999'"):
         rec.resolve_run("1999", tmp_path)
 
 
