@@ -1,0 +1,111 @@
+"""The scripted af agent the benchmarks share: one tool call per iteration, then an answer.
+
+The mock computes each reply from the request it is given (the tool result it answers names
+the step), so one agent is built once and run many times, the way the
+pydantic-ai peer is. The model and the tool do almost nothing, so the time per iteration is
+af's own overhead for one request -> tool call -> tool result round trip.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from afcore import Agent, RecordingConfig, define_tool, mock
+from afcore.messages import Request, ToolResultMessage
+from bench._report import timed
+
+__all__ = [
+    "ANSWER",
+    "SYSTEM",
+    "build_agent",
+    "recordings_dir",
+    "run_once",
+    "timed_run",
+]
+
+SYSTEM = "You count. Call echo with the next number until told to stop, then say done."
+ANSWER = "done"
+ECHO_SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer", "description": "The number to echo."}},
+    "required": ["n"],
+}
+# A fixed usage stands in for what a provider reports; without it the mock estimates tokens by
+# walking the whole history on every call, a test-double cost (the peer does the same).
+USAGE = {"input_tokens": 1, "output_tokens": 1}
+
+
+def build_agent(
+    iterations: int,
+    *,
+    record: Path | None,
+    result: Callable[[int], str] = lambda n: f"ok {n}",
+) -> Agent:
+    """An agent that calls ``echo`` ``iterations`` times, then answers :data:`ANSWER`.
+
+    ``record``: the folder each run's recording goes to, or None for ``record=False``.
+    ``result(n)``: what the tool returns for its n-th call.
+    """
+
+    def respond(request: Request) -> dict[str, object]:
+        # The step is read from the tool result the model is answering (its call id is the step
+        # number), as the peer does. Counting the tool results in the whole history would be the
+        # same number at O(history) per call: ~0.01 ms per iteration at 200 iterations, a fifth
+        # of af's unrecorded loop, charged to the script rather than to af.
+        last = request.messages[-1]
+        done = int(last.tool_call_id) if isinstance(last, ToolResultMessage) else 0
+        if done < iterations:
+            n = done + 1
+            return {"tool_calls": [{"id": str(n), "name": "echo", "args": {"n": n}}]}
+        return {"content": ANSWER}
+
+    echo = define_tool(
+        name="echo",
+        description="Echo the number back.",
+        input_schema=ECHO_SCHEMA,
+        execute=lambda args, ctx: result(args["n"]),
+    )
+    return (
+        Agent.create(
+            provider=mock(respond=respond, usage=USAGE),
+            model="mock",
+            # One call per tool iteration plus the one that answers.
+            max_iterations=iterations + 1,
+            record=RecordingConfig(dir=record) if record is not None else False,
+            name="bench-loop",
+        )
+        .system(SYSTEM)
+        .tool(echo)
+        .build()
+    )
+
+
+def run_once(agent: Agent, iterations: int) -> None:
+    """One whole run, checked so that a broken loop cannot pass for a fast one."""
+    answer = agent.run("go")
+    last = agent.last_result
+    if answer != ANSWER or last is None or last.iterations != iterations + 1:
+        raise RuntimeError(f"the scripted run went wrong: {answer!r}, {last!r}")
+
+
+def timed_run(agent: Agent, iterations: int) -> float:
+    """Seconds for one whole run; its recording (if any) is deleted after the clock stops."""
+    elapsed = timed(lambda: run_once(agent, iterations))
+    path = agent.last_recording
+    if path is not None:
+        path.unlink()
+    return elapsed
+
+
+@contextmanager
+def recordings_dir() -> Iterator[Path]:
+    """A temporary folder for recordings, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="af-bench-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
