@@ -101,15 +101,19 @@ class SourceInfo(_Model):
 
 
 class Segment(_Model):
+    """One system-prompt segment of a call, in the list its call's `system` blob holds."""
+
     text: str | None = None
     """The segment's text, inline (short segments)."""
     ref: str | None = None
-    """Hash of a blob holding `{"text": ...}` (long or repeated segments)."""
+    """Hash of a blob holding `{"text": ...}` (long segments, stored once)."""
     source: SourceInfo
     """Where the segment came from."""
 
 
 class CallTool(_Model):
+    """One visible tool of a call, in the list its call's `tools` blob holds."""
+
     name: str
     """The tool's name."""
     ref: str
@@ -250,12 +254,14 @@ class Call(_Model):
     """Keys the call read, with the seq of the commit that wrote each."""
     model: str
     """The model asked."""
-    system: list[Segment]
-    """The system prompt's segments, in order, each with its source."""
+    system: str
+    """Hash of the blob holding the system prompt's segments, in order, each with its source
+    (a list of Segment). Calls with the same segments share one blob."""
     window: list[tuple[int, int]]
     """The messages sent, as inclusive ranges of message numbers (`[[1, 7]]`: messages 1 to 7)."""
-    tools: list[CallTool]
-    """The tools visible to the model, in order, each with its source."""
+    tools: str
+    """Hash of the blob holding the tools visible to the model, in order, each with its
+    source (a list of CallTool). Calls with the same tools share one blob."""
     params: dict[str, Any] = {}
     """Parameters sent (max_tokens, temperature, ...)."""
     cache: list[dict[str, Any]] = []

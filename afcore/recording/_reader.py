@@ -21,22 +21,29 @@ import orjson
 from pydantic import ValidationError
 
 from afcore.errors import RecordingFormatError, UnsupportedVersionError
-from afcore.recording._hashing import content_hash, request_digest, request_hash
+from afcore.recording._hashing import (
+    content_hash,
+    messages_digest,
+    request_digest,
+    request_hash,
+)
 from afcore.recording._models import (
     FORMAT,
     FORMAT_VERSION,
     KNOWN_TYPES,
     RECORD_ADAPTER,
     Call,
+    CallTool,
     Commit,
     Header,
     Record,
     Reply,
     RunEnd,
+    Segment,
     UnknownRecord,
 )
 
-__all__ = ["CallCheck", "MAX_LINE", "Problem", "Recording", "TornTail", "open_recording"]
+__all__ = ["MAX_LINE", "CallCheck", "Problem", "Recording", "TornTail", "open_recording"]
 
 MAX_LINE = 32 * 1024 * 1024
 """Lines longer than this are reported and skipped, so one huge line cannot exhaust memory."""
@@ -370,16 +377,24 @@ class Recording:
 
     # -- rebuilding calls ----------------------------------------------------------------
 
+    def segments(self, n: int) -> list[Segment]:
+        """Call ``n``'s system segments, each with its source."""
+        return [Segment.model_validate(s) for s in self.blob(self.call(n).system)]
+
+    def tools(self, n: int) -> list[CallTool]:
+        """The tools visible at call ``n``, each with its source."""
+        return [CallTool.model_validate(t) for t in self.blob(self.call(n).tools)]
+
     def request(self, n: int) -> dict[str, Any]:
         """Call ``n``'s provider-neutral request, rebuilt from the file, in canonical form."""
         call = self.call(n)
         return {
             "model": call.model,
             "system": [
-                {"text": s.text} if s.ref is None else self.blob(s.ref) for s in call.system
+                {"text": s.text} if s.ref is None else self.blob(s.ref) for s in self.segments(n)
             ],
             "messages": [self.message(m) for a, b in call.window for m in range(a, b + 1)],
-            "tools": [self.blob(t.ref) for t in call.tools],
+            "tools": [self.blob(t.ref) for t in self.tools(n)],
             "params": call.params,
             "cache": call.cache,
         }
@@ -389,12 +404,12 @@ class Recording:
         call = self.call(n)
         try:
             request = self.request(n)
-        except (KeyError, IndexError) as e:
-            return CallCheck(n, False, call.hash, None, f"cannot rebuild: {e.args[0]}")
+        except (KeyError, IndexError, ValidationError, TypeError) as e:
+            return CallCheck(n, False, call.hash, None, f"cannot rebuild: {_short(str(e))}")
         digest = request_digest(
             model=request["model"],
             system=map(content_hash, request["system"]),
-            messages=map(content_hash, request["messages"]),
+            messages=messages_digest(map(content_hash, request["messages"])),
             tools=map(content_hash, request["tools"]),
             params=request["params"],
             cache=request["cache"],

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from afcore.recording._hashing import content_hash
 from afcore.recording._models import Blob, Call, Commit, Header, Reply, RunEnd, UnknownRecord
 from afcore.recording._reader import CallCheck, Problem, Recording, TornTail
@@ -111,10 +113,16 @@ def verify(rec: Recording) -> VerifyReport:
             calls += 1
             if record.call != calls:
                 problems.append(Problem(line, f"call {record.call} where call {calls} was due"))
-            for seg in record.system:
-                check_ref(line, seg.ref, "a system segment")
-            for tool in record.tools:
-                check_ref(line, tool.ref, f"tool {tool.name}")
+            check_ref(line, record.system, "the system segments")
+            check_ref(line, record.tools, "the tool list")
+            if record.system in blobs and record.tools in blobs:
+                try:
+                    for seg in rec.segments(record.call):
+                        check_ref(line, seg.ref, "a system segment")
+                    for tool in rec.tools(record.call):
+                        check_ref(line, tool.ref, f"tool {tool.name}")
+                except (ValidationError, TypeError):
+                    problems.append(Problem(line, "the segment or tool list it names is malformed"))
             for a, b in record.window:
                 if not 1 <= a <= b <= messages:
                     problems.append(

@@ -8,6 +8,7 @@ thread, so the loop never waits on the disk, and synchronously when the run ends
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -19,20 +20,33 @@ import orjson
 
 from afcore.errors import UsageError
 from afcore.messages import Message, SystemSegment, ToolSpec, Usage
-from afcore.recording._hashing import content_hash, request_digest, request_hash
+from afcore.recording._hashing import (
+    content_hash,
+    messages_digest,
+    request_digest,
+    request_hash,
+)
 from afcore.recording._redaction import Redactor
 
 __all__ = ["NullRecorder", "Recorder", "RecordObserver"]
 
 RecordObserver = Callable[[dict[str, Any]], None]
 
+_SORTED = orjson.OPT_SORT_KEYS
+
 INLINE_LIMIT = 256
 """Values whose JSON is longer than this many bytes are stored once as blobs and referred to."""
 
 
 class Recorder:
-    """Appends the records of one run to ``path``. Used by the loop; not thread-safe (the
-    loop writes from its own thread; tools running in threads report through it)."""
+    """Appends the records of one run to ``path``. Used by the loop's thread only (tools in
+    other threads report through the loop).
+
+    Records made in one synchronous step (a blob and the commit naming it) are written
+    together with one ``os.write`` when the loop is about to wait on something outside it (a
+    model call, a tool, the end of an iteration), so nothing is held back while the run
+    could be killed waiting.
+    """
 
     enabled = True
 
@@ -44,6 +58,7 @@ class Recorder:
         redactor: Redactor,
         clock: Callable[[], float] = time.perf_counter,
         observers: Sequence[RecordObserver] = (),
+        sync_interval: float = 0.02,
     ) -> None:
         self.path = path
         self.run_id = run_id
@@ -63,33 +78,47 @@ class Recorder:
         self._stage_counter = -1
         self.versions: dict[str, int] = {}
         """For each key, the seq of the commit that last wrote it."""
+        self._pending: list[bytes] = []
         self._blobs: set[str] = set()
         self._message_hashes: list[str] = []
-        self._segments: dict[str, tuple[str, str | None]] = {}
-        """System text -> (its hash, its redacted text when short enough to stay inline)."""
+        self._history_digest = hashlib.sha256()
+        """sha256 over the hashes of messages 1..n: extended as messages are appended, so the
+        digest of a window that is the whole history costs nothing per call."""
+        self._segments: dict[str, tuple[str, dict[str, Any]]] = {}
+        """System text -> (its hash, its entry in a segment list: inline text or a ref)."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
-        self._syncer = _Syncer(self._fd)
+        self._syncer = _Syncer(self._fd, sync_interval)
 
     # -- low level -----------------------------------------------------------------------
 
     def _emit(self, record: dict[str, Any]) -> None:
-        os.write(self._fd, orjson.dumps(record) + b"\n")
+        self._pending.append(orjson.dumps(record))
         for observe in self.observers:
             observe(record)
 
-    def _blob(self, value: Any) -> str:
-        """Store ``value`` (already redacted) once; return its hash."""
-        ref = content_hash(value)
+    def flush(self) -> None:
+        """Write what is pending, whole lines in one write."""
+        if self._pending:
+            self._pending.append(b"")
+            os.write(self._fd, b"\n".join(self._pending))
+            self._pending.clear()
+
+    def _store(self, value: Any) -> str:
+        """Store a value (not yet redacted) once; return its hash."""
+        raw = orjson.dumps(value, option=_SORTED)
+        if self.redactor.needs_redaction(raw):
+            value = self.redactor.redact(value)
+            raw = orjson.dumps(value, option=_SORTED)
+        ref = hashlib.sha256(raw).hexdigest()
         if ref not in self._blobs:
             self._blobs.add(ref)
-            self._emit({"t": "blob", "id": ref, "value": value})
+            # The blob's value is written in its canonical form: the bytes that were hashed.
+            self._pending.append(b'{"t":"blob","id":"' + ref.encode() + b'","value":' + raw + b"}")
+            if self.observers:
+                record = {"t": "blob", "id": ref, "value": value}
+                for observe in self.observers:
+                    observe(record)
         return ref
-
-    def _write(self, key: str, value: Any) -> dict[str, Any]:
-        value = self.redactor.redact(value)
-        if len(orjson.dumps(value)) <= INLINE_LIMIT:
-            return {"key": key, "value": value}
-        return {"key": key, "ref": self._blob(value)}
 
     def next_rsid(self, stage: str) -> str:
         self._stage_counter += 1
@@ -114,20 +143,27 @@ class Recorder:
         cached = self._spec_refs.get(id(spec))
         if cached is not None:
             return cached[1]
-        ref = self._blob(self.redactor.redact(spec.to_json()))
+        ref = self._store(spec.to_json())
         self._spec_refs[id(spec)] = (spec, ref)
         return ref
 
     def message(self, message: Message) -> tuple[int, dict[str, Any]]:
         """Store a message of the run's history; return its number and the write naming it."""
-        ref = self._blob(self.redactor.redact(message.to_json()))
+        ref = self._store(message.to_json())
         self._message_hashes.append(ref)
+        self._history_digest.update(ref.encode())
         n = len(self._message_hashes)
         return n, {"key": f"message:{n}", "ref": ref}
 
     def write(self, key: str, value: Any) -> dict[str, Any]:
-        """A write of ``value`` under ``key``, inline or by reference, for a commit."""
-        return self._write(key, value)
+        """A write of ``value`` under ``key`` for a commit: inline when short, else a ref."""
+        raw = orjson.dumps(value)
+        if self.redactor.needs_redaction(raw):
+            value = self.redactor.redact(value)
+            raw = orjson.dumps(value)
+        if len(raw) <= INLINE_LIMIT:
+            return {"key": key, "value": value}
+        return {"key": key, "ref": self._store(value)}
 
     def commit(
         self,
@@ -136,10 +172,11 @@ class Recorder:
         iteration: int,
         *,
         reads: Iterable[str] = (),
-        writes: list[dict[str, Any]] = (),  # type: ignore[assignment]
+        writes: list[dict[str, Any]] | None = None,
         tool: dict[str, Any] | None = None,
     ) -> int:
         self.seq += 1
+        writes = writes or []
         record: dict[str, Any] = {
             "t": "commit",
             "seq": self.seq,
@@ -155,6 +192,18 @@ class Recorder:
         self._commit_writes(writes)
         return self.seq
 
+    def _segment(self, seg: SystemSegment) -> tuple[str, dict[str, Any]]:
+        stored = self._segments.get(seg.text)
+        if stored is None:
+            body = self.redactor.redact(seg.to_json())
+            if len(body["text"]) > INLINE_LIMIT:
+                ref = self._store(body)
+                stored = (ref, {"ref": ref})
+            else:
+                stored = (content_hash(body), {"text": body["text"]})
+            self._segments[seg.text] = stored
+        return stored
+
     def call(
         self,
         rsid: str,
@@ -168,46 +217,36 @@ class Recorder:
         params: dict[str, Any],
         cache: Sequence[dict[str, Any]],
     ) -> str:
-        """Record a model call as it is sent; return the request's hash."""
-        segments: list[dict[str, Any]] = []
+        """Record a model call as it is sent, and write it out; return the request's hash."""
         segment_hashes: list[str] = []
+        segment_list: list[dict[str, Any]] = []
         for seg in system:
-            stored = self._segments.get(seg.text)
-            if stored is None:
-                body = self.redactor.redact(seg.to_json())
-                if len(body["text"]) > INLINE_LIMIT:
-                    stored = (self._blob(body), None)
-                else:
-                    stored = (content_hash(body), body["text"])
-                self._segments[seg.text] = stored
-            ref, inline = stored
-            source = seg.source.to_json()
-            segments.append(
-                {"ref": ref, "source": source}
-                if inline is None
-                else {"text": inline, "source": source}
-            )
-            segment_hashes.append(ref)
-        hashes = self._message_hashes
-        message_hashes = [h for a, b in window for h in hashes[a - 1 : b]]
-        tool_entries = []
-        tool_hashes = []
-        for spec in tools:
-            ref = self.tool_ref(spec)
-            tool_hashes.append(ref)
-            tool_entries.append({"name": spec.name, "ref": ref, "source": spec.source.to_json()})
+            h, entry = self._segment(seg)
+            segment_hashes.append(h)
+            segment_list.append({**entry, "source": seg.source.to_json()})
+        tool_hashes = [self.tool_ref(spec) for spec in tools]
+        tool_list = [
+            {"name": spec.name, "ref": h, "source": spec.source.to_json()}
+            for spec, h in zip(tools, tool_hashes, strict=True)
+        ]
+        if len(window) == 1 and window[0] == (1, len(self._message_hashes)):
+            messages_hash = self._history_digest.hexdigest()
+        else:
+            hashes = self._message_hashes
+            messages_hash = messages_digest(h for a, b in window for h in hashes[a - 1 : b])
         params = self.redactor.redact(params)
         digest = request_digest(
             model=model,
             system=segment_hashes,
-            messages=message_hashes,
+            messages=messages_hash,
             tools=tool_hashes,
             params=params,
             cache=cache,
         )
         digest_hash = request_hash(digest)
+        system_ref = self._store(segment_list)
+        tools_ref = self._store(tool_list)
         self.seq += 1
-        key = f"call:{call}"
         self._emit(
             {
                 "t": "call",
@@ -217,15 +256,16 @@ class Recorder:
                 "call": call,
                 "reads": self._versions(("system", "tools", "messages")),
                 "model": model,
-                "system": segments,
+                "system": system_ref,
                 "window": [list(r) for r in window],
-                "tools": tool_entries,
+                "tools": tools_ref,
                 "params": params,
                 "cache": list(cache),
                 "hash": digest_hash,
             }
         )
-        self.versions[key] = self.seq
+        self.versions[f"call:{call}"] = self.seq
+        self.flush()
         return digest_hash
 
     def reply(
@@ -260,16 +300,24 @@ class Recorder:
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
 
-    def event(self, record: dict[str, Any]) -> None:
-        self._emit(self.redactor.redact(record))
+    def event(self, record: dict[str, Any], *, flush: bool = True) -> None:
+        raw = orjson.dumps(record)
+        if self.redactor.needs_redaction(raw):
+            record = self.redactor.redact(record)
+        self._emit(record)
+        if flush:
+            self.flush()
 
     def sync(self) -> None:
-        """An iteration boundary: make what is written durable, without waiting for it."""
+        """An iteration boundary: write what is pending and have it made durable soon,
+        without the loop waiting on the disk."""
+        self.flush()
         self._syncer.request()
 
     def close(self) -> None:
         self._syncer.stop()
         try:
+            self.flush()
             os.fsync(self._fd)
         finally:
             os.close(self._fd)
@@ -308,7 +356,10 @@ class NullRecorder(Recorder):
     def reply(self, rsid: str, iteration: int, call: int, **_: Any) -> int:
         return 0
 
-    def event(self, record: dict[str, Any]) -> None:
+    def event(self, record: dict[str, Any], *, flush: bool = True) -> None:
+        pass
+
+    def flush(self) -> None:
         pass
 
     def sync(self) -> None:
@@ -319,33 +370,39 @@ class NullRecorder(Recorder):
 
 
 class _Syncer:
-    """fdatasync on request, off the loop's thread; requests that pile up are merged."""
+    """fdatasync off the loop's thread, at most once per ``interval``: requests that come
+    sooner are merged into the next sync. Waking a thread costs more than the loop's own
+    work per iteration, so it must not happen on every one."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, interval: float) -> None:
         self._fd = fd
+        self._interval = interval
         self._wanted = threading.Event()
-        self._stopping = False
+        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
     def request(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="af-recording-sync", daemon=True)
             self._thread.start()
-        self._wanted.set()
+        if not self._wanted.is_set():
+            self._wanted.set()
 
     def _run(self) -> None:
         while True:
             self._wanted.wait()
-            self._wanted.clear()
-            if self._stopping:
+            if self._stopping.is_set():
                 return
+            self._wanted.clear()
             try:
                 os.fdatasync(self._fd)
             except OSError:
                 return  # closed underneath us: the final fsync in close() covers it
+            if self._stopping.wait(self._interval):
+                return
 
     def stop(self) -> None:
         if self._thread is not None:
-            self._stopping = True
+            self._stopping.set()
             self._wanted.set()
             self._thread.join()
