@@ -1,0 +1,113 @@
+"""Exit codes, and turning errors into one sentence on stderr.
+
+Commands raise :class:`CliError` (or let an af error through); :func:`command` prints it as
+one line and exits with its code. The traceback is shown only under ``af --debug``. This
+lives in a decorator rather than only in ``main()`` so that the test runner, which calls the
+command directly, sees the same behaviour as a person does.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import typer
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "command",
+    "fail",
+    "settings",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+"""The run or the check failed (or a recording could not be read)."""
+EXIT_USAGE = 2
+"""Bad arguments, a missing file, an agent that does not load."""
+EXIT_INTERRUPTED = 130
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Settings:
+    debug: bool = False
+
+
+settings = _Settings()
+"""Global options, set by the app's callback for each invocation."""
+
+
+class CliError(Exception):
+    """An error to show as one sentence, ending the command with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Print ``message`` as an error and return the exit to raise."""
+    _say_error(message)
+    return typer.Exit(code)
+
+
+def _say_error(message: str) -> None:
+    from rich.text import Text
+
+    from afcli._render import err_console, safe
+
+    err_console().print(Text.assemble(("error: ", "bold red"), safe(message)))
+
+
+def _code_for(error: BaseException) -> int:
+    from afcore.errors import RecordingError, RunNotFoundError, UsageError
+
+    if isinstance(error, RunNotFoundError | UsageError):
+        return EXIT_USAGE
+    if isinstance(error, RecordingError):
+        return EXIT_FAILED
+    return EXIT_FAILED
+
+
+def command(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run a command, mapping errors to a sentence and an exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except KeyboardInterrupt:
+            _say_error("interrupted")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except CliError as e:
+            if settings.debug:
+                traceback.print_exc(file=sys.stderr)
+            _say_error(e.message)
+            raise typer.Exit(e.code) from None
+        except Exception as e:
+            from afcore.errors import AfError
+
+            if settings.debug:
+                traceback.print_exc(file=sys.stderr)
+            if isinstance(e, AfError):
+                _say_error(str(e))
+            else:
+                _say_error(
+                    f"af failed unexpectedly: {type(e).__name__}: {e} "
+                    "(run af --debug ... for the traceback)"
+                )
+            raise typer.Exit(_code_for(e)) from None
+
+    return wrapper

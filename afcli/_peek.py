@@ -1,0 +1,138 @@
+"""A recording's summary from its first and last lines only, for ``af ls``.
+
+The header says what ran; a finished run's last line is its ``run_end``. Both reads are
+bounded, so listing a folder of huge or hostile files costs the same as listing small ones.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+__all__ = ["HEAD_LIMIT", "TAIL_LIMIT", "peek"]
+
+HEAD_LIMIT = 1024 * 1024
+"""A header is a few hundred bytes; a first line longer than this is not one."""
+TAIL_LIMIT = 64 * 1024
+"""A run_end is a few hundred bytes (a long answer is stored as a blob before it)."""
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def peek(path: Path) -> dict[str, Any]:
+    """``{"run_id", "path", "started_at", "agent", "model", "status", "iterations", "calls",
+    "usage", "tokens", "reason"}``; status is the run's, ``incomplete`` when the file has no
+    run_end, ``unreadable`` when it is not a recording (``reason`` says why)."""
+    entry: dict[str, Any] = {
+        "run_id": None,
+        "path": str(path),
+        "started_at": None,
+        "agent": None,
+        "model": None,
+        "status": "unreadable",
+        "iterations": None,
+        "calls": None,
+        "usage": None,
+        "tokens": None,
+        "reason": None,
+    }
+    try:
+        with path.open("rb") as f:
+            header = _header(f.readline(HEAD_LIMIT + 1))
+            entry.update(
+                run_id=header.run_id,
+                started_at=header.started_at,
+                agent=header.agent.name,
+                model=header.model,
+            )
+            _tail(f, entry)
+    except _Unreadable as e:
+        entry["reason"] = str(e)
+    except OSError as e:
+        entry["reason"] = f"cannot read the file: {e.strerror or e}"
+    return entry
+
+
+def _header(first: bytes) -> Any:
+    from afcore.recording import FORMAT, FORMAT_VERSION, Header
+
+    if not first:
+        raise _Unreadable("the file is empty")
+    if len(first) > HEAD_LIMIT:
+        raise _Unreadable(f"line 1 is longer than {HEAD_LIMIT // 1024:,} KB: not an af header")
+    try:
+        data = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        raise _Unreadable("line 1 is not JSON: not an af recording") from None
+    if not isinstance(data, dict) or data.get("t") != "header" or data.get("format") != FORMAT:
+        raise _Unreadable("line 1 is not an af.recording header")
+    version = str(data.get("version", ""))
+    major = version.split(".")[0]
+    if not major.isdigit():
+        raise _Unreadable(f"line 1: the format version {version!r} is not major.minor")
+    supported = int(FORMAT_VERSION.split(".")[0])
+    if int(major) > supported:
+        raise _Unreadable(
+            f"format version {version} is newer than this af reads ({supported}.x); upgrade af"
+        )
+    try:
+        return Header.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "header"
+        raise _Unreadable(f"line 1 is not a valid header ({where}: {err['msg']})") from None
+
+
+def _tail(f: Any, entry: dict[str, Any]) -> None:
+    from afcore.recording import RunEnd
+
+    size = os.fstat(f.fileno()).st_size
+    start = max(0, size - TAIL_LIMIT)
+    f.seek(start)
+    chunk: bytes = f.read(TAIL_LIMIT)
+    entry["status"] = "incomplete"
+    if not chunk.endswith(b"\n"):
+        entry["reason"] = "the last line is torn: the run was cut off mid-write"
+        return
+    body = chunk[:-1]
+    cut = body.rfind(b"\n")
+    if cut == -1 and start > 0:
+        entry["reason"] = "no run_end record: the run was cut off or is still running"
+        return
+    last = body[cut + 1 :]
+    try:
+        data = orjson.loads(last)
+    except orjson.JSONDecodeError:
+        entry["reason"] = "the last line is not JSON"
+        return
+    if not isinstance(data, dict) or data.get("t") != "run_end":
+        entry["reason"] = "no run_end record: the run was cut off or is still running"
+        return
+    try:
+        end = RunEnd.model_validate(data)
+    except ValidationError:
+        entry["reason"] = "the run_end record is malformed"
+        return
+    u = end.usage
+    usage: dict[str, Any] = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
+    if u.cache_read_tokens:
+        usage["cache_read_tokens"] = u.cache_read_tokens
+    if u.cache_write_tokens:
+        usage["cache_write_tokens"] = u.cache_write_tokens
+    if u.estimated:
+        usage["estimated"] = True
+    entry.update(
+        status=end.status,
+        iterations=end.iterations,
+        calls=end.calls,
+        usage=usage,
+        tokens=u.input_tokens + u.output_tokens,
+    )
+    if end.error is not None:
+        entry["reason"] = f"{end.error.kind}: {end.error.message}"

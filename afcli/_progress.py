@@ -1,0 +1,174 @@
+"""What ``af run`` prints on stderr while the agent runs, read from the records as they are
+written (the ``observe=`` callback of ``Agent.run``)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from afcli._render import args_text, fit, ms_text, safe, status_style, usage_text
+
+__all__ = ["Progress"]
+
+_BLOBS_KEPT = 512
+"""Blobs arrive before the records that refer to them; the recent ones are enough to show
+a run's progress, and keeping only these bounds memory on a long run."""
+
+
+class Progress:
+    """Call with each record dict; prints a compact line or two for the ones that matter."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._blobs: OrderedDict[str, Any] = OrderedDict()
+        self._broken = False
+        self._invalid: dict[str, str] = {}
+        """call id -> why its arguments were refused, until its result is shown"""
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        # An exception here would stop the run it only watches: report it once, carry on.
+        if self._broken:
+            return
+        try:
+            self._show(record)
+        except Exception as e:
+            self._broken = True
+            self.console.print(
+                Text(f"(progress display stopped: {type(e).__name__}: {safe(str(e))})", "dim")
+            )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @property
+    def _width(self) -> int:
+        return max(self.console.width, 60)
+
+    def _value(self, write: Any) -> Any:
+        if not isinstance(write, dict):
+            return None
+        ref = write.get("ref")
+        if ref is None:
+            return write.get("value")
+        return self._blobs.get(ref)
+
+    def _say(self, *parts: str | tuple[str, str], tail: str | None = None) -> None:
+        """Print ``parts`` on one line; ``tail`` (untrusted text) is cut to fit the rest."""
+        text = Text.assemble(*parts)
+        self.console.print(text if tail is None else fit(text, tail, self._width))
+
+    # -- records -------------------------------------------------------------------------
+
+    def _show(self, r: dict[str, Any]) -> None:
+        t = r.get("t")
+        if t == "blob":
+            self._blobs[r["id"]] = r.get("value")
+            if len(self._blobs) > _BLOBS_KEPT:
+                self._blobs.popitem(last=False)
+        elif t == "header":
+            agent = r.get("agent") or {}
+            self._say(
+                (safe(str(agent.get("name", "agent"))), "bold"),
+                (f" · {safe(str(r.get('model', '')))} · run {safe(str(r.get('run_id')))}", "dim"),
+            )
+        elif t == "call":
+            sent = sum(b - a + 1 for a, b in r.get("window", []))
+            tools = len(r.get("tools", []))
+            self._say(
+                (f"iteration {r.get('iter')}", "bold cyan"),
+                (f" · call {r.get('call')} · {sent} message{'s' if sent != 1 else ''}", "dim"),
+                (f" · {tools} tool{'s' if tools != 1 else ''}", "dim"),
+            )
+        elif t == "reply":
+            self._reply(r)
+        elif t == "args_invalid":
+            problems = r.get("problems") or []
+            text = "; ".join(f"{p.get('path', '$')}: {p.get('message', '')}" for p in problems)
+            if r.get("enforced"):
+                # Shown with the rejected result, in place of the correction's boilerplate.
+                self._invalid[str(r.get("call_id"))] = text
+            else:
+                self._say(
+                    ("  ! ", "yellow"),
+                    (safe(str(r.get("name"))), "cyan"),
+                    (" ran with invalid arguments: ", "yellow"),
+                    tail=text,
+                )
+        elif t == "commit" and r.get("tool"):
+            self._tool_result(r)
+        elif t == "tool_progress":
+            self._say(("  … ", "dim"), tail=str(r.get("message", "")))
+        elif t == "error":
+            err = r.get("error") or {}
+            self._say(
+                ("  ✗ ", "bold red"),
+                (safe(str(err.get("kind", "error"))), "red"),
+                ": ",
+                tail=str(err.get("message", "")),
+            )
+        elif t == "run_end":
+            self._end(r)
+
+    def _reply(self, r: dict[str, Any]) -> None:
+        self._say(
+            ("  model ", "dim"),
+            usage_text(r.get("usage")),
+            (f" · {ms_text(r.get('ms'))} · {safe(str(r.get('stop_reason')))}", "dim"),
+        )
+        writes = r.get("writes") or [{}]
+        message = self._value(writes[0])
+        if not isinstance(message, dict):
+            return
+        text = "".join(
+            b.get("text", "") for b in message.get("content", []) if b.get("type") == "text"
+        )
+        if text and r.get("tool_calls"):
+            # The final answer goes to stdout; here only what the model says on its way.
+            self._say(("  says ", "dim"), tail=text)
+        for block in message.get("content", []):
+            if block.get("type") == "tool_call":
+                name = safe(str(block.get("name")))
+                self._say(
+                    ("  → ", "cyan"),
+                    (name, "bold cyan"),
+                    ("(", "dim"),
+                    args_text(block.get("args"), self._width - len(name) - 8),
+                    (")", "dim"),
+                )
+
+    def _tool_result(self, r: dict[str, Any]) -> None:
+        tool = r["tool"]
+        status = str(tool.get("status"))
+        writes = r.get("writes") or [{}]
+        message = self._value(writes[0])
+        content = message.get("content", "") if isinstance(message, dict) else None
+        why = self._invalid.pop(str(tool.get("call_id")), None)
+        if why is not None:
+            tail = why
+        elif content is not None:
+            tail = str(content)
+        else:
+            tail = "(the same value as earlier in the run)"
+        self._say(
+            ("  ← ", status_style(status)),
+            (safe(str(tool.get("name"))), "cyan"),
+            (f" {status}", status_style(status)),
+            (f" · {ms_text(tool.get('ms'))} · ", "dim"),
+            tail=tail,
+        )
+
+    def _end(self, r: dict[str, Any]) -> None:
+        status = str(r.get("status"))
+        iterations = r.get("iterations", 0)
+        self._say(
+            (status.replace("_", " "), f"bold {status_style(status)}"),
+            (
+                f" after {iterations} iteration{'s' if iterations != 1 else ''}"
+                f" · {r.get('calls', 0)} calls · ",
+                "dim",
+            ),
+            usage_text(r.get("usage")),
+            (f" · {ms_text(r.get('ms'))}", "dim"),
+        )

@@ -1,0 +1,168 @@
+"""Output helpers shared by the commands.
+
+Everything a model, a tool or a recording wrote is untrusted text: it goes through
+:func:`safe` (no control character or escape sequence reaches the terminal) and is printed
+as a rich ``Text`` (so ``[bold]`` stays literal). Consoles are made with markup, emoji and
+highlighting off, so that even a plain string passed by mistake is printed as it is.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.text import Text
+
+__all__ = [
+    "args_text",
+    "block",
+    "err_console",
+    "fit",
+    "line",
+    "ms_text",
+    "out_console",
+    "plural",
+    "print_indented",
+    "print_json",
+    "safe",
+    "status_style",
+    "usage_text",
+]
+
+# C0 controls but newline and tab, DEL, C1 controls; bidi overrides and isolates and the
+# Unicode line/paragraph separators, which can reorder or break what a reader sees; lone
+# surrogates, which cannot be encoded for the terminal at all.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def safe(text: str) -> str:
+    """``text`` with every control character but newline and tab replaced by a visible escape
+    (ESC becomes ``\\x1b``), so no escape sequence can style, move or control the terminal."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _more(n: int) -> str:
+    return f"… ({n:,} more char{'s' if n != 1 else ''})"
+
+
+def _flat(text: str) -> str:
+    return text.replace("\r", "").replace("\n", "⏎").replace("\t", " ")
+
+
+def line(text: str, limit: int = 100) -> str:
+    """``text`` made safe and flattened to one line of at most about ``limit`` characters,
+    the cut stated. Newlines show as ``⏎``."""
+    limit = max(limit, 24)
+    # Only a head is ever escaped: a 50 MB value costs no more than a short one.
+    flat = _flat(safe(text[: limit + 1]))
+    if len(text) <= limit and len(flat) <= limit:
+        return flat
+    keep = limit - len(_more(len(text)))
+    return _flat(safe(text[:keep]))[:keep] + _more(len(text) - keep)
+
+
+def fit(head: Text, tail: str, width: int) -> Text:
+    """``head`` followed by as much of the untrusted ``tail`` as fits on one line of ``width``."""
+    out = head.copy()
+    out.append(line(tail, width - len(head) - 1))
+    return out
+
+
+def block(text: str, limit: int = 4000) -> Text:
+    """A multi-line value made safe, cut after ``limit`` characters with the cut stated."""
+    if len(text) <= limit:
+        return Text(safe(text))
+    out = Text(safe(text[:limit]))
+    out.append(f"\n{_more(len(text) - limit)} (--json shows all of it)", style="dim")
+    return out
+
+
+def print_indented(console: Console, text: Text, indent: int = 4) -> None:
+    """``text`` wrapped to the console, every line indented, no trailing spaces."""
+    pad = " " * indent
+    for wrapped in text.wrap(console, max(console.width - indent, 20)):
+        wrapped.rstrip()
+        console.print(Text(pad) + wrapped, soft_wrap=True)
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def args_text(args: Any, limit: int = 100) -> str:
+    """Tool call arguments on one line: ``city="Lisbon", kind="museum"``, cut to ``limit``."""
+    if isinstance(args, Mapping):
+        text = ", ".join(f"{k}={_json(v)}" for k, v in args.items())
+    else:
+        text = _json(args)
+    return line(text, limit)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 call``, ``2 calls``, ``1,024 calls``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def usage_text(usage: Mapping[str, Any] | None) -> str:
+    """``1,949 in / 144 out tokens (estimated)``."""
+    if not usage:
+        return "no usage reported"
+    text = f"{usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out tokens"
+    cached = usage.get("cache_read_tokens", 0)
+    if cached:
+        text += f", {cached:,} cached"
+    if usage.get("estimated"):
+        text += " (estimated)"
+    return text
+
+
+def ms_text(ms: float | None) -> str:
+    if ms is None:
+        return ""
+    return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
+
+
+def status_style(status: str) -> str:
+    return {
+        "ok": "green",
+        "answer": "green",
+        "rejected": "yellow",
+        "max_iterations": "yellow",
+        "incomplete": "yellow",
+        "interrupted": "yellow",
+        "paused": "cyan",
+    }.get(status, "red")
+
+
+def _console(*, stderr: bool) -> Console:
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False)
+
+
+def err_console() -> Console:
+    """For people: progress, messages, errors (stderr)."""
+    return _console(stderr=True)
+
+
+def out_console() -> Console:
+    """For what a command prints as its result in human form (stdout)."""
+    return _console(stderr=False)
+
+
+def print_json(data: Any) -> None:
+    """Machine output: JSON on stdout, nothing else."""
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,69 @@
+"""The ``af`` command line: one typer app, one module per command in ``afcli/commands``.
+
+Exit codes: 0 ok, 1 the run or the check failed, 2 usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, settings
+from afcli.commands import ls, run, schema, show, verify
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="af",
+    rich_markup_mode="markdown",
+    help="Run LLM agents and read the recordings their runs leave.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Errors are ours to print (one sentence); a traceback with locals could show secrets.
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from afcore._version import __version__
+
+        print(f"af {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Show af's version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    settings.debug = debug
+
+
+app.command("run")(run.run)
+app.command("ls")(ls.ls)
+app.command("show")(show.show)
+app.command("verify")(verify.verify)
+app.command("schema")(schema.schema)
+
+
+def main() -> None:
+    """The console script: run the app and turn anything that escapes into an exit code."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("af: interrupted\n")
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as e:  # a failure outside any command (the commands map their own)
+        if settings.debug:
+            raise
+        sys.stderr.write(f"af: {type(e).__name__}: {e} (run af --debug ... for the traceback)\n")
+        sys.exit(EXIT_FAILED)

@@ -1,0 +1,170 @@
+"""``af run``: run an agent (or the offline demo), showing its progress, recording the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, command
+
+if TYPE_CHECKING:
+    from afcore import Agent, RunResult
+
+__all__ = ["run"]
+
+DEMO = "demo"
+DEMO_SOURCE = "afcore.demos.trip:build_agent"
+
+
+@command
+def run(
+    agent: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="AGENT",
+            help="file.py, file.py:NAME or module:NAME: an Agent, or a function with no "
+            "arguments returning one. Leave it out (or say 'demo') to run the offline demo.",
+            show_default=False,
+        ),
+    ] = None,
+    message: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="MESSAGE",
+            help="The message to send. The demo has a default one.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for the recording (default: $AF_RECORDINGS or ./recordings).",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the outcome as JSON on stdout.")
+    ] = False,
+    max_iterations: Annotated[
+        int | None,
+        typer.Option(
+            "--max-iterations",
+            min=1,
+            max=10_000,
+            help="Stop after this many model calls (default: the agent's own).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run an agent on a message and record the run.
+
+    Progress goes to stderr, the answer to stdout. Exit 0 on an answer, 1 when the run
+    fails or stops at max iterations, 2 when the agent cannot be loaded.
+    """
+    from rich.text import Text
+
+    from afcli._progress import Progress
+    from afcli._render import err_console, out_console, print_json, safe
+    from afcore.errors import AfError
+
+    built, source, text = _load(agent, message)
+    runnable = _prepare(built, source, out, max_iterations)
+
+    err = err_console()
+    interrupted = False
+    try:
+        runnable.run(text, observe=Progress(err))
+    except KeyboardInterrupt:
+        interrupted = True
+    except AfError:
+        if runnable.last_result is None:
+            raise  # refused before the run began (a recording folder it cannot write, ...)
+    result = runnable.last_result
+    if result is None:  # interrupted before the run began
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+    error = _error_text(result)
+    if json_output:
+        print_json(_outcome(result, error))
+    elif result.status == "answer":
+        out_console().print(Text(safe(result.answer)), soft_wrap=True)
+
+    if result.status == "max_iterations":
+        err.print(
+            Text.assemble(
+                ("stopped: ", "bold yellow"),
+                f"the agent reached its limit of {runnable.max_iterations} iterations "
+                "without an answer",
+            )
+        )
+        if result.answer and not json_output:
+            err.print(Text.assemble(("its last words: ", "dim"), safe(result.answer)))
+    elif result.status == "error":
+        err.print(Text.assemble(("error: ", "bold red"), f"the run failed: {safe(error or '')}"))
+    elif result.status != "answer":
+        err.print(Text.assemble(("stopped: ", "bold yellow"), safe(result.status)))
+    if result.recording is not None:
+        err.print(Text.assemble(("recording ", "dim"), safe(str(result.recording))))
+
+    if interrupted or result.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if result.status != "answer":
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _load(agent: str | None, message: str | None) -> tuple[Agent, str, str]:
+    from afcli._loading import load_agent
+
+    if agent is None or agent == DEMO:
+        from afcore.demos import DEFAULT_MESSAGE, build_agent
+
+        return build_agent(), DEMO_SOURCE, message if message is not None else DEFAULT_MESSAGE
+    if message is None:
+        raise CliError(f"say what to send to the agent: af run {agent} MESSAGE", EXIT_USAGE)
+    loaded = load_agent(agent)
+    return loaded.agent, loaded.source, message
+
+
+def _prepare(agent: Agent, source: str, out: Path | None, max_iterations: int | None) -> Agent:
+    """A copy of ``agent`` that records (af run's whole point, even for an agent built with
+    ``record=False``), where ``--out`` says, under the name it was loaded by."""
+    import copy
+    import dataclasses
+
+    from afcore import RecordingConfig
+
+    runnable = copy.copy(agent)
+    config = agent.recording or RecordingConfig()
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise CliError(f"--out {out} is a file; give a folder", EXIT_USAGE)
+        config = dataclasses.replace(config, dir=out)
+    runnable.recording = config
+    runnable.source = source
+    runnable.last_result = None
+    if max_iterations is not None:
+        runnable.max_iterations = max_iterations
+    return runnable
+
+
+def _error_text(result: RunResult) -> str | None:
+    if result.error is None or result.status != "error":
+        return None
+    return str(result.error) or type(result.error).__name__
+
+
+def _outcome(result: RunResult, error: str | None) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "recording": str(result.recording) if result.recording else None,
+        "status": result.status,
+        "answer": result.answer,
+        "iterations": result.iterations,
+        "calls": result.calls,
+        "usage": result.usage.to_json(),
+        "error": error,
+    }

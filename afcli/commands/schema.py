@@ -1,0 +1,27 @@
+"""``af schema``: the JSON Schema of a recording's records."""
+
+from __future__ import annotations
+
+from afcli._errors import command
+
+__all__ = ["schema"]
+
+
+@command
+def schema() -> None:
+    """Print the JSON Schema of a recording's lines (one record each), as JSON on stdout."""
+    from afcli._render import print_json
+    from afcore.recording import FORMAT, FORMAT_VERSION, RECORD_ADAPTER
+
+    body = RECORD_ADAPTER.json_schema()
+    print_json(
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"{FORMAT} {FORMAT_VERSION} record",
+            "description": (
+                "One line of an af recording (UTF-8 JSON Lines). The first line is a header; "
+                "a reader keeps records of types it does not know as they are."
+            ),
+            **body,
+        }
+    )
