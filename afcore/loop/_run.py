@@ -104,7 +104,7 @@ async def run_loop(
                 "route",
                 run.iteration,
                 reads=(reply_seq_key,),
-                writes=[rec.write("route", "tools" if calls else "answer")],
+                writes=[rec.write("route", "tools" if calls else "answer", trusted=True)],
             )
             if not calls:
                 answer = response.text

@@ -109,35 +109,28 @@ class Redactor:
             (name, re.compile(re.escape(value))) for name, value in literals
         ]
         self._rules += [(name, re.compile(rx)) for name, rx in self.policy.patterns]
-        # The screen decides, from the serialized bytes, whether a value needs the slow walk.
-        # Literals are looked for in their JSON-escaped spelling, the one the bytes hold; each
-        # known pattern only where its fixed anchor occurs (a substring test, far cheaper
-        # than a regex over every record); patterns without an anchor always run.
-        self._literal_bytes = [orjson.dumps(v)[1:-1] for _, v in literals]
-        self._field_bytes = [orjson.dumps(f) + b":" for f in sorted(self._fields)]
-        self._anchored: list[tuple[bytes, re.Pattern[bytes]]] = []
+        # The screen decides, from the serialized bytes, whether a value needs the slow walk:
+        # one regex over the lowercased bytes finds any literal (in its JSON-escaped
+        # spelling, the one the bytes hold), any secret field name, or the fixed anchor of a
+        # known pattern; only then do the patterns themselves run. Patterns without a known
+        # anchor always run.
+        needles = [orjson.dumps(v)[1:-1].lower() for _, v in literals]
+        needles += [orjson.dumps(f) + b":" for f in sorted(self._fields)]
+        self._checks: list[re.Pattern[bytes]] = []
         self._unanchored: list[re.Pattern[bytes]] = []
         for name, rx in self.policy.patterns:
-            compiled = re.compile(rx.encode())
             anchors = _ANCHORS.get((name, rx))
             if anchors:
-                self._anchored += [(a, compiled) for a in anchors]
+                needles += anchors
             else:
-                self._unanchored.append(compiled)
+                self._unanchored.append(re.compile(rx.encode()))
+        self._needles = re.compile(b"|".join(re.escape(n) for n in needles)) if needles else None
 
     def needs_redaction(self, raw: bytes) -> bool:
         """Whether the JSON bytes of a value hold anything the policy replaces. Cheap when
-        they do not, which is nearly always."""
-        for literal in self._literal_bytes:
-            if literal in raw:
-                return True
-        low = raw.lower()
-        for name in self._field_bytes:
-            if name in low:
-                return True
-        for anchor, rx in self._anchored:
-            if anchor in low and rx.search(raw) is not None:
-                return True
+        they do not, which is nearly always; may say yes when the walk then finds nothing."""
+        if self._needles is not None and self._needles.search(raw.lower()) is not None:
+            return True
         return any(rx.search(raw) is not None for rx in self._unanchored)
 
     def _learn(self, field_name: str, value: str) -> None:
