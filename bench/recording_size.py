@@ -64,13 +64,12 @@ def unique_content(path: Path) -> int:
                 elif block["type"] == "tool_call":
                     texts.add(canonical(block["args"]).decode())
         for n in range(1, rec.call_count + 1):
-            call = rec.call(n)
-            for segment in call.system:
+            for segment in rec.segments(n):
                 if segment.ref is not None:
                     texts.add(rec.blob(segment.ref)["text"])
                 elif segment.text is not None:
                     texts.add(segment.text)
-            for tool in call.tools:
+            for tool in rec.tools(n):
                 texts.add(canonical(rec.blob(tool.ref)).decode())
     return sum(len(t.encode()) for t in texts)
 
