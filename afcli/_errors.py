@@ -66,7 +66,7 @@ def _say_error(message: str) -> None:
 
     from afcli._render import err_console, safe
 
-    err_console().print(Text.assemble(("error: ", "bold red"), safe(message)))
+    err_console().print(Text.assemble(("error: ", "bold red"), safe(message)), soft_wrap=True)
 
 
 def _code_for(error: BaseException) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from afcli._render import args_text, fit, ms_text, safe, status_style, usage_text
+from afcli._render import args_text, fit, ms_text, plural, safe, status_style, usage_text
 
 __all__ = ["Progress"]
 
@@ -75,11 +75,11 @@ class Progress:
             )
         elif t == "call":
             sent = sum(b - a + 1 for a, b in r.get("window", []))
-            tools = len(r.get("tools", []))
+            tools = self._value({"ref": r.get("tools")})
             self._say(
                 (f"iteration {r.get('iter')}", "bold cyan"),
-                (f" · call {r.get('call')} · {sent} message{'s' if sent != 1 else ''}", "dim"),
-                (f" · {tools} tool{'s' if tools != 1 else ''}", "dim"),
+                (f" · call {r.get('call')} · {plural(sent, 'message')}", "dim"),
+                (f" · {plural(len(tools), 'tool')}" if isinstance(tools, list) else "", "dim"),
             )
         elif t == "reply":
             self._reply(r)

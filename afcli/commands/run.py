@@ -108,7 +108,8 @@ def run(
     elif result.status != "answer":
         err.print(Text.assemble(("stopped: ", "bold yellow"), safe(result.status)))
     if result.recording is not None:
-        err.print(Text.assemble(("recording ", "dim"), safe(str(result.recording))))
+        # Never broken across lines: it is there to be copied.
+        err.print(Text.assemble(("recording ", "dim"), safe(str(result.recording))), soft_wrap=True)
 
     if interrupted or result.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)

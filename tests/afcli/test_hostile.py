@@ -1,0 +1,248 @@
+"""Bad and hostile recordings through `af ls`, `af show` and `af verify`: each says what is
+wrong and where, exits with a code, and never prints a traceback or hangs. Text from models
+and tools reaches the terminal literally."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.afcli.conftest import Invoke, Ran
+
+
+def lines_of(demo: dict[str, Any]) -> list[bytes]:
+    return Path(demo["recording"]).read_bytes().splitlines(keepends=True)
+
+
+def no_traceback(ran: Ran) -> None:
+    assert "Traceback" not in ran.err and "Traceback" not in ran.out
+
+
+@pytest.fixture
+def bad(tmp_path: Path, demo: dict[str, Any]) -> Path:
+    """A folder of broken recordings, each made from a real one."""
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    lines = lines_of(demo)
+    (folder / "torn.jsonl").write_bytes(b"".join(lines[:-1]) + lines[-1][:25])
+    malformed = list(lines)
+    malformed[5] = b'{"t": "commit", "seq": oops\n'
+    (folder / "malformed.jsonl").write_bytes(b"".join(malformed))
+    unknown = list(lines)
+    unknown.insert(6, b'{"t": "telemetry", "cpu": 0.5}\n')
+    (folder / "unknown.jsonl").write_bytes(b"".join(unknown))
+    header = json.loads(lines[0])
+    header["version"] = "2.0"
+    (folder / "future.jsonl").write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:]))
+    (folder / "garbage.jsonl").write_bytes(bytes(range(256)) * 64 + os.urandom(4096))
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "text.jsonl").write_bytes(b"just some notes\nnot a recording\n")
+    return folder
+
+
+def test_ls_reports_each_bad_file_without_failing(invoke: Invoke, bad: Path) -> None:
+    ran = invoke("ls", bad, "--json")
+    assert ran.code == 0, ran.err
+    by_name = {Path(e["path"]).name: e for e in ran.json()}
+    assert by_name["unknown.jsonl"]["status"] == "answer"
+    assert by_name["malformed.jsonl"]["status"] == "answer"  # ls reads only head and tail
+    assert by_name["torn.jsonl"]["status"] == "incomplete"
+    assert "torn" in by_name["torn.jsonl"]["reason"]
+    expected = {
+        "future.jsonl": "format version 2.0 is newer than this af reads",
+        "garbage.jsonl": "line 1 is not JSON",
+        "empty.jsonl": "empty",
+        "text.jsonl": "line 1 is not JSON",
+    }
+    for name, reason in expected.items():
+        assert by_name[name]["status"] == "unreadable", name
+        assert reason in by_name[name]["reason"], name
+    human = invoke("ls", bad)
+    assert human.code == 0
+    no_traceback(human)
+    assert "unreadable" in human.out and "└ format version 2.0" in human.out
+
+
+def test_verify_torn_tail(invoke: Invoke, bad: Path) -> None:
+    ran = invoke("verify", bad / "torn.jsonl", "--json")
+    assert ran.code == 1
+    report = ran.json()
+    assert report["ok"] is False and report["torn_tail"]["bytes"] == 25
+    assert report["verified"] == report["calls"] == 4  # every complete call still checks
+    human = invoke("verify", bad / "torn.jsonl")
+    assert human.code == 1
+    assert f"line {report['torn_tail']['line']}: torn (25 bytes)" in human.out
+
+
+def test_show_torn_tail_shows_what_there_is(invoke: Invoke, bad: Path) -> None:
+    ran = invoke("show", bad / "torn.jsonl", "--json")
+    assert ran.code == 0, ran.err
+    view = ran.json()
+    assert view["status"] == "incomplete" and view["torn_tail"]["bytes"] == 25
+    assert len(view["calls"]) == 4
+    human = invoke("show", bad / "torn.jsonl")
+    assert "incomplete: the recording has no run_end" in human.out
+
+
+def test_malformed_line_is_named_by_its_number(invoke: Invoke, bad: Path) -> None:
+    ran = invoke("verify", bad / "malformed.jsonl", "--json")
+    assert ran.code == 1
+    problems = ran.json()["problems"]
+    assert {"line": 6, "message": problems[0]["message"]} == problems[0]
+    assert problems[0]["message"].startswith("not valid JSON")
+    show = invoke("show", bad / "malformed.jsonl", "--json")
+    assert show.code == 0
+    assert show.json()["problems"][0]["line"] == 6
+    human = invoke("show", bad / "malformed.jsonl")
+    assert "line 6: not valid JSON" in human.out
+    no_traceback(human)
+
+
+def test_unknown_record_types_are_kept_and_counted(invoke: Invoke, bad: Path) -> None:
+    ran = invoke("verify", bad / "unknown.jsonl", "--json")
+    assert ran.code == 0, ran.out
+    assert ran.json()["unknown_records"] == 1 and ran.json()["ok"] is True
+    show = invoke("show", bad / "unknown.jsonl", "--json")
+    assert show.code == 0 and show.json()["unknown_records"] == 1
+    assert show.json()["status"] == "answer"
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("future.jsonl", "format version 2.0, newer than this af reads"),
+        ("garbage.jsonl", "is not an af recording: line 1"),
+        ("empty.jsonl", "is empty"),
+        ("text.jsonl", "is not an af recording: line 1"),
+    ],
+)
+def test_files_that_cannot_be_read_fail_with_one_sentence(
+    invoke: Invoke, bad: Path, name: str, message: str
+) -> None:
+    for command in ("show", "verify"):
+        ran = invoke(command, bad / name)
+        assert ran.code == 1, command
+        no_traceback(ran)
+        assert ran.out == ""
+        (line,) = ran.err.strip().splitlines()
+        assert line.startswith("error: ") and message in line
+    report = invoke("verify", bad / name, "--json")
+    assert report.code == 1
+    assert report.json()["ok"] is False and message in report.json()["problems"][0]["message"]
+
+
+def test_a_50_mb_line_is_skipped_not_loaded(
+    invoke: Invoke, tmp_path: Path, demo: dict[str, Any]
+) -> None:
+    lines = lines_of(demo)
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as f:
+        f.writelines(lines[:6])
+        f.write(b'{"t": "blob", "id": "x", "value": "' + b"a" * (50 * 1024 * 1024) + b'"}\n')
+        f.writelines(lines[6:])
+    ran = invoke("verify", path, "--json")
+    assert ran.code == 1
+    (problem,) = ran.json()["problems"]
+    assert problem["line"] == 7 and "50.0 MB" in problem["message"]
+    assert ran.json()["verified"] == 4
+    show = invoke("show", path, "--json")
+    assert show.code == 0 and show.json()["status"] == "answer"
+    listed = invoke("ls", tmp_path, "--json")
+    assert listed.code == 0
+    assert {e["status"] for e in listed.json()} == {"answer"}
+    # The same line first: not a header, and ls does not read past its first megabyte.
+    first = tmp_path / "huge-first.jsonl"
+    first.write_bytes(b"a" * (50 * 1024 * 1024) + b"\n" + b"".join(lines))
+    entry = next(e for e in invoke("ls", tmp_path, "--json").json() if "first" in e["path"])
+    assert entry["status"] == "unreadable" and "longer than" in entry["reason"]
+    ran = invoke("show", first)
+    assert ran.code == 1 and "50.0 MB" in ran.err
+
+
+# -- text shown literally ----------------------------------------------------------------
+
+HOSTILE = "\x1b[31mRED\x1b[0m [bold red]x[/] :smile: \x07\x9b2J\u202egnp.exe"
+
+AGENT = f"""
+from afcore import Agent, define_tool, mock
+
+probe = define_tool(
+    name="probe",
+    description="Returns what it was told to.",
+    input_schema={{"type": "object"}},
+    execute=lambda args, ctx: {HOSTILE!r},
+)
+agent = (
+    Agent.create(
+        provider=mock(replies=[
+            {{
+                "content": "[link=http://x]see[/link]",
+                "tool_calls": [{{"name": "probe", "args": {{}}}}],
+            }},
+            {{"content": "done \\x1b]0;title\\x07 [red]ok[/]"}},
+        ]),
+        model="m",
+    )
+    .tool(probe)
+    .build()
+)
+"""
+
+
+def assert_literal(text: str) -> None:
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+    assert "\u202e" not in text
+
+
+def test_model_and_tool_text_is_shown_literally(invoke: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "hostile.py"
+    path.write_text(AGENT)
+    ran = invoke("run", path, "go", "--out", tmp_path / "runs", env={"COLUMNS": "200"})
+    assert ran.code == 0, ran.err
+    assert_literal(ran.out + ran.err)
+    assert ran.out.strip() == "done \\x1b]0;title\\x07 [red]ok[/]"
+    assert "\\x1b[31mRED\\x1b[0m [bold red]x[/] :smile: \\x07\\x9b2J\\u202egnp.exe" in ran.err
+    assert "[link=http://x]see[/link]" in ran.err
+    (recorded,) = (tmp_path / "runs").glob("*.jsonl")
+
+    show = invoke("show", recorded, env={"COLUMNS": "200"})
+    assert show.code == 0, show.err
+    assert_literal(show.out + show.err)
+    assert "\\x1b[31mRED\\x1b[0m [bold red]x[/] :smile:" in show.out
+    assert "[link=http://x]see[/link]" in show.out
+    assert "done \\x1b]0;title\\x07 [red]ok[/]" in show.out
+
+    call = invoke("show", recorded, "--call", "2", env={"COLUMNS": "200"})
+    assert call.code == 0, call.err
+    assert_literal(call.out)
+    assert "\\x1b[31mRED\\x1b[0m [bold red]x[/] :smile: \\x07\\x9b2J\\u202egnp.exe" in call.out
+
+    # JSON keeps the exact text (escaped the JSON way).
+    data = invoke("show", recorded, "--json").json()
+    assert data["calls"][0]["results"][0]["content"] == HOSTILE
+
+
+def test_a_hostile_agent_name_and_path_in_ls(invoke: Invoke, tmp_path: Path) -> None:
+    line = {
+        "t": "header",
+        "format": "af.recording",
+        "version": "1.0",
+        "run_id": "r\x1b[2Jid",
+        "started_at": "2026-01-01T00:00:00.000+00:00",
+        "af_version": "0",
+        "python": "3",
+        "agent": {"name": "[bold]\x1b[5mblink"},
+        "provider": {"name": "mock"},
+        "model": "m",
+        "config": {"max_iterations": 1, "tool_arg_validation": "enforce"},
+        "redaction": {},
+    }
+    (tmp_path / "odd.jsonl").write_text(json.dumps(line) + "\n")
+    ran = invoke("ls", tmp_path)
+    assert ran.code == 0, ran.err
+    assert_literal(ran.out)
+    assert "[bold]\\x1b[5mblink" in ran.out and "incomplete" in ran.out

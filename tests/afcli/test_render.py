@@ -1,0 +1,59 @@
+"""The display helpers every command prints untrusted text through."""
+
+from __future__ import annotations
+
+import pytest
+
+from afcli._render import args_text, line, safe
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("plain text", "plain text"),
+        ("keeps\nnewlines\tand tabs", "keeps\nnewlines\tand tabs"),
+        ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),
+        ("bell\x07 nul\x00 del\x7f", "bell\\x07 nul\\x00 del\\x7f"),
+        ("carriage\rreturn", "carriage\\x0dreturn"),
+        ("c1 csi \x9b2J", "c1 csi \\x9b2J"),
+        ("bidi \u202eevil\u202c", "bidi \\u202eevil\\u202c"),
+        ("isolate \u2066x\u2069", "isolate \\u2066x\\u2069"),
+        ("[bold red]markup[/] stays", "[bold red]markup[/] stays"),
+        ("unicode é 漢字 ✓", "unicode é 漢字 ✓"),
+    ],
+)
+def test_safe_escapes_control_characters_visibly(raw: str, shown: str) -> None:
+    assert safe(raw) == shown
+
+
+def test_safe_leaves_no_control_character() -> None:
+    everything = "".join(map(chr, range(0x2100)))
+    for ch in safe(everything):
+        code = ord(ch)
+        assert ch in "\n\t" or not (code < 0x20 or 0x7F <= code <= 0x9F)
+
+
+def test_line_keeps_short_text_and_flattens_newlines() -> None:
+    assert line("short") == "short"
+    assert line("two\nlines") == "two⏎lines"
+
+
+def test_line_states_the_cut() -> None:
+    text = "x" * 1234 + "y" * 1000
+    cut = line(text, 100)
+    assert len(cut) <= 100
+    shown = cut.split("…")[0]
+    assert shown == "x" * len(shown)
+    assert cut.endswith(f"… ({len(text) - len(shown):,} more chars)")
+
+
+def test_line_escapes_before_cutting_and_costs_little_on_huge_values() -> None:
+    cut = line("\x1b" * 10_000_000, 60)
+    assert "\x1b" not in cut and cut.startswith("\\x1b\\x1b")
+    assert "more chars)" in cut and len(cut) <= 60
+
+
+def test_args_text() -> None:
+    assert args_text({"city": "Lisbon", "n": 2, "ok": True}) == 'city="Lisbon", n=2, ok=true'
+    assert args_text({"s": "\x1b[2J"}) == 's="\\u001b[2J"'
+    assert args_text({"long": "z" * 500}, 60).endswith("more chars)")
