@@ -48,7 +48,7 @@ FORMAT_VERSION = "1.0"
 
 class _Model(BaseModel):
     # Newer minor versions may add fields; an older reader ignores them.
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
 
 # -- pieces ----------------------------------------------------------------------------
