@@ -161,12 +161,11 @@ class Progress:
 
     def _end(self, r: dict[str, Any]) -> None:
         status = str(r.get("status"))
-        iterations = r.get("iterations", 0)
+        iterations, calls = r.get("iterations", 0), r.get("calls", 0)
         self._say(
             (status.replace("_", " "), f"bold {status_style(status)}"),
             (
-                f" after {iterations} iteration{'s' if iterations != 1 else ''}"
-                f" · {r.get('calls', 0)} calls · ",
+                f" after {plural(iterations, 'iteration')} · {plural(calls, 'call')} · ",
                 "dim",
             ),
             usage_text(r.get("usage")),

@@ -24,6 +24,9 @@ def open_run(ref: str) -> Recording:
     from afcore.recording import open as open_recording
     from afcore.recording import resolve_run
 
+    if any(c in ref for c in "*?[") and not Path(ref).is_file():
+        # The folder is searched by glob: a pattern here would match runs it does not name.
+        raise CliError(f"no recording named {ref!r}: a run id holds no *, ? or [", EXIT_USAGE)
     try:
         path = resolve_run(ref)
     except RunNotFoundError as e:

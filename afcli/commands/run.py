@@ -107,6 +107,9 @@ def run(
         err.print(Text.assemble(("error: ", "bold red"), f"the run failed: {safe(error or '')}"))
     elif result.status != "answer":
         err.print(Text.assemble(("stopped: ", "bold yellow"), safe(result.status)))
+    if interrupted and result.status != "interrupted":
+        # Ctrl-C landed while nothing awaited: the run finished before it could be stopped.
+        err.print(Text.assemble(("interrupted", "bold yellow"), " after the run had finished"))
     if result.recording is not None:
         # Never broken across lines: it is there to be copied.
         err.print(Text.assemble(("recording ", "dim"), safe(str(result.recording))), soft_wrap=True)

@@ -181,3 +181,14 @@ def test_schema_is_json_schema_and_every_demo_record_fits_it(
         record = json.loads(line)
         assert not list(validator.iter_errors(record)), record["t"]
     assert list(validator.iter_errors({"t": "call", "seq": "one"}))
+    # The field docstrings are the format's documentation.
+    window = schema["$defs"]["Call"]["properties"]["window"]
+    assert "inclusive ranges of message numbers" in window["description"]
+
+
+def test_a_glob_pattern_names_no_run(invoke: Invoke, demo: dict[str, Any]) -> None:
+    env = {"AF_RECORDINGS": str(Path(demo["recording"]).parent)}
+    for ref in ("*", "2*", "**", "[0-9]"):
+        ran = invoke("show", ref, env=env)
+        assert ran.code == 2, ref
+        assert "no recording named" in ran.err
