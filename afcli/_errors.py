@@ -23,7 +23,6 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "command",
-    "fail",
     "settings",
 ]
 
@@ -53,12 +52,6 @@ class CliError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
-
-
-def fail(message: str, code: int) -> typer.Exit:
-    """Print ``message`` as an error and return the exit to raise."""
-    _say_error(message)
-    return typer.Exit(code)
 
 
 def _say_error(message: str) -> None:

@@ -19,6 +19,8 @@ from rich.text import Text
 
 __all__ = [
     "args_text",
+    "as_dict",
+    "as_text",
     "block",
     "err_console",
     "fit",
@@ -57,19 +59,29 @@ def _more(n: int) -> str:
 
 
 def _flat(text: str) -> str:
-    return text.replace("\r", "").replace("\n", "⏎").replace("\t", " ")
+    # safe() has already made \r visible; newlines and tabs are what is left to flatten.
+    return text.replace("\n", "⏎").replace("\t", " ")
 
 
 def line(text: str, limit: int = 100) -> str:
-    """``text`` made safe and flattened to one line of at most about ``limit`` characters,
-    the cut stated. Newlines show as ``⏎``."""
+    """``text`` made safe and flattened to one line of at most ``limit`` characters, the cut
+    stated. Newlines show as ``⏎``."""
     limit = max(limit, 24)
     # Only a head is ever escaped: a 50 MB value costs no more than a short one.
-    flat = _flat(safe(text[: limit + 1]))
+    head = text[: limit + 1]
+    flat = _flat(safe(head))
     if len(text) <= limit and len(flat) <= limit:
         return flat
-    keep = limit - len(_more(len(text)))
-    return _flat(safe(text[:keep]))[:keep] + _more(len(text) - keep)
+    room = limit - len(_more(len(text)))
+    pieces: list[str] = []
+    used = 0
+    for ch in head:
+        piece = _flat(safe(ch))
+        if used + len(piece) > room:
+            break
+        pieces.append(piece)
+        used += len(piece)
+    return "".join(pieces) + _more(len(text) - len(pieces))
 
 
 def fit(head: Text, tail: str, width: int) -> Text:
@@ -86,6 +98,18 @@ def block(text: str, limit: int = 4000) -> Text:
     out = Text(safe(text[:limit]))
     out.append(f"\n{_more(len(text) - limit)} (--json shows all of it)", style="dim")
     return out
+
+
+def as_text(value: Any) -> str:
+    """A value from a file, as text: strings as they are, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else _json(value)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """A value from a file that should be an object; anything else reads as an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 def print_indented(console: Console, text: Text, indent: int = 4) -> None:

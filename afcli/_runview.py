@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError
+from afcli._render import as_dict, as_text
 
 if TYPE_CHECKING:
     from afcore.recording import Recording
@@ -55,6 +56,9 @@ class _Resolver:
         self._chars: dict[str, int | None] = {}
 
     def value(self, write: Any) -> tuple[Any, str | None]:
+        ref = write.get("ref") if isinstance(write, dict) else getattr(write, "ref", None)
+        if ref is not None and not isinstance(ref, str):
+            return None, f"{as_text(ref)[:40]} is not a blob reference"
         try:
             return self.rec.value(write), None
         except KeyError as e:
@@ -87,16 +91,18 @@ class _Resolver:
 
 def _response(resolver: _Resolver, reply: Any) -> dict[str, Any]:
     message, missing = resolver.value(reply.writes[0]) if reply.writes else (None, None)
-    content = message.get("content", []) if isinstance(message, dict) else []
-    blocks = [b for b in content if isinstance(b, dict)]
+    content = as_dict(message).get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     out: dict[str, Any] = {
-        "text": "".join(b.get("text", "") for b in blocks if b.get("type") == "text"),
+        "text": "".join(as_text(b.get("text")) for b in blocks if b.get("type") == "text"),
         "tool_calls": [
             {"id": b.get("id"), "name": b.get("name"), "args": b.get("args")}
             for b in blocks
             if b.get("type") == "tool_call"
         ],
-        "thinking_chars": sum(len(b.get("thinking", "")) for b in blocks),
+        "thinking_chars": sum(
+            len(as_text(b.get("thinking"))) for b in blocks if b.get("type") == "thinking"
+        ),
         "stop_reason": reply.stop_reason,
         "usage": _usage(reply.usage),
         "model": reply.model,
@@ -159,7 +165,7 @@ def overview(rec: Recording) -> dict[str, Any]:
                 "call_id": record.tool.call_id,
                 "status": record.tool.status,
                 "ms": record.tool.ms,
-                "content": message.get("content") if isinstance(message, dict) else None,
+                "content": as_dict(message).get("content"),
             }
             if missing:
                 result["missing"] = missing
@@ -240,7 +246,7 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
     writers: list[str | None] = []
     for m in numbers:
         try:
-            writers.append(rec.message_writer(m))
+            writers.append(as_text(rec.message_writer(m)) or None)
         except (IndexError, KeyError):
             writers.append(None)
     return {

@@ -102,9 +102,12 @@ def run(
             )
         )
         if result.answer and not json_output:
-            err.print(Text.assemble(("its last words: ", "dim"), safe(result.answer)))
+            err.print(Text.assemble(("the model's last text: ", "dim"), safe(result.answer)))
     elif result.status == "error":
-        err.print(Text.assemble(("error: ", "bold red"), f"the run failed: {safe(error or '')}"))
+        err.print(
+            Text.assemble(("error: ", "bold red"), f"the run failed: {safe(error or '')}"),
+            soft_wrap=True,
+        )
     elif result.status != "answer":
         err.print(Text.assemble(("stopped: ", "bold yellow"), safe(result.status)))
     if interrupted and result.status != "interrupted":

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.text import Text
 
 from afcli._errors import command
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from afcli._render import (
+    args_text,
+    as_dict,
+    as_text,
+    block,
+    fit,
+    line,
+    ms_text,
+    out_console,
+    plural,
+    print_indented,
+    print_json,
+    safe,
+    status_style,
+    usage_text,
+)
 
 __all__ = ["show"]
 
@@ -37,7 +52,6 @@ def show(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Show a recorded run: each call's slot sizes, tool calls and results, and the outcome."""
-    from afcli._render import out_console, print_json
     from afcli._runview import call_detail, open_run, overview
 
     with open_run(run) as rec:
@@ -59,9 +73,6 @@ def show(
 
 
 def _print_overview(console: Console, v: dict[str, Any]) -> None:
-    from rich.text import Text
-
-    from afcli._render import args_text, fit, ms_text, plural, safe, status_style, usage_text
 
     width = max(console.width, 60)
     agent = v["agent"]
@@ -182,9 +193,6 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
 
 
 def _print_problems(console: Console, v: dict[str, Any]) -> None:
-    from rich.text import Text
-
-    from afcli._render import line, plural
 
     problems = v["problems"]
     if problems:
@@ -216,18 +224,6 @@ def _print_problems(console: Console, v: dict[str, Any]) -> None:
 
 
 def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
-    from rich.text import Text
-
-    from afcli._render import (
-        args_text,
-        block,
-        line,
-        ms_text,
-        plural,
-        print_indented,
-        safe,
-        usage_text,
-    )
 
     width = max(console.width, 60)
     console.print(
@@ -259,20 +255,21 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
         console.print(Text.assemble((title, "bold"), (f"  {note}" if note else "", "dim")))
 
     system = d["system"]
-    total = sum(len(s.get("text", "")) for s in system)
+    total = sum(len(as_text(as_dict(s).get("text"))) for s in system)
     section("system", f"{plural(len(system), 'segment')}, {total:,} chars")
     for i, (seg, src) in enumerate(zip(system, d["provenance"]["system"], strict=True), 1):
         console.print(Text(f"  [{i}] from {safe(_source(src))}", "dim"))
-        print_indented(console, block(str(seg.get("text", ""))))
+        print_indented(console, block(as_text(as_dict(seg).get("text"))))
 
     messages = d["messages"]
     ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d["window"])
     section("messages", f"{plural(len(messages), 'message')} (window {ranges})")
-    for msg, prov in zip(messages, d["provenance"]["messages"], strict=True):
-        role = str(msg.get("role"))
+    for raw, prov in zip(messages, d["provenance"]["messages"], strict=True):
+        msg = as_dict(raw)
+        role = as_text(msg.get("role")) or "?"
         label = Text.assemble((f"  #{prov['n']} ", "dim"), (safe(role), "bold"))
         if role == "tool":
-            label.append(f" {safe(str(msg.get('name')))}", "cyan")
+            label.append(f" {safe(as_text(msg.get('name')))}", "cyan")
             if msg.get("is_error"):
                 label.append(" error", "red")
         if prov["written_by"]:
@@ -296,14 +293,18 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
 
     tools = d["tools"]
     section("tools", plural(len(tools), "tool"))
-    for spec, src in zip(tools, d["provenance"]["tools"], strict=True):
-        props = (spec.get("input_schema") or {}).get("properties") or {}
-        required = set((spec.get("input_schema") or {}).get("required") or [])
-        params = ", ".join(f"{k}{'' if k in required else '?'}" for k in props)
+    for raw_spec, src in zip(tools, d["provenance"]["tools"], strict=True):
+        spec = as_dict(raw_spec)
+        schema = as_dict(spec.get("input_schema"))
+        required = schema.get("required")
+        required = set(required) if isinstance(required, list) else set()
+        params = ", ".join(
+            f"{k}{'' if k in required else '?'}" for k in as_dict(schema.get("properties"))
+        )
         console.print(
             Text.assemble(
                 ("  ", ""),
-                (safe(str(spec.get("name"))), "bold cyan"),
+                (safe(as_text(spec.get("name"))), "bold cyan"),
                 ("(", "dim"),
                 safe(params),
                 (")", "dim"),
@@ -311,7 +312,7 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
             )
         )
         console.print(
-            Text.assemble(("    ", ""), line(str(spec.get("description", "")), width - 6))
+            Text.assemble(("    ", ""), line(as_text(spec.get("description")), width - 6))
         )
     if d["params"]:
         section("params")
@@ -352,16 +353,18 @@ def _source(src: dict[str, Any]) -> str:
 def _message_parts(msg: dict[str, Any]) -> list[str | tuple[Any, Any]]:
     """A message's text and tool calls, in order; thinking is summarised by its length."""
     content = msg.get("content")
-    if isinstance(content, str):
-        return [content]
+    if not isinstance(content, list):
+        return [as_text(content)]
     parts: list[str | tuple[Any, Any]] = []
-    for b in content if isinstance(content, list) else []:
+    for b in content:
         if not isinstance(b, dict):
-            continue
-        if b.get("type") == "text":
-            parts.append(str(b.get("text", "")))
+            parts.append(as_text(b))
+        elif b.get("type") == "text":
+            parts.append(as_text(b.get("text")))
         elif b.get("type") == "tool_call":
             parts.append((b.get("name"), b.get("args")))
         elif b.get("type") == "thinking":
-            parts.append(f"(thinking, {len(str(b.get('thinking', ''))):,} chars)")
+            parts.append(f"(thinking, {len(as_text(b.get('thinking'))):,} chars)")
+        else:
+            parts.append(as_text(b))
     return parts

@@ -33,6 +33,8 @@ def verify(
 
     Exit 0 only when every call verifies and nothing is wrong with the file.
     """
+    from pydantic import ValidationError
+
     from afcli._render import print_json
     from afcli._runview import open_run
     from afcore.recording import verify as check
@@ -46,7 +48,14 @@ def verify(
         print_json(_unopenable(e.message))
         raise
     with rec:
-        report = check(rec)
+        try:
+            report = check(rec)
+        except ValidationError as e:
+            # A record the checker reads directly (the run_end) breaks the format.
+            message = f"{rec.path} has a malformed record: {_first_error(e)}"
+            if json_output:
+                print_json(_unopenable(message, line=0))
+            raise CliError(message, EXIT_FAILED) from None
         data = {"path": str(rec.path), **report.to_json()}
     if json_output:
         print_json(data)
@@ -56,12 +65,18 @@ def verify(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _unopenable(message: str) -> dict[str, Any]:
+def _first_error(e: Any) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "record"
+    return f"{where}: {err['msg']}"
+
+
+def _unopenable(message: str, line: int = 1) -> dict[str, Any]:
     return {
         "ok": False,
         "calls": 0,
         "verified": 0,
-        "problems": [{"line": 1, "message": message}],
+        "problems": [{"line": line, "message": message}],
         "torn_tail": None,
         "unknown_records": 0,
     }

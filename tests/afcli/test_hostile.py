@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +247,54 @@ def test_a_hostile_agent_name_and_path_in_ls(invoke: Invoke, tmp_path: Path) -> 
     assert ran.code == 0, ran.err
     assert_literal(ran.out)
     assert "[bold]\\x1b[5mblink" in ran.out and "incomplete" in ran.out
+
+
+# -- records that are valid JSON but break the format ------------------------------------
+
+_ODD_VALUES: list[Any] = [None, -1, 0, 10**30, "", "x", [], {}, [[5, 1]], [None], 1.5, True]
+
+
+def _mangle(value: Any, rng: random.Random, depth: int = 0) -> Any:
+    """``value`` with one field, somewhere inside, replaced by a value of the wrong shape."""
+    if isinstance(value, dict) and value:
+        key = rng.choice(sorted(value))
+        out = dict(value)
+        if depth > 3 or rng.random() < 0.35:
+            out[key] = rng.choice(_ODD_VALUES)
+        else:
+            out[key] = _mangle(value[key], rng, depth + 1)
+        return out
+    if isinstance(value, list) and value:
+        i = rng.randrange(len(value))
+        out_list = list(value)
+        out_list[i] = (
+            rng.choice(_ODD_VALUES) if rng.random() < 0.4 else _mangle(value[i], rng, depth + 1)
+        )
+        return out_list
+    return rng.choice(_ODD_VALUES)
+
+
+def test_records_of_the_wrong_shape_never_crash_a_command(
+    invoke: Invoke, tmp_path: Path, demo: dict[str, Any]
+) -> None:
+    rng = random.Random(20260101)
+    lines = [json.loads(line) for line in lines_of(demo)]
+    path = tmp_path / "odd" / "mangled.jsonl"
+    path.parent.mkdir()
+    for _ in range(40):
+        mangled = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(mangled))
+            mangled[i] = _mangle(mangled[i], rng)
+        path.write_text("".join(json.dumps(r) + "\n" for r in mangled))
+        for args in (
+            ("show", path),
+            ("show", path, "--json"),
+            ("show", path, "--call", str(rng.randint(1, 4))),
+            ("verify", path, "--json"),
+            ("ls", path.parent, "--json"),
+        ):
+            ran = invoke(*args)
+            assert ran.code in (0, 1, 2), args
+            assert "unexpectedly" not in ran.err, (args, ran.err)
+            no_traceback(ran)

@@ -50,7 +50,17 @@ def test_line_states_the_cut() -> None:
 def test_line_escapes_before_cutting_and_costs_little_on_huge_values() -> None:
     cut = line("\x1b" * 10_000_000, 60)
     assert "\x1b" not in cut and cut.startswith("\\x1b\\x1b")
-    assert "more chars)" in cut and len(cut) <= 60
+    assert len(cut) <= 60
+    shown = cut.count("\\x1b")
+    assert cut.endswith(f"… ({10_000_000 - shown:,} more chars)")
+
+
+def test_line_counts_what_escapes_pushed_out() -> None:
+    text = "\x07" * 30  # 30 characters, 120 once escaped
+    cut = line(text, 40)
+    shown = cut.count("\\x07")
+    assert len(cut) <= 40 and shown >= 1
+    assert cut.endswith(f"({30 - shown} more chars)")
 
 
 def test_args_text() -> None:
