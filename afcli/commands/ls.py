@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,9 +44,7 @@ def ls(
         # No recordings yet is not an error: nothing has run here.
         entries: list[dict[str, Any]] = []
     else:
-        # Run ids start with the time the run started, so name order is time order.
-        files = sorted((p for p in where.glob("*.jsonl") if p.is_file()), reverse=True)
-        entries = [peek(p) for p in files]
+        entries = [peek(p) for p in _newest_first(where)]
 
     if json_output:
         print_json(entries)
@@ -54,6 +53,18 @@ def ls(
         err_console().print(f"no recordings in {where}")
         return
     _table(entries)
+
+
+_RUN_ID = re.compile(r"\d{8}-\d{6}-\d{3}-")
+
+
+def _newest_first(folder: Path) -> list[Path]:
+    """Run ids start with the time the run started, so name order is time order. Files named
+    otherwise (the shipped samples, a renamed copy) follow, by name."""
+    files = [p for p in folder.glob("*.jsonl") if p.is_file()]
+    runs = sorted((p for p in files if _RUN_ID.match(p.name)), reverse=True)
+    others = sorted(p for p in files if not _RUN_ID.match(p.name))
+    return runs + others
 
 
 def _table(entries: list[dict[str, Any]]) -> None:

@@ -124,6 +124,19 @@ def test_ls_lists_newest_first(invoke: Invoke, tmp_path: Path) -> None:
     assert human.out.splitlines()[1].startswith(sorted(ids)[-1])
 
 
+def test_ls_puts_runs_before_files_named_otherwise(invoke: Invoke, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run_id = invoke("run", "--json", "--out", runs).json()["run_id"]
+    shutil.copy(runs / f"{run_id}.jsonl", runs / "sample-trip.jsonl")
+    shutil.copy(runs / f"{run_id}.jsonl", runs / "a-copy.jsonl")
+    listed = invoke("ls", runs, "--json").json()
+    assert [Path(e["path"]).name for e in listed] == [
+        f"{run_id}.jsonl",
+        "a-copy.jsonl",
+        "sample-trip.jsonl",
+    ]
+
+
 def test_ls_defaults_to_af_recordings(invoke: Invoke, demo: dict[str, Any]) -> None:
     folder = str(Path(demo["recording"]).parent)
     ran = invoke("ls", "--json", env={"AF_RECORDINGS": folder})
