@@ -23,6 +23,7 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "command",
+    "say_error",
     "settings",
 ]
 
@@ -54,7 +55,7 @@ class CliError(Exception):
         self.code = code
 
 
-def _say_error(message: str) -> None:
+def say_error(message: str) -> None:
     from rich.text import Text
 
     from afcli._render import err_console, safe
@@ -63,13 +64,10 @@ def _say_error(message: str) -> None:
 
 
 def _code_for(error: BaseException) -> int:
-    from afcore.errors import RecordingError, RunNotFoundError, UsageError
+    from afcore.errors import RunNotFoundError, UsageError
 
-    if isinstance(error, RunNotFoundError | UsageError):
-        return EXIT_USAGE
-    if isinstance(error, RecordingError):
-        return EXIT_FAILED
-    return EXIT_FAILED
+    # Naming a run that is not there, or misusing the library, is the caller's to fix.
+    return EXIT_USAGE if isinstance(error, RunNotFoundError | UsageError) else EXIT_FAILED
 
 
 def command(fn: Callable[P, R]) -> Callable[P, R]:
@@ -82,12 +80,12 @@ def command(fn: Callable[P, R]) -> Callable[P, R]:
         except (typer.Exit, typer.Abort):
             raise
         except KeyboardInterrupt:
-            _say_error("interrupted")
+            say_error("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except CliError as e:
             if settings.debug:
                 traceback.print_exc(file=sys.stderr)
-            _say_error(e.message)
+            say_error(e.message)
             raise typer.Exit(e.code) from None
         except Exception as e:
             from afcore.errors import AfError
@@ -95,9 +93,9 @@ def command(fn: Callable[P, R]) -> Callable[P, R]:
             if settings.debug:
                 traceback.print_exc(file=sys.stderr)
             if isinstance(e, AfError):
-                _say_error(str(e))
+                say_error(str(e))
             else:
-                _say_error(
+                say_error(
                     f"af failed unexpectedly: {type(e).__name__}: {e} "
                     "(run af --debug ... for the traceback)"
                 )

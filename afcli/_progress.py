@@ -16,6 +16,27 @@ __all__ = ["Progress"]
 _BLOBS_KEPT = 512
 """Blobs arrive before the records that refer to them; the recent ones are enough to show
 a run's progress, and keeping only these bounds memory on a long run."""
+_TEXT_KEPT = 4096
+"""Progress shows one line of a value: no need to hold on to more of a long one."""
+
+
+def _light(value: Any) -> Any:
+    """A blob's value with long texts cut to what a progress line can show; ``_chars`` keeps
+    the full length, so the line can still say how much was cut."""
+    if not isinstance(value, dict):
+        return value
+    content = value.get("content")
+    if isinstance(content, str) and len(content) > _TEXT_KEPT:
+        return {**value, "content": content[:_TEXT_KEPT], "_chars": len(content)}
+    if isinstance(content, list):
+        blocks = []
+        for b in content:
+            text = b.get("text") if isinstance(b, dict) else None
+            if isinstance(text, str) and len(text) > _TEXT_KEPT:
+                b = {**b, "text": text[:_TEXT_KEPT], "_chars": len(text)}
+            blocks.append(b)
+        return {**value, "content": blocks}
+    return value
 
 
 class Progress:
@@ -54,17 +75,20 @@ class Progress:
             return write.get("value")
         return self._blobs.get(ref)
 
-    def _say(self, *parts: str | tuple[str, str], tail: str | None = None) -> None:
-        """Print ``parts`` on one line; ``tail`` (untrusted text) is cut to fit the rest."""
+    def _say(
+        self, *parts: str | tuple[str, str], tail: str | None = None, total: int | None = None
+    ) -> None:
+        """Print ``parts`` on one line; ``tail`` (untrusted text, ``total`` characters in full)
+        is cut to fit the rest."""
         text = Text.assemble(*parts)
-        self.console.print(text if tail is None else fit(text, tail, self._width))
+        self.console.print(text if tail is None else fit(text, tail, self._width, total=total))
 
     # -- records -------------------------------------------------------------------------
 
     def _show(self, r: dict[str, Any]) -> None:
         t = r.get("t")
         if t == "blob":
-            self._blobs[r["id"]] = r.get("value")
+            self._blobs[r["id"]] = _light(r.get("value"))
             if len(self._blobs) > _BLOBS_KEPT:
                 self._blobs.popitem(last=False)
         elif t == "header":
@@ -121,12 +145,12 @@ class Progress:
         message = self._value(writes[0])
         if not isinstance(message, dict):
             return
-        text = "".join(
-            b.get("text", "") for b in message.get("content", []) if b.get("type") == "text"
-        )
+        texts = [b for b in message.get("content", []) if b.get("type") == "text"]
+        text = "".join(b.get("text", "") for b in texts)
         if text and r.get("tool_calls"):
             # The final answer goes to stdout; here only what the model says on its way.
-            self._say(("  says ", "dim"), tail=text)
+            total = sum(b.get("_chars", len(b.get("text", ""))) for b in texts)
+            self._say(("  says ", "dim"), tail=text, total=total)
         for block in message.get("content", []):
             if block.get("type") == "tool_call":
                 name = safe(str(block.get("name")))
@@ -145,10 +169,11 @@ class Progress:
         message = self._value(writes[0])
         content = message.get("content", "") if isinstance(message, dict) else None
         why = self._invalid.pop(str(tool.get("call_id")), None)
+        total = None
         if why is not None:
             tail = why
         elif content is not None:
-            tail = str(content)
+            tail, total = str(content), message.get("_chars")
         else:
             tail = "(the same value as earlier in the run)"
         self._say(
@@ -157,6 +182,7 @@ class Progress:
             (f" {status}", status_style(status)),
             (f" · {ms_text(tool.get('ms'))} · ", "dim"),
             tail=tail,
+            total=total,
         )
 
     def _end(self, r: dict[str, Any]) -> None:

@@ -63,16 +63,18 @@ def _flat(text: str) -> str:
     return text.replace("\n", "⏎").replace("\t", " ")
 
 
-def line(text: str, limit: int = 100) -> str:
+def line(text: str, limit: int = 100, *, total: int | None = None) -> str:
     """``text`` made safe and flattened to one line of at most ``limit`` characters, the cut
-    stated. Newlines show as ``⏎``."""
+    stated. Newlines show as ``⏎``. ``total``: the full length, when ``text`` is only the
+    head of a longer value."""
     limit = max(limit, 24)
+    size = len(text) if total is None else max(total, len(text))
     # Only a head is ever escaped: a 50 MB value costs no more than a short one.
     head = text[: limit + 1]
     flat = _flat(safe(head))
-    if len(text) <= limit and len(flat) <= limit:
+    if size <= limit and len(flat) <= limit:
         return flat
-    room = limit - len(_more(len(text)))
+    room = limit - len(_more(size))
     pieces: list[str] = []
     used = 0
     for ch in head:
@@ -81,13 +83,13 @@ def line(text: str, limit: int = 100) -> str:
             break
         pieces.append(piece)
         used += len(piece)
-    return "".join(pieces) + _more(len(text) - len(pieces))
+    return "".join(pieces) + _more(size - len(pieces))
 
 
-def fit(head: Text, tail: str, width: int) -> Text:
+def fit(head: Text, tail: str, width: int, *, total: int | None = None) -> Text:
     """``head`` followed by as much of the untrusted ``tail`` as fits on one line of ``width``."""
     out = head.copy()
-    out.append(line(tail, width - len(head) - 1))
+    out.append(line(tail, width - len(head) - 1, total=total))
     return out
 
 

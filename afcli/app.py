@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, settings
+from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
 from afcli.commands import ls, run, schema, show, verify
 
 __all__ = ["app", "main"]
@@ -60,10 +60,10 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        sys.stderr.write("af: interrupted\n")
+        say_error("interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:  # a failure outside any command (the commands map their own)
         if settings.debug:
             raise
-        sys.stderr.write(f"af: {type(e).__name__}: {e} (run af --debug ... for the traceback)\n")
+        say_error(f"{type(e).__name__}: {e} (run af --debug ... for the traceback)")
         sys.exit(EXIT_FAILED)

@@ -251,3 +251,21 @@ def test_out_must_be_a_folder(invoke: Invoke, tmp_path: Path) -> None:
     file.write_text("x")
     ran = invoke("run", "--out", file)
     assert ran.code == 2 and "is a file" in ran.err
+
+
+def test_progress_states_the_true_size_of_a_long_result(invoke: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "big.py"
+    path.write_text(
+        "from afcore import Agent, define_tool, mock\n"
+        "big = define_tool('big', 'Big.', {'type': 'object'}, lambda a, c: 'x' * 100_000)\n"
+        "agent = Agent.create(provider=mock(replies=[\n"
+        "    {'tool_calls': [{'name': 'big', 'args': {}}]}, 'ok'\n"
+        "]), model='m').tool(big).build()\n"
+    )
+    ran = invoke("run", path, "go", "--out", tmp_path / "runs", env={"COLUMNS": "100"})
+    assert ran.code == 0, ran.err
+    (result,) = [ln for ln in ran.err.splitlines() if "← big ok" in ln]
+    assert len(result) <= 100
+    shown = result.split(" · ")[-1].split("…")[0]
+    assert set(shown) == {"x"}
+    assert result.endswith(f"… ({100_000 - len(shown):,} more chars)")
