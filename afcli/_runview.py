@@ -166,6 +166,7 @@ def overview(rec: Recording) -> dict[str, Any]:
                 "status": record.tool.status,
                 "ms": record.tool.ms,
                 "content": as_dict(message).get("content"),
+                "is_error": as_dict(message).get("is_error") is True,
             }
             if missing:
                 result["missing"] = missing

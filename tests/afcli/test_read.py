@@ -43,6 +43,9 @@ def test_show_json_overview(invoke: Invoke, demo: dict[str, Any]) -> None:
     assert [c["messages"] for c in calls] == [1, 4, 6, 8]
     assert all(c["tools"] == 3 for c in calls)
     assert calls[0]["results"][0]["content"].startswith('{"city":"Lisbon"')
+    assert (
+        calls[1]["results"][0]["is_error"] is True and calls[2]["results"][0]["is_error"] is False
+    )
     assert all(c["response"]["usage"]["input_tokens"] > 0 for c in calls)
 
 
