@@ -13,8 +13,7 @@ from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError
 from afcli._render import as_dict, as_text
 
 if TYPE_CHECKING:
-    from afcore.recording import Recording
-    from afcore.recording._models import UsageInfo
+    from afcore.recording import Recording, UsageInfo
 
 __all__ = ["call_detail", "open_run", "overview"]
 
@@ -115,8 +114,7 @@ def _response(resolver: _Resolver, reply: Any) -> dict[str, Any]:
 
 def overview(rec: Recording) -> dict[str, Any]:
     """The run call by call: slot sizes, the reply's tool calls, each tool's result."""
-    from afcore.recording import Call, Commit, Reply, RunEnd
-    from afcore.recording._models import ArgsInvalid, ErrorEvent
+    from afcore.recording import ArgsInvalid, Call, Commit, ErrorEvent, Reply, RunEnd
 
     resolver = _Resolver(rec)
     calls: list[dict[str, Any]] = []

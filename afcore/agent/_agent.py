@@ -101,7 +101,8 @@ class Agent:
 
         The run ends on an answer, at max_iterations (the last text the model wrote is
         returned, and ``last_result.status`` says ``max_iterations``), or on an error, which is
-        recorded and then raised. ``observe`` sees each record as it is written.
+        recorded and then raised. ``observe`` sees each record as it is written (it needs
+        recording on).
         """
         try:
             asyncio.get_running_loop()
@@ -133,6 +134,8 @@ class Agent:
     ) -> RunResult:
         """Like :meth:`arun`, returning the whole :class:`RunResult`."""
         config = self.recording
+        if config is None and observe is not None:
+            raise UsageError("observe= sees the records a run writes; this agent records nothing")
         if config is None:
             rec: Recorder = NullRecorder()
             run_id = new_run_id()

@@ -120,6 +120,9 @@ async def run_loop(
                 break
             await _run_tools(run, list(zip(calls, ks, strict=True)), reply_seq_key)
             rec.sync()
+            # Let the event loop in once an iteration: a Ctrl-C (or a cancel) then stops even
+            # a run whose provider and tools never wait on anything.
+            await asyncio.sleep(0)
     except (asyncio.CancelledError, KeyboardInterrupt) as e:
         status, failure = "interrupted", e
         raise

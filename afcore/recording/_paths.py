@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import secrets
 from datetime import UTC, datetime
@@ -41,7 +42,7 @@ def resolve_run(ref: str, folder: Path | None = None) -> Path:
         return exact
     if not folder.is_dir():
         raise RunNotFoundError(f"no recording named {ref!r}: the folder {folder} does not exist")
-    matches = sorted(p for p in folder.glob(f"{name}*{SUFFIX}") if p.is_file())
+    matches = sorted(p for p in folder.glob(f"{glob.escape(name)}*{SUFFIX}") if p.is_file())
     if not matches:
         raise RunNotFoundError(f"no recording in {folder} has a run id starting with {ref!r}")
     if len(matches) > 1:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -44,6 +44,8 @@ from afcore.recording._models import (
 )
 
 __all__ = ["MAX_LINE", "CallCheck", "Problem", "Recording", "TornTail", "open_recording"]
+
+_R = TypeVar("_R", Call, Reply, RunEnd)
 
 MAX_LINE = 32 * 1024 * 1024
 """Lines longer than this are reported and skipped, so one huge line cannot exhaust memory."""
@@ -307,26 +309,43 @@ class Recording:
         """The numbers of the calls the file holds, in order (1..N unless lines were lost)."""
         return sorted(self._index.calls)
 
+    def _record(self, i: int, cls: type[_R]) -> _R:
+        """The record on line index ``i``, which the index says is a ``cls``; a line that
+        does not hold a valid one raises RecordingFormatError naming the line."""
+        try:
+            record = self._typed(i)
+        except ValidationError as e:
+            raise RecordingFormatError(
+                f"{self.path.name}: line {i + 1} is not a valid {cls.__name__.lower()} record "
+                f"({_first_error(e)})",
+                path=self.path,
+                line=i + 1,
+            ) from None
+        if not isinstance(record, cls):
+            raise RecordingFormatError(
+                f"{self.path.name}: line {i + 1} is not a {cls.__name__.lower()} record",
+                path=self.path,
+                line=i + 1,
+            )
+        return record
+
     def call(self, n: int) -> Call:
         """The record of call ``n`` (from 1)."""
-        record = self._typed(self._call_line(n))
-        assert isinstance(record, Call)
-        return record
+        return self._record(self._call_line(n), Call)
 
     def reply(self, n: int) -> Reply | None:
         """The reply to call ``n``, or None when the run stopped before it came."""
         i = self._index.replies.get(n)
-        if i is None:
-            return None
-        record = self._typed(i)
-        assert isinstance(record, Reply)
-        return record
+        return None if i is None else self._record(i, Reply)
 
     def tool_commits(self, iteration: int | None = None) -> list[Commit]:
         """The commits of tool stages, in the order they were written, for one iteration or all."""
         out = []
         for i in self._index.tool_commits:
-            record = self._typed(i)
+            try:
+                record = self._typed(i)
+            except ValidationError:
+                continue  # reported as a problem by records() and verify()
             if isinstance(record, Commit) and (iteration is None or record.iter == iteration):
                 out.append(record)
         return out
@@ -336,8 +355,10 @@ class Recording:
         """The run_end record, or None when the run did not finish (or is still running)."""
         if self._index.run_end is None:
             return None
-        record = self._typed(self._index.run_end)
-        return record if isinstance(record, RunEnd) else None
+        try:
+            return self._record(self._index.run_end, RunEnd)
+        except RecordingFormatError:
+            return None  # reported as a problem by records() and verify()
 
     @property
     def message_count(self) -> int:
@@ -355,17 +376,16 @@ class Recording:
 
     def message_writer(self, n: int) -> str:
         """The runtime stage id of the stage that wrote message ``n``."""
-        rsid: str = self._raw(self._message_entry(n)[1])["rsid"]
-        return rsid
+        return str(self._raw(self._message_entry(n)[1]).get("rsid", "?"))
 
     def blob(self, ref: str) -> Any:
         """The value stored under ``ref``. Raises KeyError when the file holds no such blob."""
         return self._blob_cache(ref)
 
     def _load_blob(self, ref: str) -> Any:
-        i = self._index.blobs.get(ref)
+        i = self._index.blobs.get(ref) if isinstance(ref, str) else None
         if i is None:
-            raise KeyError(f"no blob {ref[:12]} in {self.path.name}")
+            raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
         return self._raw(i)["value"]
 
     def value(self, write: Any) -> Any:

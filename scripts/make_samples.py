@@ -1,0 +1,53 @@
+"""Writes the sample recordings in recordings/: the built-in demos, run with a fixed run id
+and a ticking clock so that the files are reproducible. tests/test_samples.py checks that
+they are current; run this after changing the loop, the recording or a demo.
+
+    python -m scripts.make_samples [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from afcore import RecordingConfig
+from afcore.demos import trip
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def _ticking() -> Callable[[], float]:
+    ticks = itertools.count()
+    return lambda: next(ticks) / 1000  # each reading is one millisecond after the last
+
+
+def _config(folder: Path, run_id: str) -> RecordingConfig:
+    return RecordingConfig(dir=folder, run_id=run_id, clock=_ticking(), now=lambda: STARTED)
+
+
+def make_samples(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, build, message in [("sample-trip", trip.build_agent, trip.DEFAULT_MESSAGE)]:
+        path = folder / f"{name}.jsonl"
+        path.unlink(missing_ok=True)
+        agent = build(record=_config(folder, name))
+        agent.run(message)
+        assert agent.last_recording == path
+        written.append(path)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "recordings")
+    for path in make_samples(parser.parse_args().out):
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+if __name__ == "__main__":
+    main()

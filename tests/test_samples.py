@@ -1,0 +1,46 @@
+"""The sample recordings in recordings/ are current (what scripts/make_samples.py writes
+today) and every call in them rebuilds and verifies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from afcore import recording as rec
+from scripts.make_samples import make_samples
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted((ROOT / "recordings").glob("sample-*.jsonl"))
+
+
+def _normalized(path: Path) -> list[bytes]:
+    # The header names the af and Python that wrote the file; those may differ between the
+    # machine that made the samples and the one checking them.
+    lines = path.read_bytes().splitlines()
+    header = orjson.loads(lines[0])
+    header["af_version"] = header["python"] = "-"
+    return [orjson.dumps(header), *lines[1:]]
+
+
+def test_there_are_samples() -> None:
+    assert SAMPLES, "recordings/ holds no sample-*.jsonl; run python -m scripts.make_samples"
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
+def test_every_call_of_every_sample_verifies(path: Path) -> None:
+    with rec.open(path) as r:
+        report = rec.verify(r)
+        assert r.call_count >= 1
+    assert report.ok, [str(p) for p in report.problems]
+    assert report.verified == report.calls
+
+
+def test_samples_are_current(tmp_path: Path) -> None:
+    fresh = {p.name: p for p in make_samples(tmp_path)}
+    assert sorted(fresh) == [p.name for p in SAMPLES], "the set of samples changed"
+    for path in SAMPLES:
+        assert _normalized(fresh[path.name]) == _normalized(path), (
+            f"{path.name} is out of date: run python -m scripts.make_samples"
+        )
