@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import secrets
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,11 +22,22 @@ def default_dir() -> Path:
     return Path(os.environ.get(ENV_DIR) or "recordings")
 
 
+_last_ms = 0
+_id_lock = threading.Lock()
+
+
 def new_run_id(now: datetime | None = None) -> str:
-    """A run id that sorts by start time: ``20261129-130512-345-a1b2c3`` (UTC, milliseconds,
-    then random hex so that runs started in the same millisecond differ)."""
+    """A run id that sorts by start time: ``20261129-130512-345-a1b2c3`` (UTC to the
+    millisecond, then random hex so that runs of different processes never collide). Within
+    one process ids strictly increase: a run started in the same millisecond as the one
+    before it takes the next millisecond."""
+    global _last_ms
     now = now or datetime.now(UTC)
-    return f"{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}-{secrets.token_hex(3)}"
+    ms = int(now.timestamp() * 1000)
+    with _id_lock:
+        ms = _last_ms = max(ms, _last_ms + 1)
+    stamp = datetime.fromtimestamp(ms / 1000, UTC)
+    return f"{stamp:%Y%m%d-%H%M%S}-{ms % 1000:03d}-{secrets.token_hex(3)}"
 
 
 def resolve_run(ref: str, folder: Path | None = None) -> Path:

@@ -87,6 +87,9 @@ class Recorder:
         self._segments: dict[str, tuple[str, dict[str, Any]]] = {}
         """System text -> (its hash, its entry in a segment list: inline text or a ref)."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
+        self._slot_cache: dict[
+            tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], list[str], str]
+        ] = {}
         self._syncer = _Syncer(self._fd, sync_interval)
 
     # -- low level -----------------------------------------------------------------------
@@ -211,6 +214,36 @@ class Recorder:
             self._segments[seg.text] = stored
         return stored
 
+    def _system_slot(self, system: Sequence[SystemSegment]) -> tuple[list[str], str]:
+        hashes: list[str] = []
+        entries: list[dict[str, Any]] = []
+        for seg in system:
+            h, entry = self._segment(seg)
+            hashes.append(h)
+            entries.append({**entry, "source": seg.source.to_json()})
+        return hashes, self._store(entries)
+
+    def _tools_slot(self, tools: Sequence[ToolSpec]) -> tuple[list[str], str]:
+        hashes = [self.tool_ref(spec) for spec in tools]
+        entries = [
+            {"name": spec.name, "ref": h, "source": spec.source.to_json()}
+            for spec, h in zip(tools, hashes, strict=True)
+        ]
+        return hashes, self._store(entries)
+
+    def _slot(
+        self, items: Sequence[Any], build: Callable[[Any], tuple[list[str], str]]
+    ) -> tuple[list[str], str]:
+        """The part hashes and the list blob of a slot, worked out once for the same items:
+        an agent whose system prompt or tools did not change pays nothing per call."""
+        key = (build.__name__, tuple(map(id, items)))
+        cached = self._slot_cache.get(key)
+        if cached is None:
+            hashes, ref = build(items)
+            # The items are kept so their ids cannot be reused by other objects.
+            cached = self._slot_cache[key] = (tuple(items), hashes, ref)
+        return cached[1], cached[2]
+
     def call(
         self,
         rsid: str,
@@ -225,17 +258,8 @@ class Recorder:
         cache: Sequence[dict[str, Any]],
     ) -> str:
         """Record a model call as it is sent, and write it out; return the request's hash."""
-        segment_hashes: list[str] = []
-        segment_list: list[dict[str, Any]] = []
-        for seg in system:
-            h, entry = self._segment(seg)
-            segment_hashes.append(h)
-            segment_list.append({**entry, "source": seg.source.to_json()})
-        tool_hashes = [self.tool_ref(spec) for spec in tools]
-        tool_list = [
-            {"name": spec.name, "ref": h, "source": spec.source.to_json()}
-            for spec, h in zip(tools, tool_hashes, strict=True)
-        ]
+        segment_hashes, system_ref = self._slot(system, self._system_slot)
+        tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
         if len(window) == 1 and window[0] == (1, len(self._message_hashes)):
             messages_hash = self._history_digest.hexdigest()
         else:
@@ -251,8 +275,6 @@ class Recorder:
             cache=cache,
         )
         digest_hash = request_hash(digest)
-        system_ref = self._store(segment_list)
-        tools_ref = self._store(tool_list)
         self.seq += 1
         self._emit(
             {
@@ -311,7 +333,10 @@ class Recorder:
         raw = orjson.dumps(record)
         if self.redactor.needs_redaction(raw):
             record = self.redactor.redact(record)
-        self._emit(record)
+            raw = orjson.dumps(record)
+        self._pending.append(raw)
+        for observe in self.observers:
+            observe(record)
         if flush:
             self.flush()
 
