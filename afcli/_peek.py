@@ -120,13 +120,9 @@ def _tail(f: Any, entry: dict[str, Any]) -> None:
         entry["reason"] = "the run_end record is malformed"
         return
     u = end.usage
+    # Token counts always; cache counts and the estimate flag only when they say something.
     usage: dict[str, Any] = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
-    if u.cache_read_tokens:
-        usage["cache_read_tokens"] = u.cache_read_tokens
-    if u.cache_write_tokens:
-        usage["cache_write_tokens"] = u.cache_write_tokens
-    if u.estimated:
-        usage["estimated"] = True
+    usage |= u.model_dump(exclude_defaults=True)
     entry.update(
         status=end.status,
         iterations=end.iterations,
