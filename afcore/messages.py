@@ -187,10 +187,13 @@ class Source:
     """Where a piece of context came from: the provenance shown beside it."""
 
     kind: str
-    """`base` for the builder's own system text and tools; later `steering`, `skill`, ..."""
+    """`base` (the builder's system text), `static` (its tools), an injection's flavor
+    (`steering`, `instruction`, `fact`, `skill`, ...), or `provider` (a tool provider)."""
     id: str | None = None
     trigger: str | None = None
     reason: str | None = None
+    cache: str | None = None
+    """The cache policy it was placed under: `always`, `while_active` or `never`."""
 
     def to_json(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {"kind": self.kind}
@@ -200,6 +203,8 @@ class Source:
             out["trigger"] = self.trigger
         if self.reason is not None:
             out["reason"] = self.reason
+        if self.cache is not None:
+            out["cache"] = self.cache
         return out
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from afcore.agent._builder import AgentBuilder
 from afcore.errors import UsageError
+from afcore.injections._engine import InjectionEngine
+from afcore.injections._model import ConfigureContext
 from afcore.loop._run import RunResult, run_loop
 from afcore.messages import SystemSegment, ToolSpec
 from afcore.providers._base import Provider
@@ -39,6 +41,9 @@ class Agent:
     tool_arg_validation: ToolValidation
     params: Mapping[str, Any]
     recording: RecordingConfig | None
+    engine: InjectionEngine
+    """The agent's injections, tools and tool providers, composed into slots each iteration."""
+    configure_fn: Callable[[ConfigureContext], Any] | None
 
     @classmethod
     def create(
@@ -95,6 +100,7 @@ class Agent:
         message: str,
         *,
         state: dict[str, Any] | None = None,
+        identity: Any = None,
         observe: RecordObserver | None = None,
     ) -> str:
         """Run the agent on ``message`` and return its answer.
@@ -107,7 +113,7 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(message, state=state, observe=observe))
+            return asyncio.run(self.arun(message, state=state, identity=identity, observe=observe))
         raise UsageError("run() was called inside a running event loop; await arun(...) instead")
 
     async def arun(
@@ -115,6 +121,7 @@ class Agent:
         message: str,
         *,
         state: dict[str, Any] | None = None,
+        identity: Any = None,
         observe: RecordObserver | None = None,
     ) -> str:
         """The async form of :meth:`run`."""
@@ -122,7 +129,7 @@ class Agent:
             raise UsageError(
                 f"run(...) takes the user's message as a string, got {type(message).__name__}"
             )
-        result = await self.arun_result(message, state=state, observe=observe)
+        result = await self.arun_result(message, state=state, identity=identity, observe=observe)
         return result.answer
 
     async def arun_result(
@@ -130,6 +137,7 @@ class Agent:
         message: str,
         *,
         state: dict[str, Any] | None = None,
+        identity: Any = None,
         observe: RecordObserver | None = None,
     ) -> RunResult:
         """Like :meth:`arun`, returning the whole :class:`RunResult`."""
@@ -149,7 +157,9 @@ class Agent:
                 clock=config.clock,
                 observers=(observe,) if observe else (),
             )
-        return await run_loop(self, message, rec, run_id, state if state is not None else {})
+        return await run_loop(
+            self, message, rec, run_id, state if state is not None else {}, identity
+        )
 
     def _finished(self, result: RunResult) -> None:
         self.last_result = result

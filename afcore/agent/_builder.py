@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from afcore.errors import UsageError
+from afcore.injections._engine import InjectionEngine
+from afcore.injections._model import (
+    Cache,
+    ConfigureContext,
+    Content,
+    Injection,
+    Slot,
+    fact,
+    instruction,
+    skill,
+    skills_of,
+    steering,
+)
+from afcore.injections._view import RunView
 from afcore.messages import SystemSegment
 from afcore.providers._base import Provider
 from afcore.recording._config import RecordingConfig
+from afcore.tools._providers import ToolProvider
 from afcore.tools._tool import Tool, ToolValidation
 
 if TYPE_CHECKING:
@@ -69,6 +85,9 @@ class AgentBuilder:
         self._source = source
         self._system: list[SystemSegment] = []
         self._tools: dict[str, Tool] = {}
+        self._injections: list[Injection] = []
+        self._providers: list[ToolProvider] = []
+        self._configure: Callable[[ConfigureContext], Any] | None = None
 
     def name(self, name: str) -> AgentBuilder:
         """The agent's name, shown in recordings and `af ls`."""
@@ -103,10 +122,97 @@ class AgentBuilder:
             self.tool(t)
         return self
 
+    # -- context engineering: every door goes through injection() -------------------------
+
+    def injection(self, injection: Injection) -> AgentBuilder:
+        """Register any injection: the general door the others go through. Ids are checked for
+        uniqueness, and skills' tools against the static tools, at build()."""
+        if not isinstance(injection, Injection):
+            raise UsageError(f"injection(...) takes an Injection, got {type(injection).__name__}")
+        self._injections.append(injection)
+        return self
+
+    def steering(
+        self, text: Content, *, id: str | None = None, cache: Cache = "always"
+    ) -> AgentBuilder:
+        """Always-on guidance in the system prompt."""
+        return self.injection(steering(text, id=id, cache=cache))
+
+    def instruction(
+        self,
+        text: Content,
+        *,
+        id: str,
+        when: Callable[[RunView], bool] | None = None,
+        after: str | re.Pattern[str] | None = None,
+        slot: Slot = "messages",
+        cache: Cache = "never",
+    ) -> AgentBuilder:
+        """Guidance that lands when ``when(s)`` is true, or at the iteration after the tool
+        named (or matched) by ``after`` returned. Exactly one of the two."""
+        return self.injection(
+            instruction(text, id=id, when=when, after=after, slot=slot, cache=cache)
+        )
+
+    def fact(
+        self, text: Content, *, id: str, slot: Slot = "system", cache: Cache | None = None
+    ) -> AgentBuilder:
+        """Data the model should see; a function is evaluated at every iteration."""
+        return self.injection(fact(text, id=id, slot=slot, cache=cache))
+
+    def skill(
+        self,
+        id: str,
+        *,
+        description: str,
+        body: Content,
+        tools: Sequence[Tool] = (),
+        slot: Slot = "messages",
+    ) -> AgentBuilder:
+        """A skill the model activates with read_skill(id): its body lands and its tools
+        become visible from the next call, for the rest of the turn."""
+        return self.injection(skill(id, description=description, body=body, tools=tools, slot=slot))
+
+    def skills(self, registry: Iterable[Injection]) -> AgentBuilder:
+        """Register several skills made by ``skill(...)``."""
+        for s in skills_of(registry):
+            self.injection(s)
+        return self
+
+    def tool_provider(self, provider: ToolProvider) -> AgentBuilder:
+        """A source of tools consulted at every iteration (``static_tools``, ``gated_tools``,
+        or anything with a ``name`` and ``tools(ctx)``)."""
+        if not isinstance(provider, ToolProvider):
+            raise UsageError(
+                "tool_provider(...) takes an object with a name and tools(ctx), such as "
+                f"static_tools(...) or gated_tools(...); got {type(provider).__name__}"
+            )
+        self._providers.append(provider)
+        return self
+
+    def configure(self, fn: Callable[[ConfigureContext], Any]) -> AgentBuilder:
+        """Decide each run's model and/or instructions when it starts: ``fn(ctx)`` returns
+        None or ``{"model": ..., "instructions": ...}``. What it decided is committed to the
+        recording before the first call. One per agent."""
+        if not callable(fn):
+            raise UsageError("configure(...) takes a function of the run's context")
+        if self._configure is not None:
+            raise UsageError("configure(...) was already given: an agent has one resolver")
+        self._configure = fn
+        return self
+
     def build(self) -> Agent:
         from afcore.agent._agent import Agent
 
+        engine = InjectionEngine(
+            base=self._system,
+            tools=list(self._tools.values()),
+            injections=self._injections,
+            providers=self._providers,
+        )
         return Agent._from_builder(
+            engine=engine,
+            configure_fn=self._configure,
             provider=self._provider,
             model=self._model,
             name=self._name or "agent",

@@ -3,7 +3,10 @@
 Every stage commits what it read and wrote to the recording:
 
     seed#0                 writes user_message, message:1
-    call-llm#k   (call)    reads messages, writes call:<n>            as the request is sent
+    configure#1            writes model, instructions         (agents with .configure())
+    inject#k               reads what the rules read; writes injections (the decisions),
+                           system, tools, and the injected messages   (agents with injections)
+    call-llm#k   (call)    reads system, tools, messages; writes call:<n>   as it is sent
                  (reply)   writes reply:<n>, message:<m>              when the answer is in
     route#k                reads reply:<n>, writes route (tools | answer)
     tool:<name>#k          reads reply:<n>, writes message:<m> (the result)  one per tool call
@@ -24,12 +27,17 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from afcore._version import __version__
-from afcore.errors import AfError, ProviderError, RunError
+from afcore.errors import AfError, ProviderError, RunError, UsageError
+from afcore.injections._engine import READ_SKILL, Composition, TurnState
+from afcore.injections._model import ConfigureContext
 from afcore.messages import (
     AssistantMessage,
     Message,
     Request,
     Response,
+    Source,
+    SystemSegment,
+    TextBlock,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -69,6 +77,7 @@ class _Run:
     rec: Recorder
     run_id: str
     state: dict[str, Any]
+    identity: Any = None
     history: list[Message] = field(default_factory=list)
     iteration: int = 0
     calls: int = 0
@@ -76,13 +85,38 @@ class _Run:
     tool_counts: dict[str, int] = field(default_factory=dict)
     loop_thread: int = 0
     last_text: str = ""
+    model: str = ""
+    base: tuple[SystemSegment, ...] = ()
+    """The base system segments: the builder's, or what configure() resolved for this run."""
+    turn: TurnState | None = None
+    fixed: Composition | None = None
+    """The slots of an agent with no injections and no tool providers, composed once."""
+    composition: Composition | None = None
+    result_keys: dict[str, str] = field(default_factory=dict)
+    """Tool name -> the key of the message holding its last result."""
+    injected: dict[tuple[str, str, str], tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    """(injection id, role, text) -> its message number and write, reused while unchanged."""
 
 
 async def run_loop(
-    agent: Agent, message: str, rec: Recorder, run_id: str, state: dict[str, Any]
+    agent: Agent,
+    message: str,
+    rec: Recorder,
+    run_id: str,
+    state: dict[str, Any],
+    identity: Any = None,
 ) -> RunResult:
     """Run one turn of ``agent`` on ``message``, writing to ``rec``. Closes ``rec``."""
-    run = _Run(agent=agent, rec=rec, run_id=run_id, state=state, loop_thread=threading.get_ident())
+    run = _Run(
+        agent=agent,
+        rec=rec,
+        run_id=run_id,
+        state=state,
+        identity=identity,
+        loop_thread=threading.get_ident(),
+        model=agent.model,
+        base=agent.system,
+    )
     clock = agent.recording.clock if agent.recording else time.perf_counter
     started = clock()
     status: RunStatus = "error"
@@ -171,6 +205,18 @@ def _start(run: _Run, message: str) -> None:
             {"name": t.name, "ref": content_hash(redactor.redact(t.spec.to_json()))}
             for t in agent.tools.values()
         ]
+        config: dict[str, Any] = {
+            "max_iterations": agent.max_iterations,
+            "tool_arg_validation": agent.tool_arg_validation,
+            "tools": tools,
+            "params": redactor.redact(dict(agent.params)),
+        }
+        if agent.engine.injections:
+            config["injections"] = agent.engine.describe()
+        if agent.engine.providers:
+            config["tool_providers"] = [p.name for p in agent.engine.providers]
+        if agent.configure_fn is not None:
+            config["configure"] = getattr(agent.configure_fn, "__qualname__", "configure")
         rec.header(
             {
                 "t": "header",
@@ -186,12 +232,7 @@ def _start(run: _Run, message: str) -> None:
                 "agent": {"name": agent.name, "source": agent.source},
                 "provider": redactor.redact(agent.provider.describe()),
                 "model": agent.model,
-                "config": {
-                    "max_iterations": agent.max_iterations,
-                    "tool_arg_validation": agent.tool_arg_validation,
-                    "tools": tools,
-                    "params": redactor.redact(dict(agent.params)),
-                },
+                "config": config,
                 "redaction": {
                     "fields": list(redactor.policy.fields),
                     "patterns": [name for name, _ in redactor.policy.patterns],
@@ -205,19 +246,101 @@ def _start(run: _Run, message: str) -> None:
     run.history.append(user)
     _, write = rec.message(user)
     rec.commit(rec.next_rsid("seed"), "seed", 0, writes=[rec.write("user_message", message), write])
+    if agent.configure_fn is not None:
+        _configure(run, message)
+    run.turn = TurnState(
+        user_message=message,
+        iteration=0,
+        history=(),
+        state=run.state,
+        identity=run.identity,
+    )
+    if agent.engine.trivial:
+        run.fixed = agent.engine.compose(run.turn, run.base)
+
+
+def _configure(run: _Run, message: str) -> None:
+    """Let the agent's configure() decide this run's model and instructions, and commit what
+    it decided before the first call reads it."""
+    agent, rec = run.agent, run.rec
+    assert agent.configure_fn is not None
+    defaults = ConfigureContext(
+        message=message,
+        identity=run.identity,
+        model=agent.model,
+        instructions="\n\n".join(s.text for s in agent.system),
+    )
+    resolved = agent.configure_fn(defaults) or {}
+    if not isinstance(resolved, Mapping) or set(resolved) - {"model", "instructions"}:
+        raise UsageError(
+            "configure() returns None or a mapping with 'model' and/or 'instructions', "
+            f"got {resolved!r}"
+        )
+    writes = []
+    model = resolved.get("model")
+    if model is not None:
+        if not isinstance(model, str) or not model:
+            raise UsageError(f"configure() returned a model that is not a name: {model!r}")
+        run.model = model
+    instructions = resolved.get("instructions")
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise UsageError("configure() returned instructions that are not a string")
+        run.base = (SystemSegment(instructions, Source(kind="configure")),)
+    writes.append(rec.write("model", run.model))
+    writes.append(rec.write("instructions", "\n\n".join(s.text for s in run.base)))
+    rec.commit(rec.next_rsid("configure"), "configure", 0, reads=("user_message",), writes=writes)
+
+
+def _compose(
+    run: _Run,
+) -> tuple[Composition, list[tuple[int, int]] | None, list[int], list[Message]]:
+    """The slots for the next call: composed once for a plain agent, else evaluated now,
+    with the decisions committed by an `inject` stage."""
+    if run.fixed is not None:
+        return run.fixed, None, [], []
+    agent, rec, turn = run.agent, run.rec, run.turn
+    assert turn is not None
+    turn.iteration = run.iteration
+    turn.history = tuple(run.history)
+    comp = agent.engine.compose(turn, run.base)
+    rsid = rec.next_rsid("inject")
+    extra: list[int] = []
+    messages: list[Message] = []
+    writes: list[dict[str, Any]] = []
+    for role, text, source in comp.messages:
+        msg: Message = UserMessage(text) if role == "user" else AssistantMessage((TextBlock(text),))
+        messages.append(msg)
+        key = (source.id or "", role, text)
+        known = run.injected.get(key)
+        if known is None:
+            known = run.injected[key] = rec.message(msg, history=False, source=source)
+            writes.append(known[1])
+        extra.append(known[0])
+    reads = ["user_message"] if "user_message" in comp.reads else []
+    for read in sorted(comp.reads):
+        if read.startswith("last_tool_results."):
+            written = run.result_keys.get(read.removeprefix("last_tool_results."))
+            if written is not None:
+                reads.append(written)
+    rec.inject(rsid, run.iteration, comp, writes, reads)
+    return comp, None, extra, messages
 
 
 async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     agent, rec = run.agent, run.rec
+    comp, window, extra, injected = _compose(run)
+    run.composition = comp
     run.calls += 1
     n = run.calls
     rsid = rec.next_rsid("call-llm")
     request = Request(
-        model=agent.model,
-        system=agent.system,
-        messages=list(run.history),
-        tools=agent.tool_specs,
+        model=run.model,
+        system=comp.system,
+        messages=[*run.history, *injected],
+        tools=comp.specs,
         params=agent.params,
+        cache=comp.cache,
     )
     rec.call(
         rsid,
@@ -225,7 +348,8 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         n,
         model=request.model,
         system=request.system,
-        window=[(1, len(run.history))],
+        window=window,
+        extra=extra,
         tools=request.tools,
         params=dict(request.params),
         cache=[c.to_json() for c in request.cache],
@@ -310,9 +434,16 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
     else:
         outcomes = [await _run_tool(run, jobs[0][0], jobs[0][2], concurrent)]
     # Results join the history in call order, whatever order they finished in.
+    turn = run.turn
+    assert turn is not None
+    turn.last_tool_results = {}
     for (call, k, rsid), (result, status, ms) in zip(jobs, outcomes, strict=True):
         run.history.append(result)
         _, write = rec.message(result)
+        turn.last_tool_results[call.name] = result.content
+        run.result_keys[call.name] = write.get("key", "")
+        if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):
+            turn.active_skills.setdefault(str(call.args["id"]), run.iteration)
         rec.commit(
             rsid,
             f"tool:{call.name}",
@@ -332,12 +463,14 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
 async def _run_tool(
     run: _Run, call: ToolCall, rsid: str, concurrent: bool
 ) -> tuple[ToolResultMessage, str, float]:
-    agent, rec = run.agent, run.rec
+    agent = run.agent
+    rec = run.rec
     clock = agent.recording.clock if agent.recording else time.perf_counter
     t0 = clock()
-    tool = agent.tools.get(call.name)
+    visible = _visible(run)
+    tool = visible.get(call.name)
     if tool is None:
-        known = ", ".join(agent.tools) or "none"
+        known = ", ".join(visible) or "none"
         text = f"There is no tool named {call.name!r}. The tools you can call: {known}."
         return _result(call, text, error=True), "unknown_tool", (clock() - t0) * 1000
     mode = agent.tool_arg_validation
@@ -404,6 +537,12 @@ def _progress_reporter(run: _Run, rsid: str) -> Any:
             loop.call_soon_threadsafe(emit, message)
 
     return report
+
+
+def _visible(run: _Run) -> dict[str, Tool]:
+    """The tools the model was shown at this iteration's call: the only ones it may call."""
+    assert run.composition is not None
+    return run.composition.tools_by_name
 
 
 def _result(call: ToolCall, text: str, *, error: bool = False) -> ToolResultMessage:

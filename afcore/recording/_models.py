@@ -90,14 +90,17 @@ class RedactionInfo(_Model):
 
 class SourceInfo(_Model):
     kind: str
-    """What put this piece of context there: `base` (the builder's own), later `steering`,
-    `instruction`, `skill`, `fact`, ..."""
+    """What put this piece of context there: `base` (the builder's system text), `static`
+    (its tools), an injection's flavor (`steering`, `instruction`, `fact`, `skill`, ...), or
+    `provider` (a tool provider)."""
     id: str | None = None
     """The injection's id, for injected context."""
     trigger: str | None = None
     """Why it fires: `always`, `rule`, `on_tool_return`, `llm_activated`."""
     reason: str | None = None
-    """Why it fired this time, in words."""
+    """Why it fired this time, in words (the full evidence is in the `inject` commit)."""
+    cache: str | None = None
+    """The cache policy it was placed under: `always`, `while_active` or `never`."""
 
 
 class Segment(_Model):
@@ -142,6 +145,8 @@ class Write(_Model):
     """The value, inline (short values)."""
     ref: str | None = None
     """Hash of the blob holding the value (long or repeated values)."""
+    source: SourceInfo | None = None
+    """For an injected message: the injection that put it there, and why."""
 
 
 class ReplyToolCall(_Model):

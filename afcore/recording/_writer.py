@@ -14,12 +14,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from afcore.errors import UsageError
-from afcore.messages import Message, SystemSegment, ToolSpec, Usage
+from afcore.messages import Message, Source, SystemSegment, ToolSpec, Usage
 from afcore.recording._hashing import (
     content_hash,
     messages_digest,
@@ -27,6 +27,9 @@ from afcore.recording._hashing import (
     request_hash,
 )
 from afcore.recording._redaction import Redactor
+
+if TYPE_CHECKING:
+    from afcore.injections._engine import Composition
 
 __all__ = ["NullRecorder", "Recorder", "RecordObserver"]
 
@@ -82,8 +85,10 @@ class Recorder:
         self._blobs: set[str] = set()
         self._message_hashes: list[str] = []
         self._history_digest = hashlib.sha256()
-        """sha256 over the hashes of messages 1..n: extended as messages are appended, so the
-        digest of a window that is the whole history costs nothing per call."""
+        """sha256 over the hashes of the history's messages: extended as they are appended, so
+        the digest of a window that is the whole history costs nothing per call."""
+        self._history_ranges: list[tuple[int, int]] = []
+        """The history's message numbers as ranges (injected messages leave gaps)."""
         self._segments: dict[str, tuple[str, dict[str, Any]]] = {}
         """System text -> (its hash, its entry in a segment list: inline text or a ref)."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
@@ -154,13 +159,25 @@ class Recorder:
         self._spec_refs[id(spec)] = (spec, ref)
         return ref
 
-    def message(self, message: Message) -> tuple[int, dict[str, Any]]:
-        """Store a message of the run's history; return its number and the write naming it."""
+    def message(
+        self, message: Message, *, history: bool = True, source: Source | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """Store a message; return its number and the write naming it. ``history``: it joins
+        the conversation (an injected message does not: it is sent, not remembered)."""
         ref = self._store(message.to_json())
         self._message_hashes.append(ref)
-        self._history_digest.update(ref.encode())
         n = len(self._message_hashes)
-        return n, {"key": f"message:{n}", "ref": ref}
+        if history:
+            self._history_digest.update(ref.encode())
+            ranges = self._history_ranges
+            if ranges and ranges[-1][1] == n - 1:
+                ranges[-1] = (ranges[-1][0], n)
+            else:
+                ranges.append((n, n))
+        write: dict[str, Any] = {"key": f"message:{n}", "ref": ref}
+        if source is not None:
+            write["source"] = source.to_json()
+        return n, write
 
     def write(self, key: str, value: Any, *, trusted: bool = False) -> dict[str, Any]:
         """A write of ``value`` under ``key`` for a commit: inline when short, else a ref.
@@ -252,21 +269,27 @@ class Recorder:
         *,
         model: str,
         system: Sequence[SystemSegment],
-        window: Sequence[tuple[int, int]],
+        window: Sequence[tuple[int, int]] | None,
         tools: Sequence[ToolSpec],
         params: dict[str, Any],
         cache: Sequence[dict[str, Any]],
+        extra: Sequence[int] = (),
     ) -> str:
         """Record a model call as it is sent, and write it out; return the request's hash."""
         segment_hashes, system_ref = self._slot(system, self._system_slot)
         tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
-        if len(window) == 1 and window[0] == (1, len(self._message_hashes)):
-            messages_hash = self._history_digest.hexdigest()
+        hashes = self._message_hashes
+        if window is None:
+            # The whole history, then the extra (injected) messages.
+            digest = self._history_digest.copy()
+            for n in extra:
+                digest.update(hashes[n - 1].encode())
+            messages_hash = digest.hexdigest()
+            window = [*self._history_ranges, *((n, n) for n in extra)]
         else:
-            hashes = self._message_hashes
             messages_hash = messages_digest(h for a, b in window for h in hashes[a - 1 : b])
         params = self.redactor.redact(params)
-        digest = request_digest(
+        request = request_digest(
             model=model,
             system=segment_hashes,
             messages=messages_hash,
@@ -274,7 +297,7 @@ class Recorder:
             params=params,
             cache=cache,
         )
-        digest_hash = request_hash(digest)
+        digest_hash = request_hash(request)
         self.seq += 1
         self._emit(
             {
@@ -296,6 +319,29 @@ class Recorder:
         self.versions[f"call:{call}"] = self.seq
         self.flush()
         return digest_hash
+
+    def inject(
+        self,
+        rsid: str,
+        iteration: int,
+        composition: Composition,
+        message_writes: list[dict[str, Any]],
+        reads: Sequence[str],
+    ) -> int:
+        """Commit an iteration's injection decisions and the slots they composed."""
+        _, system_ref = self._slot(composition.system, self._system_slot)
+        _, tools_ref = self._slot(composition.specs, self._tools_slot)
+        decisions = {
+            "evaluated": len(composition.decisions),
+            "decisions": [d.to_json() for d in composition.decisions],
+        }
+        writes = [
+            {"key": "injections", "ref": self._store(decisions)},
+            {"key": "system", "ref": system_ref},
+            {"key": "tools", "ref": tools_ref},
+            *message_writes,
+        ]
+        return self.commit(rsid, "inject", iteration, reads=reads, writes=writes)
 
     def reply(
         self,
@@ -373,8 +419,13 @@ class NullRecorder(Recorder):
     def header(self, header: dict[str, Any]) -> None:
         pass
 
-    def message(self, message: Message) -> tuple[int, dict[str, Any]]:
+    def message(
+        self, message: Message, *, history: bool = True, source: Source | None = None
+    ) -> tuple[int, dict[str, Any]]:
         return 0, {}
+
+    def inject(self, rsid: str, iteration: int, *_: Any) -> int:
+        return 0
 
     def write(self, key: str, value: Any, *, trusted: bool = False) -> dict[str, Any]:
         return {}

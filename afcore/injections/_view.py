@@ -1,0 +1,130 @@
+"""The run view ``s`` that rules read: every value a predicate touches is noted, so its
+decision is recorded with the evidence it rested on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from afcore.messages import Message
+
+__all__ = ["RunView", "preview"]
+
+_PREVIEW = 200
+
+
+def preview(value: Any) -> Any:
+    """A value as evidence: JSON scalars as they are, strings and the rest cut to a line."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else _json(value)
+    return (
+        text if len(text) <= _PREVIEW else f"{text[:_PREVIEW]}… ({len(text) - _PREVIEW} more chars)"
+    )
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return repr(value)
+
+
+class _Tracked(Mapping[str, Any]):
+    """A read-only mapping whose reads are noted as `<prefix>.<key>`."""
+
+    def __init__(self, view: RunView, prefix: str, data: Mapping[str, Any]) -> None:
+        self._view = view
+        self._prefix = prefix
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        self._view._note(f"{self._prefix}.{key}", value)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._data.get(key, default)
+        self._view._note(f"{self._prefix}.{key}", value if key in self._data else None)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        present = key in self._data
+        self._view._note(f"{self._prefix}.{key}", self._data[key] if present else None)  # type: ignore[index]
+        return present
+
+    def __iter__(self) -> Iterator[str]:
+        self._view._note(self._prefix, sorted(self._data))
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        self._view._note(self._prefix, sorted(self._data))
+        return len(self._data)
+
+
+class RunView:
+    """What a rule may read about the run. Reads are noted per evaluation."""
+
+    __slots__ = ("_history", "_iteration", "_last_results", "_reads", "_skills", "_state", "_user")
+
+    def __init__(
+        self,
+        *,
+        user_message: str,
+        iteration: int,
+        last_tool_results: Mapping[str, str],
+        active_skills: frozenset[str],
+        history: tuple[Message, ...],
+        state: Mapping[str, Any],
+    ) -> None:
+        self._user = user_message
+        self._iteration = iteration
+        self._last_results = last_tool_results
+        self._skills = active_skills
+        self._history = history
+        self._state = state
+        self._reads: dict[str, Any] = {}
+
+    def _note(self, key: str, value: Any) -> None:
+        if key not in self._reads:
+            self._reads[key] = preview(value)
+
+    def _take_reads(self) -> dict[str, Any]:
+        reads, self._reads = self._reads, {}
+        return reads
+
+    @property
+    def user_message(self) -> str:
+        """The message this turn started from."""
+        self._note("user_message", self._user)
+        return self._user
+
+    @property
+    def iteration(self) -> int:
+        """The iteration about to call the model, from 1."""
+        self._note("iteration", self._iteration)
+        return self._iteration
+
+    @property
+    def last_tool_results(self) -> Mapping[str, str]:
+        """Tool name -> the text the tool returned in the previous iteration."""
+        return _Tracked(self, "last_tool_results", self._last_results)
+
+    @property
+    def active_skills(self) -> frozenset[str]:
+        """Ids of the skills the model has activated this turn."""
+        self._note("active_skills", sorted(self._skills))
+        return self._skills
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """The conversation so far (user, assistant and tool messages)."""
+        self._note("history", f"{len(self._history)} messages")
+        return self._history
+
+    @property
+    def state(self) -> Mapping[str, Any]:
+        """Values the application put in the run's state (``run(..., state=...)``)."""
+        return _Tracked(self, "state", self._state)
