@@ -41,9 +41,10 @@ class _Tracked(Mapping[str, Any]):
         self._data = data
 
     def __getitem__(self, key: str) -> Any:
-        value = self._data[key]
+        # A missing key is evidence too: the rule looked and found nothing.
+        value = self._data.get(key)
         self._view._note(f"{self._prefix}.{key}", value)
-        return value
+        return self._data[key]
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._data.get(key, default)

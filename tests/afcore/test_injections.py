@@ -1,0 +1,386 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from afcore import Agent, UsageError, define_tool, mock
+from afcore import recording as rec
+from afcore.injections import Injection, Rule, instruction, skill
+from afcore.messages import Request
+from afcore.tools import gated_tools, static_tools
+from tests.conftest import fixed_recording
+
+
+def tool(name: str, result: str = "ok") -> Any:
+    return define_tool(name, f"The {name} tool.", {"type": "object"}, lambda a, c: result)
+
+
+def scripted(*replies: Any) -> tuple[Any, list[Request]]:
+    """A mock that plays ``replies`` in order and keeps every request it got."""
+    seen: list[Request] = []
+
+    def respond(request: Request) -> Any:
+        seen.append(request)
+        return replies[len(seen) - 1]
+
+    return mock(respond=respond), seen
+
+
+def call(name: str, args: dict[str, Any] | None = None, id: str = "c") -> dict[str, Any]:
+    return {"tool_calls": [{"id": id, "name": name, "args": args or {}}]}
+
+
+def sources(request: Request) -> list[str | None]:
+    return [s.source.id or s.source.kind for s in request.system]
+
+
+def injected(request: Request) -> list[str]:
+    """The text of the user messages after the conversation's last tool result or reply."""
+    out = []
+    for m in reversed(request.messages[1:]):
+        if m.role != "user":
+            break
+        out.append(m.content)  # type: ignore[union-attr]
+    return out[::-1]
+
+
+def decisions(path: Path) -> list[dict[str, Any]]:
+    """The decisions blob of every inject commit, in order."""
+    with rec.open(path) as r:
+        out = []
+        for _, record in r.records():
+            if isinstance(record, rec.Commit) and record.stage == "inject":
+                write = next(w for w in record.writes if w.key == "injections")
+                out.append(r.value(write))
+        return out
+
+
+def test_steering_is_in_the_system_prompt_of_every_call() -> None:
+    provider, seen = scripted(call("t"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m")
+        .system("Base.")
+        .steering("Be kind.", id="tone")
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("hi")
+    assert [sources(r) for r in seen] == [["base", "tone"], ["base", "tone"]]
+    assert seen[0].system[1].source.trigger == "always"
+
+
+def test_rule_fires_on_its_evidence_and_the_evidence_is_recorded(tmp_path: Path) -> None:
+    provider, seen = scripted(call("t"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .instruction(
+            "Quote the refund policy.", id="refunds", when=lambda s: "refund" in s.user_message
+        )
+        .instruction("Be brief.", id="late", when=lambda s: s.iteration >= 2, slot="system")
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("I want a refund")
+    assert injected(seen[0]) == ["Quote the refund policy."]
+    assert sources(seen[0]) == [] and sources(seen[1]) == ["late"]
+    assert agent.last_recording is not None
+    first, second = decisions(agent.last_recording)
+    refunds = next(d for d in first["decisions"] if d["id"] == "refunds")
+    assert refunds["fired"] is True and refunds["trigger"] == "rule"
+    assert refunds["reads"] == [["user_message", "I want a refund"]]
+    late = [next(d for d in x["decisions"] if d["id"] == "late") for x in (first, second)]
+    assert [d["fired"] for d in late] == [False, True]
+    assert [d["reads"] for d in late] == [[["iteration", 1]], [["iteration", 2]]]
+    assert "iteration = 1" in late[0]["reason"]
+
+
+def test_a_rule_that_raises_or_returns_a_non_bool_is_skipped_and_recorded(tmp_path: Path) -> None:
+    def broken(s: Any) -> bool:
+        return s.state["missing"]  # type: ignore[no-any-return]
+
+    provider, seen = scripted("done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .instruction("never shown", id="raises", when=broken)
+        .instruction("never shown", id="truthy", when=lambda s: s.user_message)  # type: ignore[arg-type, return-value]
+        .steering("Still here.", id="tone")
+        .build()
+    )
+    assert agent.run("hi") == "done"
+    assert sources(seen[0]) == ["tone"] and injected(seen[0]) == []
+    assert agent.last_recording is not None
+    (first,) = decisions(agent.last_recording)
+    by_id = {d["id"]: d for d in first["decisions"]}
+    assert by_id["raises"]["fired"] is False
+    assert by_id["raises"]["error"].startswith("KeyError")
+    assert by_id["raises"]["reads"] == [["state.missing", None]]
+    assert by_id["truthy"]["fired"] is False and "TypeError" in by_id["truthy"]["error"]
+    assert "tone" not in by_id  # always-on with fixed text: nothing to decide, not restated
+
+
+def test_on_tool_return_fires_at_the_next_iteration_only(tmp_path: Path) -> None:
+    provider, seen = scripted(call("search"), call("other"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .instruction("Cite the source ids.", id="cite", after="search")
+        .instruction("Regex matched.", id="any-o", after=re.compile("oth.*"))
+        .tools([tool("search", "hit 1"), tool("other")])
+        .build()
+    )
+    agent.run("go")
+    assert [injected(r) for r in seen] == [[], ["Cite the source ids."], ["Regex matched."]]
+    assert agent.last_recording is not None
+    second = decisions(agent.last_recording)[1]
+    cite = next(d for d in second["decisions"] if d["id"] == "cite")
+    assert cite["reason"] == "search returned at iteration 1"
+    assert cite["reads"] == [["last_tool_results.search", "hit 1"]]
+    lines = [orjson.loads(x) for x in agent.last_recording.read_bytes().splitlines()]
+    inject2 = [x for x in lines if x.get("stage") == "inject"][1]
+    tool_commit = next(x for x in lines if x.get("tool", {}).get("name") == "search")
+    # The decision's read names the commit that wrote the result it read.
+    assert [k for k, _ in inject2["reads"]] == [tool_commit["writes"][0]["key"]]
+    assert inject2["reads"][0][1] == tool_commit["seq"]
+
+
+def test_skill_activation_changes_the_tools_slot_from_the_next_call(tmp_path: Path) -> None:
+    refund = tool("issue_refund", "refunded")
+    provider, seen = scripted(
+        call("read_skill", {"id": "refunds"}),
+        call("issue_refund"),
+        "done",
+    )
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .skill(
+            "refunds",
+            description="How to refund an order.",
+            body="Refund within 30 days.",
+            tools=[refund],
+        )
+        .skill("returns", description="How to take a return.", body="Returns: 14 days.")
+        .build()
+    )
+    assert agent.run("refund please") == "done"
+    assert [[t.name for t in r.tools] for r in seen] == [
+        ["read_skill"],
+        ["read_skill", "issue_refund"],
+        ["read_skill", "issue_refund"],
+    ]
+    catalog = seen[0].tools[0].description
+    assert "refunds: How to refund an order." in catalog and "returns:" in catalog
+    assert injected(seen[0]) == [] and injected(seen[1]) == ["Refund within 30 days."]
+    assert seen[1].tools[1].source.kind == "skill" and seen[1].tools[1].source.id == "refunds"
+    assert agent.last_recording is not None
+    with rec.open(agent.last_recording) as r:
+        assert [t.source.kind for t in r.tools(2)] == ["skill", "skill"]
+        assert rec.verify(r).ok
+
+
+def test_read_skill_with_an_unknown_id_activates_nothing() -> None:
+    provider, seen = scripted(call("read_skill", {"id": "nope"}), "done")
+    agent = (
+        Agent.create(provider=provider, model="m")
+        .skill("refunds", description="d", body="b", tools=[tool("issue_refund")])
+        .build()
+    )
+    agent.run("go")
+    result = seen[1].messages[-1]
+    assert result.is_error and '["refunds"]' in result.content  # type: ignore[union-attr]
+    assert [t.name for t in seen[1].tools] == ["read_skill"]
+
+
+def test_a_skill_tool_cannot_be_called_before_it_is_visible() -> None:
+    provider, seen = scripted(call("issue_refund"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m")
+        .skill("refunds", description="d", body="b", tools=[tool("issue_refund")])
+        .build()
+    )
+    agent.run("go")
+    assert "no tool named 'issue_refund'" in seen[1].messages[-1].content  # type: ignore[union-attr]
+
+
+def test_facts_are_evaluated_every_iteration() -> None:
+    provider, seen = scripted(call("t"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m")
+        .fact(lambda s: f"iteration {s.iteration}", id="now")
+        .fact(lambda: "no view needed", id="plain")
+        .fact("The shop closes at 18:00.", id="hours", slot="messages")
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("go")
+    assert [[s.text for s in r.system] for r in seen] == [
+        ["iteration 1", "no view needed"],
+        ["iteration 2", "no view needed"],
+    ]
+    assert injected(seen[1]) == ["The shop closes at 18:00."]
+
+
+def test_stable_content_comes_first_with_cache_breakpoints_in_the_rebuilt_request(
+    tmp_path: Path,
+) -> None:
+    provider, seen = scripted("done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .system("Base.")
+        .fact(lambda s: f"iteration {s.iteration}", id="now")
+        .steering("Stable rule.", id="tone")
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("go")
+    assert [s.text for s in seen[0].system] == ["Base.", "Stable rule.", "iteration 1"]
+    expected = [{"slot": "system", "index": 1}, {"slot": "tools", "index": 0}]
+    assert [c.to_json() for c in seen[0].cache] == expected
+    assert agent.last_recording is not None
+    with rec.open(agent.last_recording) as r:
+        assert r.request(1)["cache"] == expected
+        assert [s.source.cache for s in r.segments(1)] == [None, "always", "never"]
+        assert r.check_call(1).ok
+
+
+def test_tool_providers_are_consulted_every_iteration() -> None:
+    asked: list[Any] = []
+
+    def gate(t: Any, ctx: Any) -> bool:
+        asked.append((ctx.iteration, ctx.identity))
+        return bool(ctx.iteration >= 2)
+
+    provider, seen = scripted(call("fixed"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m")
+        .tool_provider(static_tools(tool("fixed"), name="catalog"))
+        .tool_provider(gated_tools([tool("late")], gate, name="gate"))
+        .build()
+    )
+    agent.run("go", identity="tenant-7")
+    assert [[t.name for t in r.tools] for r in seen] == [["fixed"], ["fixed", "late"]]
+    assert seen[1].tools[1].source.kind == "provider" and seen[1].tools[1].source.id == "gate"
+    assert asked == [(1, "tenant-7"), (2, "tenant-7")]
+
+
+def test_configure_resolves_model_and_instructions_before_the_first_call(tmp_path: Path) -> None:
+    provider, seen = scripted("done")
+    agent = (
+        Agent.create(provider=provider, model="small", record=fixed_recording(tmp_path))
+        .system("Default rules.")
+        .configure(
+            lambda ctx: (
+                {"model": "big", "instructions": ctx.instructions + " Tenant rules."}
+                if len(ctx.message) > 5
+                else None
+            )
+        )
+        .build()
+    )
+    agent.run("a long question")
+    assert seen[0].model == "big" and [s.text for s in seen[0].system] == [
+        "Default rules. Tenant rules."
+    ]
+    assert agent.last_recording is not None
+    lines = [orjson.loads(x) for x in agent.last_recording.read_bytes().splitlines()]
+    configure = next(x for x in lines if x.get("stage") == "configure")
+    first_call = next(i for i, x in enumerate(lines) if x["t"] == "call")
+    assert lines.index(configure) < first_call
+    assert {w["key"]: w.get("value") for w in configure["writes"]} == {
+        "model": "big",
+        "instructions": "Default rules. Tenant rules.",
+    }
+    assert lines[0]["model"] == "small"  # the header says what was built; the commit what ran
+
+
+@pytest.mark.parametrize(
+    "build, words",
+    [
+        (lambda b: b.steering("a", id="x").fact("b", id="x"), "two injections share the id 'x'"),
+        (
+            lambda b: b.tool(tool("t")).skill("s", description="d", body="b", tools=[tool("t")]),
+            "'t'",
+        ),
+        (lambda b: b.skill("s", description="d", body="b").tool(tool("read_skill")), "read_skill"),
+    ],
+)
+def test_build_refuses_collisions_naming_both(build: Any, words: str) -> None:
+    builder = Agent.create(provider=mock(reply="x"), model="m")
+    with pytest.raises(UsageError, match=re.escape(words)):
+        build(builder).build()
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: instruction("x", id="i"), "exactly one of when="),
+        (lambda: instruction("x", id="i", when=lambda s: True, after="t"), "exactly one of when="),
+        (lambda: instruction(42, id="i", when=lambda s: True), "string or a function"),  # type: ignore[arg-type]
+        (lambda: skill("s", description="", body="b"), "needs a description"),
+        (lambda: instruction("x", id="i", when=lambda s: True, slot="tools"), "slot must be"),  # type: ignore[arg-type]
+        (lambda: Injection(id="", flavor="x", trigger=Rule(lambda s: True), system="x"), "id"),
+        (
+            lambda: Injection(id="e", flavor="x", trigger=Rule(lambda s: True)),
+            "nothing in any slot",
+        ),
+        (
+            lambda: instruction(lambda a, b: "x", id="i", when=lambda s: True),
+            "no argument or the view",
+        ),  # type: ignore[arg-type, misc]
+    ],
+)
+def test_bad_injections_are_refused_at_definition(make: Any, words: str) -> None:
+    with pytest.raises(UsageError, match=words):
+        make()
+
+
+def test_content_function_returning_a_non_string_is_skipped_and_recorded(tmp_path: Path) -> None:
+    provider, seen = scripted("done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .fact(lambda: 42, id="bad")  # type: ignore[arg-type, return-value]
+        .build()
+    )
+    agent.run("go")
+    assert seen[0].system == []
+    assert agent.last_recording is not None
+    (first,) = decisions(agent.last_recording)
+    assert first["decisions"][0]["fired"] is False and "TypeError" in first["decisions"][0]["error"]
+
+
+def test_injected_messages_are_sent_not_remembered_and_stored_once(tmp_path: Path) -> None:
+    provider, seen = scripted(call("t", id="a"), call("t", id="b"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .instruction("Keep going.", id="nudge", when=lambda s: True)
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("go")
+    assert [len(r.messages) for r in seen] == [2, 4, 6]  # history + one injected message
+    assert all(injected(r) == ["Keep going."] for r in seen)
+    assert agent.last_recording is not None
+    text = agent.last_recording.read_text()
+    assert text.count('"content":"Keep going."') == 1
+    with rec.open(agent.last_recording) as r:
+        windows = [r.call(n).window for n in (1, 2, 3)]
+        assert rec.verify(r).ok
+        nudge = windows[0][-1]
+        assert all(w[-1] == nudge for w in windows)  # the same stored message each call
+        write = next(
+            w for _, c in r.records() if isinstance(c, rec.Commit) for w in c.writes if w.source
+        )
+        assert write.source is not None and (write.source.id, write.source.trigger) == (
+            "nudge",
+            "rule",
+        )
+
+
+def test_an_agent_without_injections_writes_no_inject_stage(tmp_path: Path) -> None:
+    provider, _ = scripted("done")
+    agent = Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path)).build()
+    agent.run("go")
+    assert agent.last_recording is not None
+    assert '"inject"' not in agent.last_recording.read_text()
