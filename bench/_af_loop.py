@@ -13,9 +13,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from afcore import Agent, RecordingConfig, define_tool, mock
-from afcore.messages import Request, ToolResultMessage
+from afcore import Agent, AgentBuilder, RecordingConfig, define_tool, mock
+from afcore.messages import Request, ToolResultMessage, UserMessage
 from bench._report import timed
 
 __all__ = [
@@ -44,20 +45,27 @@ def build_agent(
     *,
     record: Path | None,
     result: Callable[[int], str] = lambda n: f"ok {n}",
+    extend: Callable[[AgentBuilder], AgentBuilder] | None = None,
 ) -> Agent:
     """An agent that calls ``echo`` ``iterations`` times, then answers :data:`ANSWER`.
 
     ``record``: the folder each run's recording goes to, or None for ``record=False``.
     ``result(n)``: what the tool returns for its n-th call.
+    ``extend(builder)``: adds to the agent before it is built (injections, more tools).
     """
 
     def respond(request: Request) -> dict[str, object]:
         # The step is read from the tool result the model is answering (its call id is the step
         # number), as the peer does. Counting the tool results in the whole history would be the
         # same number at O(history) per call: ~0.01 ms per iteration at 200 iterations, a fifth
-        # of af's unrecorded loop, charged to the script rather than to af.
-        last = request.messages[-1]
-        done = int(last.tool_call_id) if isinstance(last, ToolResultMessage) else 0
+        # of af's unrecorded loop, charged to the script rather than to af. Injected messages
+        # come after the history: the walk steps back over them (none without injections).
+        done = 0
+        for message in reversed(request.messages):
+            if isinstance(message, ToolResultMessage):
+                done = int(message.tool_call_id)
+            if not isinstance(message, UserMessage):
+                break
         if done < iterations:
             n = done + 1
             return {"tool_calls": [{"id": str(n), "name": "echo", "args": {"n": n}}]}
@@ -69,7 +77,7 @@ def build_agent(
         input_schema=ECHO_SCHEMA,
         execute=lambda args, ctx: result(args["n"]),
     )
-    return (
+    builder = (
         Agent.create(
             provider=mock(respond=respond, usage=USAGE),
             model="mock",
@@ -80,21 +88,24 @@ def build_agent(
         )
         .system(SYSTEM)
         .tool(echo)
-        .build()
     )
+    if extend is not None:
+        builder = extend(builder)
+    return builder.build()
 
 
-def run_once(agent: Agent, iterations: int) -> None:
-    """One whole run, checked so that a broken loop cannot pass for a fast one."""
-    answer = agent.run("go")
+def run_once(agent: Agent, iterations: int, *, state: dict[str, Any] | None = None) -> None:
+    """One whole run, checked so that a broken loop cannot pass for a fast one. ``state``:
+    the values the run's rules may read (``s.state``); a copy is given to each run."""
+    answer = agent.run("go", state=dict(state) if state is not None else None)
     last = agent.last_result
     if answer != ANSWER or last is None or last.iterations != iterations + 1:
         raise RuntimeError(f"the scripted run went wrong: {answer!r}, {last!r}")
 
 
-def timed_run(agent: Agent, iterations: int) -> float:
+def timed_run(agent: Agent, iterations: int, *, state: dict[str, Any] | None = None) -> float:
     """Seconds for one whole run; its recording (if any) is deleted after the clock stops."""
-    elapsed = timed(lambda: run_once(agent, iterations))
+    elapsed = timed(lambda: run_once(agent, iterations, state=state))
     path = agent.last_recording
     if path is not None:
         path.unlink()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from afcore.errors import UsageError
@@ -62,7 +63,7 @@ class Composition:
     reads: set[str]
     """Every key the decisions read (user_message, last_tool_results.<tool>, ...)."""
 
-    @property
+    @cached_property
     def tools_by_name(self) -> dict[str, Tool]:
         return {t.name: t for t in self.tools}
 
