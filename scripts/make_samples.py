@@ -13,11 +13,18 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from afcore import RecordingConfig
+from afcore import Agent, RecordingConfig
 from afcore.demos import trip
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+SAMPLES: list[tuple[str, Callable[..., Agent], str]] = [
+    ("sample-trip", trip.build_agent, trip.DEFAULT_MESSAGE),
+    # Rain is likely: the instruction that comes with the forecast sends the plan indoors.
+    ("sample-trip-rain", trip.build_agent, trip.RAINY_MESSAGE),
+]
 
 
 def _ticking() -> Callable[[], float]:
@@ -32,7 +39,7 @@ def _config(folder: Path, run_id: str) -> RecordingConfig:
 def make_samples(folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, build, message in [("sample-trip", trip.build_agent, trip.DEFAULT_MESSAGE)]:
+    for name, build, message in SAMPLES:
         path = folder / f"{name}.jsonl"
         path.unlink(missing_ok=True)
         agent = build(record=_config(folder, name))

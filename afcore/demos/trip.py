@@ -1,14 +1,28 @@
 """trip-demo: a small trip-planning agent that runs offline, for `af run` with no agent.
 
-The model is a scripted mock whose every reply is computed from the messages of the request
-alone, so two runs write the same recording apart from run ids and timings. The script
-shows what af records:
+The model is a scripted mock whose every reply is computed from the request alone (the
+system text, the messages and the tools it was sent), so two runs write the same recording
+apart from run ids and timings. The agent engineers its context with every kind of
+injection, and the script reacts to what they put in the request:
+
+- a steering rule (always, system): take facts only from the tools;
+- a computed fact (system, evaluated every iteration): which step of the turn this call is;
+- a rule-triggered instruction (messages): when the traveller names a currency, a note to
+  quote prices in it; the script takes the currency it converts to from this note;
+- an on-tool-return instruction (messages, after ``weather``): let the forecast shape the
+  plan; on a rainy day the script then looks for an indoor alternative to a park;
+- a skill, ``prices``, listed in ``read_skill``'s catalog, that brings ``convert_currency``:
+  the script reads the skill when a price needs converting, and calls the tool only once it
+  is in the tools slot.
+
+With the default message the run goes:
 
 1. the weather and the places to visit, asked in one reply (the two tools run concurrently);
-2. a currency conversion with a malformed amount (``"12 EUR"``), refused by the argument
-   validator with a correction the model reads;
-3. the same conversion, fixed;
-4. the answer, written from the tool results the request holds.
+2. the forecast instruction lands; a museum ticket needs converting, so ``read_skill("prices")``;
+3. the skill's text and its tool arrive; a conversion with a malformed amount (``"12 EUR"``),
+   refused by the argument validator with a correction the model reads;
+4. the same conversion, fixed;
+5. the answer, written from the tool results the request holds.
 """
 
 from __future__ import annotations
@@ -20,12 +34,13 @@ from typing import Any
 import orjson
 
 from afcore.agent import Agent
+from afcore.injections import RunView
 from afcore.messages import Request, ToolResultMessage, UserMessage
 from afcore.providers import mock
 from afcore.recording import RecordingConfig
 from afcore.tools import Tool, ToolContext, define_tool
 
-__all__ = ["DEFAULT_MESSAGE", "NAME", "build_agent"]
+__all__ = ["DEFAULT_MESSAGE", "NAME", "RAINY_MESSAGE", "build_agent"]
 
 NAME = "trip-demo"
 
@@ -34,11 +49,12 @@ DEFAULT_MESSAGE = (
     "visit, and what does a ticket cost in US dollars?"
 )
 
+RAINY_MESSAGE = "Where can I go for a walk in Paris on Saturday? Prices in pounds, please."
+"""A second message: rain is likely in Paris, so the forecast instruction changes the plan."""
+
 SYSTEM = (
     "You are trip-demo, a travel assistant who plans one day in one city. "
-    "Check the weather first, then pick places that suit it, and give prices in the "
-    "traveller's own currency. "
-    "Take facts only from your tools: never invent a place, a price or a forecast. "
+    "Check the weather first, then pick places that suit it. "
     "Answer in a short paragraph."
 )
 
@@ -138,6 +154,7 @@ def _convert_currency(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 _CODE = {"type": "string", "pattern": "^[A-Z]{3}$"}
 
 TOOLS: tuple[Tool, ...] = (
+    # Always visible; convert_currency comes with the prices skill.
     define_tool(
         name="weather",
         description="The forecast for a city: condition, high and low in °C, chance of rain.",
@@ -163,24 +180,25 @@ TOOLS: tuple[Tool, ...] = (
         },
         execute=_find_places,
     ),
-    define_tool(
-        name="convert_currency",
-        description="Convert an amount between currencies given as ISO 4217 codes (EUR, USD).",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "amount": {"type": "number", "description": "The amount, a number."},
-                "from": {**_CODE, "description": "The currency of the amount."},
-                "to": {**_CODE, "description": "The currency wanted."},
-            },
-            "required": ["amount", "from", "to"],
-            "additionalProperties": False,
-        },
-        execute=_convert_currency,
-    ),
 )
 
-# -- the scripted model ------------------------------------------------------------------
+CONVERT_CURRENCY: Tool = define_tool(
+    name="convert_currency",
+    description="Convert an amount between currencies given as ISO 4217 codes (EUR, USD).",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "amount": {"type": "number", "description": "The amount, a number."},
+            "from": {**_CODE, "description": "The currency of the amount."},
+            "to": {**_CODE, "description": "The currency wanted."},
+        },
+        "required": ["amount", "from", "to"],
+        "additionalProperties": False,
+    },
+    execute=_convert_currency,
+)
+
+# -- the context it engineers ------------------------------------------------------------
 
 _TARGETS = (
     (r"\b(USD|US dollars?|dollars?)\b", "USD"),
@@ -189,6 +207,53 @@ _TARGETS = (
     (r"\b(CHF|Swiss francs?)\b", "CHF"),
     (r"\b(EUR|euros?)\b", "EUR"),
 )
+
+STEERING = "Take facts only from your tools: never invent a place, a price or a forecast."
+
+
+def _named_currency(text: str) -> str | None:
+    """The currency a message names (`US dollars` -> USD), if any."""
+    for pattern, code in _TARGETS:
+        if re.search(pattern, text, re.IGNORECASE):
+            return code
+    return None
+
+
+def _names_a_currency(s: RunView) -> bool:
+    return _named_currency(s.user_message) is not None
+
+
+def _currency_note(s: RunView) -> str:
+    code = _named_currency(s.user_message)
+    return f"The traveller wants prices in {code}: quote every price in {code} too, with the rate."
+
+
+FORECAST_NOTE = (
+    "The forecast is in. Let it shape the plan: when rain is likely, prefer a place indoors "
+    "to a park; say what the weather will be in the answer."
+)
+
+
+def _step(s: RunView) -> str:
+    return (
+        f"This is step {s.iteration} of the turn. Keep to a few steps: answer once the tools "
+        "have told you enough."
+    )
+
+
+PRICES = "prices"
+PRICES_DESCRIPTION = "Prices in another currency: the exchange tool and how to quote a price."
+PRICES_BODY = (
+    "Converting prices: convert each price with convert_currency, from the currency it is "
+    "listed in to the traveller's. Quote the listed price, the converted one and the rate."
+)
+
+# -- the scripted model ------------------------------------------------------------------
+
+_WANTS = re.compile(r"The traveller wants prices in ([A-Z]{3})\b")
+_CATALOG = re.compile(r"^- ([\w-]+): (.*)$", re.MULTILINE)
+_RAINY = 0.5
+"""From this chance of rain, the forecast instruction sends a park-goer indoors."""
 
 
 def _read_request(request: Request) -> tuple[str, dict[str, list[ToolResultMessage]]]:
@@ -199,6 +264,32 @@ def _read_request(request: Request) -> tuple[str, dict[str, list[ToolResultMessa
         if isinstance(m, ToolResultMessage):
             results.setdefault(m.name, []).append(m)
     return user, results
+
+
+def _notes(request: Request) -> list[str]:
+    """The user-role texts after the traveller's message: what the application added."""
+    users = [m.content for m in request.messages if isinstance(m, UserMessage)]
+    return users[1:]
+
+
+def _wanted_currency(request: Request) -> str | None:
+    """The currency to quote prices in, as the request's instructions say (None: as listed)."""
+    for note in _notes(request):
+        match = _WANTS.search(note)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _skill_for(request: Request, topic: str) -> str | None:
+    """The id of a skill in read_skill's catalog whose description mentions ``topic``."""
+    reader = next((t for t in request.tools if t.name == "read_skill"), None)
+    if reader is None:
+        return None
+    for skill_id, description in _CATALOG.findall(reader.description):
+        if topic in description.lower():
+            return str(skill_id)
+    return None
 
 
 def _asked_city(user: str) -> str:
@@ -216,13 +307,6 @@ def _asked_kind(user: str) -> str:
     if re.search(r"\b(parks?|gardens?|outdoors?|walk)\b", text):
         return "park"
     return "museum"
-
-
-def _asked_currency(user: str) -> str:
-    for pattern, code in _TARGETS:
-        if re.search(pattern, user, re.IGNORECASE):
-            return code
-    return "USD"
 
 
 def _json(result: ToolResultMessage | None) -> Any:
@@ -244,6 +328,7 @@ def _priced(places: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _respond(request: Request) -> dict[str, Any]:
     user, results = _read_request(request)
+    visible = {t.name for t in request.tools}
     n = sum(1 for m in request.messages if m.role == "assistant") + 1
 
     def call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -258,39 +343,59 @@ def _respond(request: Request) -> dict[str, Any]:
                 call(2, "find_places", {"city": city, "kind": _asked_kind(user)}),
             ],
         }
+    weather = _json(results["weather"][-1])
     places = _json(results.get("find_places", [None])[-1])
+    if (
+        weather is not None
+        and any(note.startswith("The forecast is in.") for note in _notes(request))
+        and weather["rain_chance"] >= _RAINY
+        and (places or {}).get("kind") == "park"
+    ):
+        # The instruction that came with the forecast: rain is likely, so look indoors.
+        return {
+            "content": f"Rain is likely in {weather['city']}; let me find somewhere indoors.",
+            "tool_calls": [call(1, "find_places", {"city": weather["city"], "kind": "museum"})],
+        }
     priced = _priced(places)
+    target = _wanted_currency(request)
     conversions = results.get("convert_currency", [])
-    target = _asked_currency(user)
-    if priced is not None and priced["currency"] != target:
-        if not conversions:
-            # A slip a real model makes: the currency folded into the amount.
-            args = {
-                "amount": f"{priced['price']} {priced['currency']}",
-                "from": priced["currency"],
-                "to": target,
-            }
-            return {
-                "content": f"Now the price of {priced['name']} in {target}.",
-                "tool_calls": [call(1, "convert_currency", args)],
-            }
-        if conversions[-1].is_error and len(conversions) < 3:
-            args = {"amount": priced["price"], "from": priced["currency"], "to": target}
-            return {
-                "content": "The amount must be a number; trying again.",
-                "tool_calls": [call(1, "convert_currency", args)],
-            }
-    return {"content": _answer(user, results, places, priced, target)}
+    if priced is not None and target is not None and priced["currency"] != target:
+        if "convert_currency" in visible:
+            if not conversions:
+                # A slip a real model makes: the currency folded into the amount.
+                args = {
+                    "amount": f"{priced['price']} {priced['currency']}",
+                    "from": priced["currency"],
+                    "to": target,
+                }
+                return {
+                    "content": f"Now the price of {priced['name']} in {target}.",
+                    "tool_calls": [call(1, "convert_currency", args)],
+                }
+            if conversions[-1].is_error and len(conversions) < 3:
+                args = {"amount": priced["price"], "from": priced["currency"], "to": target}
+                return {
+                    "content": "The amount must be a number; trying again.",
+                    "tool_calls": [call(1, "convert_currency", args)],
+                }
+        else:
+            skill = _skill_for(request, "currency")
+            if skill is not None and "read_skill" not in results:
+                return {
+                    "content": f"To quote {priced['name']} in {target} I need the {skill} skill.",
+                    "tool_calls": [call(1, "read_skill", {"id": skill})],
+                }
+    return {"content": _answer(user, weather, places, priced, target, conversions)}
 
 
 def _answer(
     user: str,
-    results: dict[str, list[ToolResultMessage]],
+    weather: dict[str, Any] | None,
     places: dict[str, Any] | None,
     priced: dict[str, Any] | None,
-    target: str,
+    target: str | None,
+    conversions: list[ToolResultMessage],
 ) -> str:
-    weather = _json(results["weather"][-1])
     if weather is None:
         return "I could not get a forecast, so I would rather not plan the day blind."
     rain = round(weather["rain_chance"] * 100)
@@ -306,7 +411,6 @@ def _answer(
         parts.append(f"My pick: {best['name']} in {best['area']} (rated {best['rating']}).")
         if others:
             parts.append("Also worth a look: " + ", ".join(p["name"] for p in others) + ".")
-    conversions = results.get("convert_currency", [])
     converted = _json(conversions[-1]) if conversions else None
     if priced is not None:
         what = "A meal at" if (places or {}).get("kind") == "restaurant" else "A ticket for"
@@ -316,7 +420,7 @@ def _answer(
                 f"{price}, about {converted['result']:.2f} {converted['to']} "
                 f"(at {converted['rate']} {converted['to']} per {converted['from']})."
             )
-        elif priced["currency"] == target:
+        elif target is None or priced["currency"] == target:
             parts.append(f"{price}.")
         else:
             parts.append(f"{price}; I could not convert it to {target}.")
@@ -336,6 +440,17 @@ def build_agent(*, record: bool | str | Path | RecordingConfig = True) -> Agent:
         )
         .system(SYSTEM)
         .tools(TOOLS)
+        .steering(STEERING, id="facts-only")
+        .fact(_step, id="step")
+        .instruction(_currency_note, id="currency", when=_names_a_currency)
+        .instruction(FORECAST_NOTE, id="forecast", after="weather")
+        .skill(
+            PRICES,
+            description=PRICES_DESCRIPTION,
+            body=PRICES_BODY,
+            tools=[CONVERT_CURRENCY],
+            slot="system",
+        )
         .build()
     )
     # Named by what builds it rather than by a line number, which moves with every edit.

@@ -68,23 +68,26 @@ def test_ls_reports_each_bad_file_without_failing(invoke: Invoke, bad: Path) -> 
     assert "unreadable" in human.out and "└ format version 2.0" in human.out
 
 
-def test_verify_torn_tail(invoke: Invoke, bad: Path) -> None:
+def test_verify_torn_tail(invoke: Invoke, bad: Path, demo: dict[str, Any]) -> None:
     ran = invoke("verify", bad / "torn.jsonl", "--json")
     assert ran.code == 1
     report = ran.json()
     assert report["ok"] is False and report["torn_tail"]["bytes"] == 25
-    assert report["verified"] == report["calls"] == 4  # every complete call still checks
+    # Every complete call still checks.
+    assert report["verified"] == report["calls"] == demo["calls"]
     human = invoke("verify", bad / "torn.jsonl")
     assert human.code == 1
     assert f"line {report['torn_tail']['line']}: torn (25 bytes)" in human.out
 
 
-def test_show_torn_tail_shows_what_there_is(invoke: Invoke, bad: Path) -> None:
+def test_show_torn_tail_shows_what_there_is(
+    invoke: Invoke, bad: Path, demo: dict[str, Any]
+) -> None:
     ran = invoke("show", bad / "torn.jsonl", "--json")
     assert ran.code == 0, ran.err
     view = ran.json()
     assert view["status"] == "incomplete" and view["torn_tail"]["bytes"] == 25
-    assert len(view["calls"]) == 4
+    assert len(view["calls"]) == demo["calls"]
     human = invoke("show", bad / "torn.jsonl")
     assert "incomplete: the recording has no run_end" in human.out
 
@@ -149,7 +152,7 @@ def test_a_50_mb_line_is_skipped_not_loaded(
     assert ran.code == 1
     (problem,) = ran.json()["problems"]
     assert problem["line"] == 7 and "50.0 MB" in problem["message"]
-    assert ran.json()["verified"] == 4
+    assert ran.json()["verified"] == demo["calls"]
     show = invoke("show", path, "--json")
     assert show.code == 0 and show.json()["status"] == "answer"
     listed = invoke("ls", tmp_path, "--json")

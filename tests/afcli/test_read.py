@@ -37,14 +37,17 @@ def test_show_json_overview(invoke: Invoke, demo: dict[str, Any]) -> None:
     assert view["problems"] == [] and view["torn_tail"] is None
     calls = view["calls"]
     assert [c["call"] for c in calls] == list(range(1, demo["calls"] + 1))
-    assert [c["iteration"] for c in calls] == [1, 2, 3, 4]
-    # Slot sizes: one system segment, the window growing by the reply and its results.
-    assert all(c["system"]["segments"] == 1 and c["system"]["chars"] > 100 for c in calls)
-    assert [c["messages"] for c in calls] == [1, 4, 6, 8]
-    assert all(c["tools"] == 3 for c in calls)
+    assert [c["iteration"] for c in calls] == [1, 2, 3, 4, 5]
+    # Slot sizes: the base text, the steering and the step fact, and from call 3 the prices
+    # skill's text; the window growing by each reply and its results, plus the injected
+    # instructions; the skill's tool from call 3.
+    assert [c["system"]["segments"] for c in calls] == [3, 3, 4, 4, 4]
+    assert all(c["system"]["chars"] > 100 for c in calls)
+    assert [c["messages"] for c in calls] == [2, 6, 7, 9, 11]
+    assert [c["tools"] for c in calls] == [3, 3, 4, 4, 4]
     assert calls[0]["results"][0]["content"].startswith('{"city":"Lisbon"')
     assert (
-        calls[1]["results"][0]["is_error"] is True and calls[2]["results"][0]["is_error"] is False
+        calls[2]["results"][0]["is_error"] is True and calls[3]["results"][0]["is_error"] is False
     )
     assert all(c["response"]["usage"]["input_tokens"] > 0 for c in calls)
 
@@ -56,10 +59,11 @@ def test_show_call_json_is_the_request_as_sent(invoke: Invoke, demo: dict[str, A
     assert {"call", "iteration", "system", "messages", "tools", "response", "verified"} <= set(call)
     assert call["call"] == 2 and call["iteration"] == 2 and call["verified"] is True
     assert call["system"][0]["text"].startswith("You are trip-demo")
-    assert [m["role"] for m in call["messages"]] == ["user", "assistant", "tool", "tool"]
-    assert [t["name"] for t in call["tools"]] == ["weather", "find_places", "convert_currency"]
-    assert call["tools"][2]["input_schema"]["properties"]["amount"]["type"] == "number"
-    assert call["response"]["tool_calls"][0]["name"] == "convert_currency"
+    roles = ["user", "assistant", "tool", "tool", "user", "user"]
+    assert [m["role"] for m in call["messages"]] == roles
+    assert [t["name"] for t in call["tools"]] == ["weather", "find_places", "read_skill"]
+    assert call["tools"][2]["input_schema"]["properties"]["id"]["enum"] == ["prices"]
+    assert call["response"]["tool_calls"][0]["name"] == "read_skill"
     assert [p["written_by"] for p in call["provenance"]["messages"]][0] == "seed#0"
     # What the file holds hashes to what was sent: the same check verify makes.
     with recording.open(demo["recording"]) as rec:
@@ -76,9 +80,9 @@ def test_show_call_human_shows_the_slots(invoke: Invoke, demo: dict[str, Any]) -
         "✓ verified",
         "You are trip-demo",
         "#1 user  written by seed#0",
-        "#3 tool weather  written by tool:weather#",
-        "convert_currency(amount, from, to)",
-        'convert_currency(amount="12 EUR", from="EUR", to="USD")',
+        "#4 tool weather  written by tool:weather#",
+        "read_skill(id)",
+        'read_skill(id="prices")',
     ):
         assert expected in ran.out, expected
 
@@ -87,18 +91,18 @@ def test_show_overview_human(invoke: Invoke, demo: dict[str, Any]) -> None:
     ran = invoke("show", demo["recording"], env={"COLUMNS": "120"})
     assert ran.code == 0, ran.err
     out = ran.out
-    assert out.index("call 1 · iteration 1") < out.index("call 4 · iteration 4")
-    assert "system 1 segment, " in out and "messages 4  tools 3" in out
+    assert out.index("call 1 · iteration 1") < out.index("call 5 · iteration 5")
+    assert "system 3 segments, " in out and "messages 6  tools 3" in out
     assert 'weather(city="Lisbon")' in out
     assert "convert_currency rejected" in out
     assert demo["answer"][:40] in out
-    assert out.rstrip().splitlines()[-1].startswith("answer after 4 iterations · 4 calls")
+    assert out.rstrip().splitlines()[-1].startswith("answer after 5 iterations · 5 calls")
 
 
 def test_show_call_out_of_range_is_a_usage_error(invoke: Invoke, demo: dict[str, Any]) -> None:
     ran = invoke("show", demo["recording"], "--call", "9")
     assert ran.code == 2
-    assert "call 9 is not in" in ran.err and "calls 1 to 4" in ran.err
+    assert "call 9 is not in" in ran.err and "calls 1 to 5" in ran.err
 
 
 def test_ls_lists_newest_first(invoke: Invoke, tmp_path: Path) -> None:
@@ -110,7 +114,7 @@ def test_ls_lists_newest_first(invoke: Invoke, tmp_path: Path) -> None:
     assert [e["run_id"] for e in listed] == sorted(ids, reverse=True)
     first = listed[0]
     assert first["agent"] == "trip-demo" and first["status"] == "answer"
-    assert first["iterations"] == 4 and first["calls"] == 4
+    assert first["iterations"] == 5 and first["calls"] == 5
     assert first["tokens"] == first["usage"]["input_tokens"] + first["usage"]["output_tokens"]
     assert first["reason"] is None and first["started_at"].startswith("20")
     human = invoke("ls", runs)

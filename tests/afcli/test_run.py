@@ -81,21 +81,39 @@ def test_the_demo_answers_from_its_tools_and_records_the_run(
         assert recording.verify(rec).ok
 
 
-def test_the_demo_script_shows_concurrent_tools_a_rejection_and_its_fix(
+def test_the_demo_script_shows_concurrent_tools_a_skill_a_rejection_and_its_fix(
     invoke: Invoke, demo: dict[str, Any]
 ) -> None:
     ran = invoke("show", demo["recording"], "--json")
     assert ran.code == 0, ran.err
     calls = ran.json()["calls"]
-    first, second, third, last = calls[0], calls[1], calls[2], calls[-1]
+    assert len(calls) == 5
+    first, skill, slip, fix, last = calls
     assert [c["name"] for c in first["response"]["tool_calls"]] == ["weather", "find_places"]
     assert [r["status"] for r in first["results"]] == ["ok", "ok"]
-    assert second["response"]["tool_calls"][0]["args"]["amount"] == "12 EUR"
-    assert [r["status"] for r in second["results"]] == ["rejected"]
-    assert second["invalid_args"][0]["problems"][0]["path"] == "$.amount"
-    assert third["response"]["tool_calls"][0]["args"]["amount"] == 12
-    assert [r["status"] for r in third["results"]] == ["ok"]
+    # The conversion needs a tool the prices skill brings: read it first.
+    assert skill["response"]["tool_calls"][0]["name"] == "read_skill"
+    assert skill["response"]["tool_calls"][0]["args"] == {"id": "prices"}
+    assert slip["response"]["tool_calls"][0]["args"]["amount"] == "12 EUR"
+    assert [r["status"] for r in slip["results"]] == ["rejected"]
+    assert slip["invalid_args"][0]["problems"][0]["path"] == "$.amount"
+    assert fix["response"]["tool_calls"][0]["args"]["amount"] == 12
+    assert [r["status"] for r in fix["results"]] == ["ok"]
     assert last["response"]["tool_calls"] == [] and last["response"]["stop_reason"] == "end_turn"
+
+
+def test_the_scripted_model_reacts_to_what_the_injections_put_in_the_request() -> None:
+    # No currency named: the currency rule does not fire, so nothing is converted and the
+    # prices skill is never read.
+    agent = build_agent(record=False)
+    answer = agent.run("Which museum should I see in Lisbon on Saturday?")
+    assert "12 EUR." in answer and "USD" not in answer
+    assert agent.last_result is not None and agent.last_result.iterations == 2
+    # Rain in Paris: the instruction that comes with the forecast sends a walk indoors.
+    agent = build_agent(record=False)
+    answer = agent.run(trip.RAINY_MESSAGE)
+    assert "Musée d'Orsay" in answer and "13.60 GBP" in answer
+    assert agent.last_result is not None and agent.last_result.iterations == 6
 
 
 def test_both_tools_of_the_first_reply_start_before_either_finishes(
@@ -124,7 +142,7 @@ def test_the_demo_answer_follows_what_the_tools_return(monkeypatch: pytest.Monke
     agent = build_agent(record=False)
     answer = agent.run(DEFAULT_MESSAGE)
     assert "24.00 USD" in answer and "12.96" not in answer
-    assert agent.last_result is not None and agent.last_result.iterations == 4
+    assert agent.last_result is not None and agent.last_result.iterations == 5
 
 
 def test_the_demo_takes_another_message(invoke: Invoke, tmp_path: Path) -> None:
@@ -142,14 +160,15 @@ def test_human_output_answer_on_stdout_progress_and_path_on_stderr(
     assert ran.out.startswith("The forecast for Lisbon")
     assert "iteration 4" not in ran.out
     for expected in (
-        "iteration 1 · call 1 · 1 message · 3 tools",
+        "iteration 1 · call 1 · 2 messages · 3 tools",
         'weather(city="Lisbon")',
         'find_places(city="Lisbon", kind="museum")',
         "convert_currency rejected",
         '$.amount: expected number, got string "12 EUR"',
         "convert_currency ok",
         "tokens",
-        "answer after 4 iterations",
+        'read_skill(id="prices")',
+        "answer after 5 iterations",
     ):
         assert expected in ran.err, expected
     (recorded,) = tmp_path.glob("*.jsonl")
