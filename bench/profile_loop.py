@@ -1,6 +1,7 @@
 """Where af's time per iteration goes: the scripted 200-iteration loop, recording on, under
 cProfile. Prints the top functions by cumulative and by own time, in microseconds per
-iteration, to decide what to optimize next. Run: ``python -m bench.profile_loop``.
+iteration, to decide what to optimize next. Run: ``python -m bench.profile_loop``; with
+``--injections``, the loop carries the 200 injections of ``bench.injections``.
 
 cProfile sees only the loop's thread and slows every Python call, so read the figures as
 shares, not as the loop's speed (``bench.loop_overhead`` measures that). Time another thread
@@ -15,6 +16,7 @@ import cProfile
 import pstats
 from typing import Any
 
+from bench import injections
 from bench._af_loop import build_agent, recordings_dir, run_once
 from bench._report import print_table
 
@@ -37,14 +39,16 @@ def _label(key: tuple[str, int, str]) -> str:
     return f"{'/'.join(parts)}:{line}({func})"
 
 
-def profile(iterations: int, runs: int) -> pstats.Stats:
+def profile(iterations: int, runs: int, *, injected: bool = False) -> pstats.Stats:
+    extend = injections.add_injections if injected else None
+    state = injections.STATE if injected else None
     with recordings_dir() as folder:
-        agent = build_agent(iterations, record=folder)
-        run_once(agent, iterations)
+        agent = build_agent(iterations, record=folder, extend=extend)
+        run_once(agent, iterations, state=state)
         profiler = cProfile.Profile()
         for _ in range(runs):
             profiler.enable()
-            run_once(agent, iterations)
+            run_once(agent, iterations, state=state)
             profiler.disable()
             path = agent.last_recording
             if path is not None:
@@ -81,13 +85,20 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument(
+        "--injections",
+        action="store_true",
+        help=f"with the {injections.STEERING + injections.RULES} injections of bench.injections",
+    )
     args = parser.parse_args()
-    stats = profile(args.iterations, args.runs)
+    stats = profile(args.iterations, args.runs, injected=args.injections)
     per = args.iterations * args.runs
     total: float = stats.total_tt  # type: ignore[attr-defined]
     header = ("function", "calls/iter", "cum us/iter", "own us/iter")
+    carrying = f", {injections.STEERING + injections.RULES} injections" if args.injections else ""
     print(
-        f"profile: {args.iterations}-iteration scripted af loop, recording on, {args.runs} runs; "
+        f"profile: {args.iterations}-iteration scripted af loop{carrying}, recording on, "
+        f"{args.runs} runs; "
         f"{total / per * 1e6:.1f} us per iteration under cProfile\n"
     )
     print_table(f"top {args.top} by cumulative time", header, _rows(stats, per, 3, args.top))

@@ -33,10 +33,11 @@ _WORDS = (
 ).split()
 
 
-def fresh_text(n: int, size: int = RESULT_BYTES) -> str:
-    """About ``size`` UTF-8 bytes of text, unique to ``n`` and the same on every run."""
+def fresh_text(n: int, size: int = RESULT_BYTES, *, label: str | None = None) -> str:
+    """About ``size`` UTF-8 bytes of text, unique to ``n`` and the same on every run, opening
+    with ``label`` (by default ``result <n>:``)."""
     rng = random.Random(n)
-    words = [f"result {n}:"]
+    words = [label or f"result {n}:"]
     length = len(words[0])
     while length < size:
         word = rng.choice(_WORDS)
@@ -46,9 +47,15 @@ def fresh_text(n: int, size: int = RESULT_BYTES) -> str:
 
 
 def unique_content(path: Path) -> int:
-    """UTF-8 bytes of the distinct texts the run produced, each counted once: the user message,
-    the assistant texts and tool call arguments (as canonical JSON), the tool results, the
-    system segments and the tool specs (canonical JSON), all read back from the recording."""
+    """UTF-8 bytes of the distinct texts the run produced, each counted once (see
+    :func:`unique_texts`)."""
+    return sum(len(t.encode()) for t in unique_texts(path))
+
+
+def unique_texts(path: Path) -> set[str]:
+    """The distinct texts the run produced: the user message, the assistant texts and tool call
+    arguments (as canonical JSON), the tool results, the injected messages, the system segments
+    and the tool specs (canonical JSON), all read back from the recording."""
     texts: set[str] = set()
     with open_recording(path) as rec:
         for n in range(1, rec.message_count + 1):
@@ -71,7 +78,7 @@ def unique_content(path: Path) -> int:
                     texts.add(segment.text)
             for tool in rec.tools(n):
                 texts.add(canonical(rec.blob(tool.ref)).decode())
-    return sum(len(t.encode()) for t in texts)
+    return texts
 
 
 def measure(iterations: int, folder: Path) -> tuple[int, int]:
