@@ -13,7 +13,7 @@ from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError
 from afcli._render import as_dict, as_text
 
 if TYPE_CHECKING:
-    from afcore.recording import Recording, UsageInfo
+    from afcore.recording import Commit, Recording, UsageInfo
 
 __all__ = ["call_detail", "open_run", "overview"]
 
@@ -88,6 +88,112 @@ class _Resolver:
         return self._chars[ref]
 
 
+_NOT_INJECTIONS = {"base", "static", "provider", "configure"}
+"""Source kinds that are not an injection: the builder's text and tools, tool providers,
+what configure() resolved."""
+
+
+def _source_json(source: Any) -> dict[str, Any]:
+    """A recorded source (`SourceInfo`) as a dict without its absent fields."""
+    dumped = source.model_dump(exclude_none=True) if source is not None else {}
+    return dumped if isinstance(dumped, dict) else {}
+
+
+def _is_injection(source: dict[str, Any]) -> bool:
+    kind, id = source.get("kind"), source.get("id")
+    if not id or kind in _NOT_INJECTIONS:
+        return False
+    # The skills' reader is af's own tool, not an injection (its source names the catalog).
+    return not (kind == "skill" and id == "read_skill")
+
+
+def _decision(raw: Any) -> dict[str, Any] | None:
+    """One decision of an `injections` blob, its fields checked (the file may lie)."""
+    d = as_dict(raw)
+    if not isinstance(d.get("id"), str):
+        return None
+    out: dict[str, Any] = {
+        "id": d["id"],
+        "flavor": as_text(d.get("flavor")) or None,
+        "trigger": as_text(d.get("trigger")) or None,
+        "fired": d.get("fired") is True,
+        "reason": as_text(d.get("reason")),
+    }
+    reads = d.get("reads")
+    if isinstance(reads, list) and reads:
+        out["reads"] = {
+            as_text(pair[0]): pair[1]
+            for pair in reads
+            if isinstance(pair, list | tuple) and len(pair) == 2
+        }
+    if d.get("error") is not None:
+        out["error"] = as_text(d.get("error"))
+    return out
+
+
+class _Injections:
+    """What the `inject` stages committed, gathered as the records go by: each iteration's
+    decisions, and the injection behind each injected message."""
+
+    def __init__(self, resolver: _Resolver) -> None:
+        self.resolver = resolver
+        self.decisions: dict[int, list[dict[str, Any]]] = {}
+        """iteration -> the decisions its inject stage recorded"""
+        self.messages: dict[int, dict[str, Any]] = {}
+        """message n -> the source of the write that put it in the log"""
+
+    def see(self, commit: Commit) -> None:
+        if commit.stage != "inject":
+            return
+        decisions: list[dict[str, Any]] = []
+        for w in commit.writes:
+            if w.key == "injections":
+                value, _ = self.resolver.value(w)
+                listed = as_dict(value).get("decisions")
+                if isinstance(listed, list):
+                    decisions = [d for d in map(_decision, listed) if d is not None]
+            elif w.key.startswith("message:") and w.source is not None:
+                try:
+                    self.messages[int(w.key[8:])] = _source_json(w.source)
+                except ValueError:
+                    continue
+        self.decisions[commit.iter] = decisions
+
+    def decided(self, iteration: int) -> dict[str, dict[str, Any]]:
+        return {d["id"]: d for d in self.decisions.get(iteration, [])}
+
+    def summary(
+        self,
+        iteration: int,
+        sources: list[dict[str, Any]],
+    ) -> dict[str, Any] | None:
+        """The iteration's decisions: every injection evaluated, those that fired, those
+        skipped and why. ``sources``: the sources of what its call was sent (system
+        segments, injected messages, tools). Always-on injections of fixed text are not
+        restated in the decisions (they cannot differ): what the call was sent names them.
+        None when the iteration had no inject stage (an agent without injections)."""
+        if iteration not in self.decisions:
+            return None
+        decided = self.decisions[iteration]
+        ids = {d["id"] for d in decided}
+        fired: list[dict[str, Any]] = []
+        for src in sources:
+            if _is_injection(src) and src["id"] not in ids:
+                ids.add(src["id"])
+                fired.append(
+                    {
+                        "id": src["id"],
+                        "flavor": src.get("kind"),
+                        "trigger": src.get("trigger"),
+                        "fired": True,
+                        "reason": src.get("reason") or "always",
+                    }
+                )
+        fired += [d for d in decided if d["fired"]]
+        skipped = [d for d in decided if not d["fired"]]
+        return {"evaluated": len(fired) + len(skipped), "fired": fired, "skipped": skipped}
+
+
 def _response(resolver: _Resolver, reply: Any) -> dict[str, Any]:
     message, missing = resolver.value(reply.writes[0]) if reply.writes else (None, None)
     content = as_dict(message).get("content")
@@ -128,10 +234,20 @@ def overview(rec: Recording) -> dict[str, Any]:
             None,
         )
 
+    injections = _Injections(resolver)
+    previous_tools: list[str] = []
     for line, record in rec.records():
         if isinstance(record, Call):
             segments = resolver.listed(record.system)
             tools = resolver.listed(record.tools)
+            names = [as_text(t.get("name")) for t in tools or []]
+            sources = [as_dict(x.get("source")) for x in (segments or []) + (tools or [])]
+            sources += [
+                injections.messages[m]
+                for a, b in record.window
+                for m in range(a, b + 1)
+                if m in injections.messages
+            ]
             entry: dict[str, Any] = {
                 "call": record.call,
                 "iteration": record.iter,
@@ -143,6 +259,9 @@ def overview(rec: Recording) -> dict[str, Any]:
                 "messages": sum(b - a + 1 for a, b in record.window),
                 "window": [list(r) for r in record.window],
                 "tools": None if tools is None else len(tools),
+                "tools_added": [t for t in names if t not in previous_tools] if calls else [],
+                "tools_removed": [t for t in previous_tools if t not in names] if calls else [],
+                "injections": injections.summary(record.iter, sources),
                 "response": None,
                 "results": [],
                 "invalid_args": [],
@@ -150,10 +269,13 @@ def overview(rec: Recording) -> dict[str, Any]:
             }
             calls.append(entry)
             by_number[record.call] = entry
+            previous_tools = names
         elif isinstance(record, Reply):
             target = by_number.get(record.call)
             if target is not None:
                 target["response"] = _response(resolver, record)
+        elif isinstance(record, Commit) and record.stage == "inject":
+            injections.see(record)
         elif isinstance(record, Commit) and record.tool is not None:
             message, missing = (
                 resolver.value(record.writes[0]) if record.writes else (None, "no result written")
@@ -217,8 +339,12 @@ def overview(rec: Recording) -> dict[str, Any]:
 
 
 def call_detail(rec: Recording, n: int) -> dict[str, Any]:
-    """Call ``n`` as sent, rebuilt from the file, with its hash check and its reply."""
+    """Call ``n`` as sent, rebuilt from the file, with its hash check and its reply, and the
+    provenance of every part: where each system segment, message and tool came from, why it
+    is there, and what changed since the call before."""
     from pydantic import ValidationError
+
+    from afcore.recording import Call, Commit
 
     numbers = rec.call_numbers
     if n not in numbers:
@@ -232,40 +358,184 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
         raise CliError(
             f"call {n}'s records are malformed: {e.errors()[0]['msg']}", EXIT_FAILED
         ) from None
-    try:
-        request: dict[str, Any] | None = rec.request(n)
-        sources = {
-            "system": [s.source.model_dump(exclude_none=True) for s in rec.segments(n)],
-            "tools": [t.source.model_dump(exclude_none=True) for t in rec.tools(n)],
-        }
-    except (KeyError, IndexError, TypeError, ValidationError):
-        # check.problem says what is missing; the request is not shown half-rebuilt.
-        request, sources = None, {"system": [], "tools": []}
-    numbers = [m for a, b in call.window for m in range(a, b + 1)]
-    writers: list[str | None] = []
-    for m in numbers:
-        try:
-            writers.append(as_text(rec.message_writer(m)) or None)
-        except (IndexError, KeyError):
-            writers.append(None)
-    return {
+    resolver = _Resolver(rec)
+    injections = _Injections(resolver)
+    # The inject stages up to this call: its iteration's decisions, and the injection behind
+    # each injected message in its window (written when it first landed, maybe long before).
+    for _, record in rec.records():
+        if isinstance(record, Call) and record.call == n:
+            break
+        if isinstance(record, Commit) and record.stage == "inject":
+            injections.see(record)
+    earlier = [m for m in numbers if m < n]
+    before = _slots(rec, resolver, earlier[-1]) if earlier else None
+    window = [m for a, b in call.window for m in range(a, b + 1)]
+    detail: dict[str, Any] = {
         "call": call.call,
         "iteration": call.iter,
         "rsid": call.rsid,
         "model": call.model,
-        "system": request["system"] if request else None,
-        "messages": request["messages"] if request else None,
-        "tools": request["tools"] if request else None,
+        "previous_call": earlier[-1] if earlier else None,
+        "injections": None,
+        "system": None,
+        "messages": None,
+        "tools": None,
+        "removed": None,
         "params": call.params,
         "cache": call.cache,
         "window": [list(r) for r in call.window],
-        "provenance": {
-            **sources,
-            "messages": [{"n": m, "written_by": w} for m, w in zip(numbers, writers, strict=True)],
-        },
         "hash": call.hash,
         "rebuilt_hash": check.rebuilt,
         "verified": check.ok,
         "problem": check.problem,
-        "response": _response(_Resolver(rec), reply) if reply is not None else None,
+        "response": _response(resolver, reply) if reply is not None else None,
     }
+    try:
+        request = rec.request(n)
+        segments, tools = rec.segments(n), rec.tools(n)
+    except (KeyError, IndexError, TypeError, ValidationError):
+        # check.problem says what is missing; the request is not shown half-rebuilt.
+        return detail
+    decided = injections.decided(call.iter)
+    marks = {(c.get("slot"), c.get("index")) for c in call.cache if isinstance(c, dict)}
+
+    system: list[dict[str, Any]] = []
+    for i, (seg, body) in enumerate(zip(segments, request["system"], strict=True)):
+        src = _source_json(seg.source)
+        text = as_text(as_dict(body).get("text"))
+        entry = {"position": i + 1, "text": text} | _provenance(src, decided)
+        entry["cache_breakpoint"] = ("system", i) in marks
+        entry["change"] = _change(before, "segments", _segment_key(src, text), text)
+        system.append(entry)
+
+    messages: list[dict[str, Any]] = []
+    for m, raw in zip(window, request["messages"], strict=True):
+        try:
+            writer: str | None = as_text(rec.message_writer(m)) or None
+        except (IndexError, KeyError):
+            writer = None
+        msg = as_dict(raw)
+        entry = {"n": m, "role": msg.get("role"), "content": msg.get("content")} | msg
+        entry |= {"n": m, "writer": writer}
+        if m in injections.messages:
+            entry |= _provenance(injections.messages[m], decided)
+        entry["change"] = None if before is None or m in before["messages"] else "new"
+        messages.append(entry)
+
+    listed: list[dict[str, Any]] = []
+    for i, (tool, spec) in enumerate(zip(tools, request["tools"], strict=True)):
+        src = _source_json(tool.source)
+        entry = {"name": tool.name} | as_dict(spec)
+        entry |= {
+            "name": tool.name,
+            "source": src.get("kind"),
+            "id": src.get("id"),
+            "cache_breakpoint": ("tools", i) in marks,
+            "change": _change(before, "tools", tool.name, tool.ref),
+        }
+        listed.append(entry)
+
+    sources = [_source_json(x.source) for x in segments] + [_source_json(t.source) for t in tools]
+    sources += [injections.messages[m] for m in window if m in injections.messages]
+    detail |= {
+        "injections": injections.summary(call.iter, sources),
+        "system": system,
+        "messages": messages,
+        "tools": listed,
+        "removed": _removed(before, system, window, listed, injections),
+    }
+    return detail
+
+
+def _provenance(src: dict[str, Any], decided: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Where a piece of context came from, and (for an injection) why it is there: the
+    reason this iteration's decision gave, with what it read."""
+    out: dict[str, Any] = {
+        "source": src.get("kind"),
+        "id": src.get("id"),
+        "trigger": src.get("trigger"),
+        "reason": src.get("reason"),
+        "cache": src.get("cache"),
+    }
+    decision = decided.get(src.get("id") or "")
+    if decision is not None and decision["fired"]:
+        # An injected message is written once and sent again while its text stays the same;
+        # the reason it is there at this call is this iteration's.
+        out["reason"] = decision["reason"]
+        if "reads" in decision:
+            out["reads"] = decision["reads"]
+    return out
+
+
+def _segment_key(src: dict[str, Any], text: str) -> tuple[str, str]:
+    """What identifies a segment from call to call: its injection, or its text."""
+    return (as_text(src.get("kind")), as_text(src.get("id")) or text)
+
+
+def _slots(rec: Recording, resolver: _Resolver, n: int) -> dict[str, Any] | None:
+    """What call ``n`` was sent, enough to tell what the next call changed; None when its
+    records cannot be read."""
+    from pydantic import ValidationError
+
+    from afcore.errors import RecordingError
+
+    try:
+        segments: dict[Any, tuple[str, dict[str, Any]]] = {}
+        for seg in rec.segments(n):
+            text = seg.text
+            if text is None:
+                body, _ = resolver.value({"ref": seg.ref})
+                text = as_text(as_dict(body).get("text"))
+            src = _source_json(seg.source)
+            segments[_segment_key(src, text)] = (text, src)
+        tools = {t.name: (t.ref, _source_json(t.source)) for t in rec.tools(n)}
+        window = {m for a, b in rec.call(n).window for m in range(a, b + 1)}
+    except (KeyError, IndexError, TypeError, ValidationError, RecordingError):
+        return None
+    return {"call": n, "segments": segments, "tools": tools, "messages": window}
+
+
+def _change(before: dict[str, Any] | None, slot: str, key: Any, value: Any) -> str | None:
+    """`new` (not in the previous call), `changed` (there, different), or None (the same,
+    or this is the first call)."""
+    if before is None:
+        return None
+    known = before[slot].get(key)
+    if known is None:
+        return "new"
+    return None if known[0] == value else "changed"
+
+
+def _removed(
+    before: dict[str, Any] | None,
+    system: list[dict[str, Any]],
+    window: list[int],
+    tools: list[dict[str, Any]],
+    injections: _Injections,
+) -> dict[str, Any] | None:
+    """What the previous call was sent that this one was not."""
+    if before is None:
+        return None
+    keys = {_segment_key({"kind": s["source"], "id": s["id"]}, s["text"]) for s in system}
+    names = {t["name"] for t in tools}
+    sent = set(window)
+    return {
+        "system": [
+            {"source": src.get("kind"), "id": src.get("id"), "text": text}
+            for key, (text, src) in before["segments"].items()
+            if key not in keys
+        ],
+        "messages": [_gone_message(m, injections) for m in sorted(before["messages"] - sent)],
+        "tools": [
+            {"name": name, "source": src.get("kind"), "id": src.get("id")}
+            for name, (_, src) in before["tools"].items()
+            if name not in names
+        ],
+    }
+
+
+def _gone_message(n: int, injections: _Injections) -> dict[str, Any]:
+    src = injections.messages.get(n)
+    if src is None:
+        return {"n": n}
+    return {"n": n, "source": src.get("kind"), "id": src.get("id")}

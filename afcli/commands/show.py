@@ -104,8 +104,11 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
                 f"{c['messages']:,}",
                 ("  tools ", "dim"),
                 "?" if tools is None else f"{tools:,}",
+                (_tool_changes(c["tools_added"], c["tools_removed"]), "yellow"),
             )
         )
+        if c["injections"] is not None:
+            _print_hanging(console, _decisions_text(c["injections"], 60), indent=2)
         r = c["response"]
         if r is None:
             console.print(Text("  no reply recorded", "yellow"))
@@ -249,32 +252,59 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
     if d["system"] is None:
         console.print(Text("the request cannot be rebuilt from this file", "red"))
         return
+    if d["injections"] is not None:
+        _print_hanging(console, _decisions_text(d["injections"], width), indent=0)
+    previous = d["previous_call"]
+    since = f" since call {previous}" if previous is not None else ""
+    removed = d["removed"] or {"system": [], "messages": [], "tools": []}
 
-    def section(title: str, note: str = "") -> None:
+    def section(title: str, note: str, items: list[dict[str, Any]]) -> None:
         console.print()
-        console.print(Text.assemble((title, "bold"), (f"  {note}" if note else "", "dim")))
+        changes = _change_counts(items)
+        console.print(
+            Text.assemble(
+                (title, "bold"),
+                (f"  {note}", "dim"),
+                (f" · {changes}{since}" if changes and previous is not None else "", "yellow"),
+            )
+        )
+
+    def breakpoint_line() -> None:
+        console.print(Text("    ┈┈ cache breakpoint ┈┈", "dim"))
 
     system = d["system"]
-    total = sum(len(as_text(as_dict(s).get("text"))) for s in system)
-    section("system", f"{plural(len(system), 'segment')}, {total:,} chars")
-    for i, (seg, src) in enumerate(zip(system, d["provenance"]["system"], strict=True), 1):
-        console.print(Text(f"  [{i}] from {safe(_source(src))}", "dim"))
-        print_indented(console, block(as_text(as_dict(seg).get("text"))))
+    total = sum(len(s["text"]) for s in system)
+    section("system", f"{plural(len(system), 'segment')}, {total:,} chars", system)
+    for seg in system:
+        head = Text(f"  [{seg['position']}] ", "dim")
+        head.append_text(_origin(seg))
+        _with_reason(console, head, seg, width)
+        print_indented(console, block(seg["text"]))
+        if seg["cache_breakpoint"]:
+            breakpoint_line()
+    for gone in removed["system"]:
+        console.print(
+            Text.assemble(("  gone", "yellow"), (f"{since}: ", "dim"), _origin(gone, marks=False))
+        )
 
     messages = d["messages"]
     ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d["window"])
-    section("messages", f"{plural(len(messages), 'message')} (window {ranges})")
-    for raw, prov in zip(messages, d["provenance"]["messages"], strict=True):
-        msg = as_dict(raw)
+    section("messages", f"{plural(len(messages), 'message')} (window {ranges})", messages)
+    for msg in messages:
         role = as_text(msg.get("role")) or "?"
-        label = Text.assemble((f"  #{prov['n']} ", "dim"), (safe(role), "bold"))
+        label = Text.assemble((f"  #{msg['n']} ", "dim"), (safe(role), "bold"))
         if role == "tool":
             label.append(f" {safe(as_text(msg.get('name')))}", "cyan")
             if msg.get("is_error"):
                 label.append(" error", "red")
-        if prov["written_by"]:
-            label.append(f"  written by {safe(prov['written_by'])}", "dim")
-        console.print(label)
+        if msg.get("source") is not None:
+            label.append("  ")
+            label.append_text(_origin(msg))
+        elif msg.get("change"):
+            label.append(f"  {msg['change']}", "bold yellow")
+        if msg["writer"]:
+            label.append(f"  written by {safe(msg['writer'])}", "dim")
+        _with_reason(console, label, msg, width)
         for part in _message_parts(msg):
             if isinstance(part, tuple):
                 name, args = part
@@ -290,11 +320,16 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
                 )
             else:
                 print_indented(console, block(part))
+    for gone in removed["messages"]:
+        what = Text(f"#{gone['n']}")
+        if gone.get("source"):
+            what.append(" ")
+            what.append_text(_origin(gone, marks=False))
+        console.print(Text.assemble(("  gone", "yellow"), (f"{since}: ", "dim"), what))
 
     tools = d["tools"]
-    section("tools", plural(len(tools), "tool"))
-    for raw_spec, src in zip(tools, d["provenance"]["tools"], strict=True):
-        spec = as_dict(raw_spec)
+    section("tools", plural(len(tools), "tool"), tools)
+    for spec in tools:
         schema = as_dict(spec.get("input_schema"))
         required = schema.get("required")
         required = set(required) if isinstance(required, list) else set()
@@ -308,23 +343,37 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
                 ("(", "dim"),
                 safe(params),
                 (")", "dim"),
-                (f"  from {safe(_source(src))}", "dim"),
+                ("  ", ""),
+                _tool_origin(spec),
             )
         )
         console.print(
             Text.assemble(("    ", ""), line(as_text(spec.get("description")), width - 6))
         )
+        if spec["cache_breakpoint"]:
+            breakpoint_line()
+    for gone in removed["tools"]:
+        console.print(
+            Text.assemble(
+                ("  gone", "yellow"),
+                (f"{since}: ", "dim"),
+                (safe(as_text(gone["name"])), "cyan"),
+                "  ",
+                _tool_origin(gone),
+            )
+        )
     if d["params"]:
-        section("params")
+        section("params", "", [])
         console.print(Text("  " + args_text(d["params"], width - 4)))
 
     r = d["response"]
     if r is None:
-        section("response", "none recorded: the run stopped before the reply came")
+        section("response", "none recorded: the run stopped before the reply came", [])
         return
     section(
         "response",
         f"{safe(str(r['stop_reason']))} · {usage_text(r['usage'])} · {ms_text(r['ms'])}",
+        [],
     )
     if r["text"]:
         print_indented(console, block(r["text"]))
@@ -341,12 +390,106 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
         )
 
 
-def _source(src: dict[str, Any]) -> str:
-    out = str(src.get("kind", "?"))
-    if src.get("id"):
-        out += f" {src['id']}"
-    if src.get("trigger"):
-        out += f" ({src['trigger']})"
+# -- provenance --------------------------------------------------------------------------
+
+
+def _origin(item: dict[str, Any], *, marks: bool = True) -> Text:
+    """``skill prices`` / ``base``, and ``new`` or ``changed`` since the previous call."""
+    out = Text(safe(as_text(item.get("source")) or "?"), "magenta")
+    if item.get("id"):
+        out.append(f" {safe(as_text(item['id']))}", "bold magenta")
+    if marks and item.get("change"):
+        out.append(f"  {item['change']}", "bold yellow")
+    return out
+
+
+def _why(item: dict[str, Any]) -> str:
+    """The trigger, the cache policy and the reason it fired, when that says more than the
+    trigger: ``rule · cache never · rule returned true reading user_message = "..."``."""
+    trigger, reason = as_text(item.get("trigger")), as_text(item.get("reason"))
+    parts = [trigger]
+    if item.get("cache"):
+        parts.append(f"cache {as_text(item['cache'])}")
+    if reason != trigger:
+        parts.append(reason)
+    return " · ".join(p for p in parts if p)
+
+
+def _with_reason(console: Console, head: Text, item: dict[str, Any], width: int) -> None:
+    """Print ``head`` and, for injected context, why it is there: on the same line when it
+    fits, else on a line of its own below, cut to the width."""
+    why = _why(item)
+    if not why or item.get("source") in (None, "base", "configure"):
+        console.print(head)
+        return
+    if len(head) + 3 + len(line(why, 10_000)) <= width:
+        console.print(Text.assemble(head, (" · ", "dim"), (line(why, 10_000), "dim")))
+        return
+    console.print(head)
+    console.print(Text.assemble(("      ", ""), (line(why, width - 7), "dim")))
+
+
+def _tool_origin(tool: dict[str, Any]) -> Text:
+    source, id = as_text(tool.get("source")), as_text(tool.get("id"))
+    if source == "skill" and id == "read_skill":
+        schema = as_dict(as_dict(tool.get("input_schema")).get("properties")).get("id")
+        skills = as_dict(schema).get("enum")
+        listed = ", ".join(map(as_text, skills)) if isinstance(skills, list) else ""
+        out = Text("skill catalog", "magenta")
+        if listed:
+            out.append(f": {safe(listed)}", "magenta")
+    else:
+        out = Text(safe(source) or "?", "magenta")
+        if id:
+            out.append(f" {safe(id)}", "bold magenta")
+    if tool.get("change"):
+        out.append(f"  {tool['change']}", "bold yellow")
+    return out
+
+
+def _change_counts(items: list[dict[str, Any]]) -> str:
+    new = sum(1 for i in items if i.get("change") == "new")
+    changed = sum(1 for i in items if i.get("change") == "changed")
+    return ", ".join(
+        part
+        for part in (f"{new} new" if new else "", f"{changed} changed" if changed else "")
+        if part
+    )
+
+
+def _print_hanging(console: Console, text: Text, indent: int) -> None:
+    """``text`` wrapped to the console, its first line indented by ``indent``, the rest by
+    two more."""
+    lines = text.wrap(console, max(console.width - indent - 2, 20))
+    for i, wrapped in enumerate(lines):
+        wrapped.rstrip()
+        console.print(Text(" " * (indent + (2 if i else 0))) + wrapped, soft_wrap=True)
+
+
+def _tool_changes(added: list[str], removed: list[str]) -> str:
+    """`` (+convert_currency -search)``: the tools slot since the previous call."""
+    changes = [f"+{safe(t)}" for t in added] + [f"-{safe(t)}" for t in removed]
+    return f" ({' '.join(changes)})" if changes else ""
+
+
+def _decisions_text(inj: dict[str, Any], reason_limit: int) -> Text:
+    """``injections 5 evaluated · fired tone, refund-rule · skipped cite (search did not
+    return)``; each reason cut to ``reason_limit``."""
+    out = Text.assemble(("injections ", "dim"), f"{inj['evaluated']} evaluated")
+    if inj["fired"]:
+        out.append(" · fired ", "dim")
+        out.append(", ".join(safe(as_text(f["id"])) for f in inj["fired"]), "green")
+    if inj["skipped"]:
+        out.append(" · skipped ", "dim")
+        for i, skip in enumerate(inj["skipped"]):
+            if i:
+                out.append(", ")
+            failed = skip.get("error") is not None
+            out.append(safe(as_text(skip["id"])), "red" if failed else "")
+            why = as_text(skip.get("reason"))
+            if failed:
+                why += f": {as_text(skip['error'])}"
+            out.append(f" ({line(why, reason_limit)})", "red" if failed else "dim")
     return out
 
 
