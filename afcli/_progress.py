@@ -48,6 +48,12 @@ class Progress:
         self._broken = False
         self._invalid: dict[str, str] = {}
         """call id -> why its arguments were refused, until its result is shown"""
+        self._fired: set[str] = set()
+        """the injections that fired at the last iteration (those whose decision is recorded)"""
+        self._failed: dict[str, str] = {}
+        """injection id -> the error its last evaluation raised"""
+        self._context: list[Text] = []
+        """what the last inject stage changed, shown under the call it composed"""
 
     def __call__(self, record: dict[str, Any]) -> None:
         # An exception here would stop the run it only watches: report it once, carry on.
@@ -105,6 +111,11 @@ class Progress:
                 (f" · call {r.get('call')} · {plural(sent, 'message')}", "dim"),
                 (f" · {plural(len(tools), 'tool')}" if isinstance(tools, list) else "", "dim"),
             )
+            for change in self._context:
+                self.console.print(change)
+            self._context = []
+        elif t == "commit" and r.get("stage") == "inject":
+            self._inject(r)
         elif t == "reply":
             self._reply(r)
         elif t == "args_invalid":
@@ -134,6 +145,36 @@ class Progress:
             )
         elif t == "run_end":
             self._end(r)
+
+    def _inject(self, r: dict[str, Any]) -> None:
+        """What changed in the context: injections that fired now and not at the iteration
+        before (+), that stopped firing (-), and rules that newly failed."""
+        decisions: Any = None
+        for w in r.get("writes") or []:
+            if isinstance(w, dict) and w.get("key") == "injections":
+                decisions = (self._value(w) or {}).get("decisions")
+        if not isinstance(decisions, list):
+            return
+        fired: list[str] = []
+        lines: list[Text] = []
+        failed: dict[str, str] = {}
+        for d in decisions:
+            if not isinstance(d, dict):
+                continue
+            id = str(d.get("id"))
+            if d.get("fired") is True:
+                fired.append(id)
+            elif d.get("error") is not None:
+                failed[id] = error = str(d.get("error"))
+                if self._failed.get(id) != error:
+                    head = Text.assemble(("  ! ", "red"), (safe(id), "red"), (" skipped: ", "red"))
+                    lines.append(fit(head, f"{d.get('reason')}: {error}", self._width))
+        changes = [f"+{i}" for i in fired if i not in self._fired]
+        changes += [f"-{i}" for i in sorted(self._fired) if i not in fired]
+        if changes:
+            head = Text("  injections ", "dim")
+            lines.insert(0, fit(head, " ".join(changes), self._width))
+        self._fired, self._failed, self._context = set(fired), failed, lines
 
     def _reply(self, r: dict[str, Any]) -> None:
         self._say(
