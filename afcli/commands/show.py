@@ -108,7 +108,7 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
             )
         )
         if c["injections"] is not None:
-            _print_hanging(console, _decisions_text(c["injections"], 60), indent=2)
+            _print_hanging(console, _decisions_text(c["injections"], max(50, width // 3)), 2)
         r = c["response"]
         if r is None:
             console.print(Text("  no reply recorded", "yellow"))
