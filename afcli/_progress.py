@@ -52,6 +52,8 @@ class Progress:
         """the injections that fired at the last iteration (those whose decision is recorded)"""
         self._failed: dict[str, str] = {}
         """injection id -> the error its last evaluation raised"""
+        self._decisions: dict[str, dict[str, Any]] = {}
+        """injection id -> its latest decision (the records list only what changed)"""
         self._context: list[Text] = []
         """what the last inject stage changed, shown under the call it composed"""
 
@@ -149,12 +151,17 @@ class Progress:
     def _inject(self, r: dict[str, Any]) -> None:
         """What changed in the context: injections that fired now and not at the iteration
         before (+), that stopped firing (-), and rules that newly failed."""
-        decisions: Any = None
+        listed: Any = None
         for w in r.get("writes") or []:
             if isinstance(w, dict) and w.get("key") == "injections":
-                decisions = (self._value(w) or {}).get("decisions")
-        if not isinstance(decisions, list):
+                listed = (self._value(w) or {}).get("decisions")
+        if not isinstance(listed, list):
             return
+        # The record lists the decisions that changed; the rest carry over.
+        for d in listed:
+            if isinstance(d, dict):
+                self._decisions[str(d.get("id"))] = d
+        decisions = list(self._decisions.values())
         fired: list[str] = []
         lines: list[Text] = []
         failed: dict[str, str] = {}

@@ -141,23 +141,31 @@ class _Injections:
         """iteration -> the decisions its inject stage recorded"""
         self.messages: dict[int, dict[str, Any]] = {}
         """message n -> the source of the write that put it in the log"""
+        self._last = -1
 
     def see(self, commit: Commit) -> None:
         if commit.stage != "inject":
             return
-        decisions: list[dict[str, Any]] = []
+        # Each inject stage lists the decisions that changed since the one before; the
+        # others carry over.
+        carried = {d["id"]: d for d in self.decisions.get(self._last, [])}
+        decisions: list[dict[str, Any]] = list(carried.values())
         for w in commit.writes:
             if w.key == "injections":
                 value, _ = self.resolver.value(w)
                 listed = as_dict(value).get("decisions")
                 if isinstance(listed, list):
-                    decisions = [d for d in map(_decision, listed) if d is not None]
+                    for d in map(_decision, listed):
+                        if d is not None:
+                            carried[d["id"]] = d
+                    decisions = list(carried.values())
             elif w.key.startswith("message:") and w.source is not None:
                 try:
                     self.messages[int(w.key[8:])] = _source_json(w.source)
                 except ValueError:
                     continue
         self.decisions[commit.iter] = decisions
+        self._last = commit.iter
 
     def decided(self, iteration: int) -> dict[str, dict[str, Any]]:
         return {d["id"]: d for d in self.decisions.get(iteration, [])}

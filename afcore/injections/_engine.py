@@ -137,7 +137,26 @@ class InjectionEngine:
             for t in inj.tools
         }
         self._segments: dict[tuple[str, str, str, str], SystemSegment] = {}
+        self._sources: dict[tuple[str, int, str], Source] = {}
         self._provider_specs: dict[tuple[int, str], tuple[Tool, ToolSpec]] = {}
+        # Always-on injections with fixed text and a fixed cache policy decide nothing: their
+        # part of the slots is worked out here, once, and shared by every iteration.
+        self._fixed_groups: tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]]
+        self._fixed_groups = ([], [], [])
+        self._fixed_messages: list[tuple[str, str, Source]] = []
+        self._fixed_tools: list[tuple[Tool, ToolSpec]] = []
+        self._dynamic: list[Injection] = []
+        for inj in self.injections:
+            if inj.trigger.kind != "always" or not _fixed(inj) or callable(inj.cache):
+                self._dynamic.append(inj)
+                continue
+            stable = {"always": 0, "while_active": 1}.get(str(inj.cache), 2)
+            source = self._source(inj, stable, Decision(inj, True, "always"))
+            if isinstance(inj.system, str):
+                self._fixed_groups[stable].append(SystemSegment(inj.system, source))
+            if isinstance(inj.message, str):
+                self._fixed_messages.append((inj.role, inj.message, source))
+            self._fixed_tools += [(t, self._skill_specs[(inj.id, t.name)]) for t in inj.tools]
 
     @property
     def trivial(self) -> bool:
@@ -177,10 +196,14 @@ class InjectionEngine:
         )
         decisions: list[Decision] = []
         reads: set[str] = set()
-        groups: tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]] = ([], [], [])
-        messages: list[tuple[str, str, Source]] = []
-        fired_tools: list[tuple[Tool, ToolSpec]] = []
-        for inj in self.injections:
+        groups: tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]] = (
+            list(self._fixed_groups[0]),
+            list(self._fixed_groups[1]),
+            list(self._fixed_groups[2]),
+        )
+        messages: list[tuple[str, str, Source]] = list(self._fixed_messages)
+        fired_tools: list[tuple[Tool, ToolSpec]] = list(self._fixed_tools)
+        for inj in self._dynamic:
             decision = self._decide(inj, view, turn)
             if not decision.fired:
                 decisions.append(decision)
@@ -200,17 +223,9 @@ class InjectionEngine:
             content_reads = view._take_reads()
             if content_reads:
                 decision = replace(decision, reads={**decision.reads, **content_reads})
-            if inj.trigger.kind != "always" or not _fixed(inj):
-                decisions.append(decision)
+            decisions.append(decision)
             reads.update(decision.reads)
-            policy = "always" if stable == 0 else "while_active" if stable == 1 else "never"
-            source = Source(
-                kind=inj.flavor,
-                id=inj.id,
-                trigger=inj.trigger.kind,
-                reason=decision.reason,
-                cache=policy,
-            )
+            source = self._source(inj, stable, decision)
             if text is not None:
                 groups[stable].append(self._segment(inj.id, text, source))
             if message is not None:
@@ -279,6 +294,26 @@ class InjectionEngine:
                 return Decision(inj, False, "not activated")
             return Decision(inj, True, f"activated by read_skill at iteration {at}")
         return Decision(inj, True, "always")
+
+    def _source(self, inj: Injection, stable: int, decision: Decision) -> Source:
+        """The provenance a fired injection's content carries. Its reason is the stable part
+        of why (the evidence, which may change every iteration, is in the decisions), so
+        unchanged content keeps the same source and is not stored again."""
+        trigger = inj.trigger
+        if isinstance(trigger, Rule):
+            reason = "its rule returned true"
+        elif isinstance(trigger, OnToolReturn):
+            reason = f"{trigger.label} returned"
+        else:
+            reason = decision.reason
+        key = (inj.id, stable, reason)
+        source = self._sources.get(key)
+        if source is None:
+            policy = ("always", "while_active", "never")[stable]
+            source = self._sources[key] = Source(
+                kind=inj.flavor, id=inj.id, trigger=trigger.kind, reason=reason, cache=policy
+            )
+        return source
 
     def _stable(self, inj: Injection, view: RunView) -> int:
         """0: stable (cache it), 1: stable while active, 2: changes."""

@@ -68,7 +68,16 @@ class _Tracked(Mapping[str, Any]):
 class RunView:
     """What a rule may read about the run. Reads are noted per evaluation."""
 
-    __slots__ = ("_history", "_iteration", "_last_results", "_reads", "_skills", "_state", "_user")
+    __slots__ = (
+        "_history",
+        "_iteration",
+        "_last_results",
+        "_reads",
+        "_skills",
+        "_state",
+        "_tracked_state",
+        "_user",
+    )
 
     def __init__(
         self,
@@ -86,6 +95,7 @@ class RunView:
         self._skills = active_skills
         self._history = history
         self._state = state
+        self._tracked_state = _Tracked(self, "state", state)
         self._reads: dict[str, Any] = {}
 
     def _note(self, key: str, value: Any) -> None:
@@ -128,4 +138,4 @@ class RunView:
     @property
     def state(self) -> Mapping[str, Any]:
         """Values the application put in the run's state (``run(..., state=...)``)."""
-        return _Tracked(self, "state", self._state)
+        return self._tracked_state

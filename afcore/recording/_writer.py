@@ -95,6 +95,8 @@ class Recorder:
         self._slot_cache: dict[
             tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], list[str], str]
         ] = {}
+        self._last_slots: tuple[str, str] = ("", "")
+        self._decisions: dict[str, tuple[Any, ...]] = {}
         self._syncer = _Syncer(self._fd, sync_interval)
 
     # -- low level -----------------------------------------------------------------------
@@ -285,7 +287,7 @@ class Recorder:
             for n in extra:
                 digest.update(hashes[n - 1].encode())
             messages_hash = digest.hexdigest()
-            window = [*self._history_ranges, *((n, n) for n in extra)]
+            window = [*self._history_ranges, *_ranges(extra)]
         else:
             messages_hash = messages_digest(h for a, b in window for h in hashes[a - 1 : b])
         params = self.redactor.redact(params)
@@ -331,16 +333,32 @@ class Recorder:
         """Commit an iteration's injection decisions and the slots they composed."""
         _, system_ref = self._slot(composition.system, self._system_slot)
         _, tools_ref = self._slot(composition.specs, self._tools_slot)
+        # Decisions are written when they change: a rule that read the same values and
+        # decided the same as at the iteration before is carried over, not restated.
+        previous = self._decisions
+        current = {
+            d.injection.id: (d.fired, tuple(d.reads.items()), d.error)
+            for d in composition.decisions
+        }
+        changed = [
+            d.to_json()
+            for d in composition.decisions
+            if previous.get(d.injection.id) != current[d.injection.id]
+        ]
+        self._decisions = current
         decisions = {
             "evaluated": len(composition.decisions),
-            "decisions": [d.to_json() for d in composition.decisions],
+            "decisions": changed,
+            "unchanged": len(composition.decisions) - len(changed),
         }
-        writes = [
-            {"key": "injections", "ref": self._store(decisions)},
-            {"key": "system", "ref": system_ref},
-            {"key": "tools", "ref": tools_ref},
-            *message_writes,
-        ]
+        writes = [{"key": "injections", "ref": self._store(decisions)}]
+        # The slots are written when they change; a call reads the version last written.
+        if system_ref != self._last_slots[0]:
+            writes.append({"key": "system", "ref": system_ref})
+        if tools_ref != self._last_slots[1]:
+            writes.append({"key": "tools", "ref": tools_ref})
+        self._last_slots = (system_ref, tools_ref)
+        writes += message_writes
         return self.commit(rsid, "inject", iteration, reads=reads, writes=writes)
 
     def reply(
@@ -399,6 +417,17 @@ class Recorder:
             os.fsync(self._fd)
         finally:
             os.close(self._fd)
+
+
+def _ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
+    """Consecutive numbers as inclusive ranges: [5, 6, 7, 9] -> [(5, 7), (9, 9)]."""
+    out: list[tuple[int, int]] = []
+    for n in numbers:
+        if out and out[-1][1] == n - 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out
 
 
 class NullRecorder(Recorder):
