@@ -108,7 +108,8 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
             )
         )
         if c["injections"] is not None:
-            _print_hanging(console, _decisions_text(c["injections"], max(50, width // 3)), 2)
+            decisions = _decisions_text(c["injections"], max(60, width // 2), cap=8)
+            _print_hanging(console, decisions, indent=2)
         r = c["response"]
         if r is None:
             console.print(Text("  no reply recorded", "yellow"))
@@ -472,24 +473,44 @@ def _tool_changes(added: list[str], removed: list[str]) -> str:
     return f" ({' '.join(changes)})" if changes else ""
 
 
-def _decisions_text(inj: dict[str, Any], reason_limit: int) -> Text:
+def _decisions_text(inj: dict[str, Any], reason_limit: int, cap: int | None = None) -> Text:
     """``injections 5 evaluated · fired tone, refund-rule · skipped cite (search did not
-    return)``; each reason cut to ``reason_limit``."""
+    return)``. Skipped injections that give the same reason are named together, failed ones
+    first; each reason is cut to ``reason_limit``. ``cap``: name at most this many
+    injections in each list, and say how many more there are."""
     out = Text.assemble(("injections ", "dim"), f"{inj['evaluated']} evaluated")
     if inj["fired"]:
         out.append(" · fired ", "dim")
-        out.append(", ".join(safe(as_text(f["id"])) for f in inj["fired"]), "green")
-    if inj["skipped"]:
-        out.append(" · skipped ", "dim")
-        for i, skip in enumerate(inj["skipped"]):
-            if i:
-                out.append(", ")
-            failed = skip.get("error") is not None
-            out.append(safe(as_text(skip["id"])), "red" if failed else "")
-            why = as_text(skip.get("reason"))
-            if failed:
-                why += f": {as_text(skip['error'])}"
-            out.append(f" ({line(why, reason_limit)})", "red" if failed else "dim")
+        out.append_text(_ids([f["id"] for f in inj["fired"]], cap, "green"))
+    if not inj["skipped"]:
+        return out
+    out.append(" · skipped ", "dim")
+    groups: dict[tuple[bool, str], list[Any]] = {}
+    for skip in inj["skipped"]:
+        failed = skip.get("error") is not None
+        why = as_text(skip.get("reason"))
+        if failed:
+            why += f": {as_text(skip['error'])}"
+        groups.setdefault((failed, why), []).append(skip["id"])
+    ordered = sorted(groups.items(), key=lambda g: not g[0][0])  # failed first, else in order
+    shown = ordered if cap is None else ordered[:cap]
+    for i, ((failed, why), ids) in enumerate(shown):
+        if i:
+            out.append(", ")
+        out.append_text(_ids(ids, cap, "red" if failed else ""))
+        out.append(f" ({line(why, reason_limit)})", "red" if failed else "dim")
+    if len(shown) < len(ordered):
+        rest = sum(len(ids) for _, ids in ordered[len(shown) :])
+        out.append(f", and {rest:,} more for {len(ordered) - len(shown):,} other reasons", "dim")
+    return out
+
+
+def _ids(ids: list[Any], cap: int | None, style: str) -> Text:
+    """``a, b, c`` or, past ``cap``, ``a, b, c and 12 more``."""
+    shown = ids if cap is None else ids[:cap]
+    out = Text(", ".join(safe(as_text(i)) for i in shown), style)
+    if len(shown) < len(ids):
+        out.append(f" and {len(ids) - len(shown):,} more", "dim")
     return out
 
 

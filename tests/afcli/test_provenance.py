@@ -467,3 +467,25 @@ def test_a_mangled_decisions_blob_does_not_stop_show(
     assert [s["id"] for s in first["skipped"]] == ["x"]
     assert invoke("show", path, "--call", "1").code == 0
     assert invoke("verify", path).code == 1  # the blob no longer matches its hash
+
+
+def test_many_injections_keep_the_overview_compact(invoke: Invoke, tmp_path: Path) -> None:
+    builder = Agent.create(provider=mock(reply="ok"), model="m", record=tmp_path)
+    for i in range(12):
+        builder = builder.steering(f"Rule of style {i}.", id=f"style-{i}")
+    for i in range(12):
+        builder = builder.instruction(f"Note {i}.", id=f"note-{i}", when=lambda s: s.iteration > 1)
+    agent = builder.build()
+    agent.run("go")
+    ran = invoke("show", agent.last_recording or "", env={"COLUMNS": "400"})
+    assert ran.code == 0, ran.err
+    (decisions,) = [x.strip() for x in ran.out.splitlines() if x.strip().startswith("injections")]
+    # Eight names a list, then a count; skipped injections with the same reason go together.
+    assert decisions == (
+        "injections 24 evaluated · fired style-0, style-1, style-2, style-3, style-4, style-5, "
+        "style-6, style-7 and 4 more · skipped note-0, note-1, note-2, note-3, note-4, note-5, "
+        "note-6, note-7 and 4 more (rule returned false reading iteration = 1)"
+    )
+    # One call's own view names them all.
+    call = invoke("show", agent.last_recording or "", "--call", "1", env=WIDE).out
+    assert "style-11 · skipped note-0" in call and "note-11 (rule returned false" in call
