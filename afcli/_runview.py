@@ -107,7 +107,7 @@ def _is_injection(source: dict[str, Any]) -> bool:
     return not (kind == "skill" and id == "read_skill")
 
 
-def _decision(raw: Any) -> dict[str, Any] | None:
+def _decision(raw: Any, iteration: int | None = None) -> dict[str, Any] | None:
     """One decision of an `injections` blob, its fields checked (the file may lie)."""
     d = as_dict(raw)
     if not isinstance(d.get("id"), str):
@@ -121,14 +121,35 @@ def _decision(raw: Any) -> dict[str, Any] | None:
     }
     reads = d.get("reads")
     if isinstance(reads, list) and reads:
+        # A read of the iteration is stored without its value: it is the stage's own.
         out["reads"] = {
-            as_text(pair[0]): pair[1]
+            as_text(pair[0]): pair[1] if len(pair) == 2 else iteration
             for pair in reads
-            if isinstance(pair, list | tuple) and len(pair) == 2
+            if isinstance(pair, list | tuple) and len(pair) in (1, 2)
         }
+    if out["trigger"] == "rule" and out.get("reads") and out["reason"].startswith("rule returned"):
+        # The record keeps the evidence as data; a person reads it in words.
+        said = ", ".join(f"{k} = {_evidence(v)}" for k, v in out["reads"].items())
+        out["reason"] = f"{out['reason']} reading {said}"
     if d.get("error") is not None:
         out["error"] = as_text(d.get("error"))
     return out
+
+
+def _evidence(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _at(decision: dict[str, Any], iteration: int) -> dict[str, Any]:
+    """A decision carried over to a later iteration: a read of the iteration reads that one."""
+    reads = decision.get("reads")
+    if isinstance(reads, dict) and "iteration" in reads:
+        return {**decision, "reads": {**reads, "iteration": iteration}}
+    return decision
 
 
 class _Injections:
@@ -148,14 +169,14 @@ class _Injections:
             return
         # Each inject stage lists the decisions that changed since the one before; the
         # others carry over.
-        carried = {d["id"]: d for d in self.decisions.get(self._last, [])}
+        carried = {d["id"]: _at(d, commit.iter) for d in self.decisions.get(self._last, [])}
         decisions: list[dict[str, Any]] = list(carried.values())
         for w in commit.writes:
             if w.key == "injections":
                 value, _ = self.resolver.value(w)
                 listed = as_dict(value).get("decisions")
                 if isinstance(listed, list):
-                    for d in map(_decision, listed):
+                    for d in (_decision(x, commit.iter) for x in listed):
                         if d is not None:
                             carried[d["id"]] = d
                     decisions = list(carried.values())

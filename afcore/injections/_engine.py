@@ -31,6 +31,16 @@ class Decision:
     reads: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
+    def same_as_before(self) -> tuple[Any, ...]:
+        """What must differ from the iteration before for the decision to be written again.
+        The iteration a rule read is the inject commit's own `iter`, so it is not stored
+        (a rule reading only the iteration is restated when its verdict changes)."""
+        return (
+            self.fired,
+            tuple((k, None if k == "iteration" else v) for k, v in self.reads.items()),
+            self.error,
+        )
+
     def to_json(self) -> dict[str, Any]:
         inj = self.injection
         out: dict[str, Any] = {
@@ -41,7 +51,7 @@ class Decision:
             "reason": self.reason,
         }
         if self.reads:
-            out["reads"] = [[k, v] for k, v in self.reads.items()]
+            out["reads"] = [[k] if k == "iteration" else [k, v] for k, v in self.reads.items()]
         if self.error is not None:
             out["error"] = self.error
         return out
@@ -275,10 +285,8 @@ class InjectionEngine:
                     f"TypeError: the rule returned {type(verdict).__name__} {preview(verdict)!r}, "
                     "not True or False",
                 )
-            said = ", ".join(f"{k} = {_show(v)}" for k, v in evidence.items()) or "nothing"
-            return Decision(
-                inj, verdict, f"rule returned {str(verdict).lower()} reading {said}", evidence
-            )
+            # The evidence is in `reads`; the reason says only what the rule answered.
+            return Decision(inj, verdict, f"rule returned {str(verdict).lower()}", evidence)
         if isinstance(trigger, OnToolReturn):
             hits = {n: r for n, r in turn.last_tool_results.items() if trigger.matches(n)}
             evidence = {f"last_tool_results.{n}": preview(r) for n, r in hits.items()}
@@ -384,16 +392,6 @@ def _fixed(inj: Injection) -> bool:
 def _error(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}"
     return text if len(text) <= 300 else text[:300] + "…"
-
-
-def _show(value: Any) -> str:
-    return (
-        f'"{value}"'
-        if isinstance(value, str)
-        else str(value).lower()
-        if isinstance(value, bool)
-        else str(value)
-    )
 
 
 def _read_skill_tool(skills: list[Injection]) -> tuple[Tool, ToolSpec]:

@@ -336,10 +336,7 @@ class Recorder:
         # Decisions are written when they change: a rule that read the same values and
         # decided the same as at the iteration before is carried over, not restated.
         previous = self._decisions
-        current = {
-            d.injection.id: (d.fired, tuple(d.reads.items()), d.error)
-            for d in composition.decisions
-        }
+        current = {d.injection.id: d.same_as_before() for d in composition.decisions}
         changed = [
             d.to_json()
             for d in composition.decisions
