@@ -127,13 +127,22 @@ def _decision(raw: Any, iteration: int | None = None) -> dict[str, Any] | None:
             for pair in reads
             if isinstance(pair, list | tuple) and len(pair) in (1, 2)
         }
-    if out["trigger"] == "rule" and out.get("reads") and out["reason"].startswith("rule returned"):
-        # The record keeps the evidence as data; a person reads it in words.
-        said = ", ".join(f"{k} = {_evidence(v)}" for k, v in out["reads"].items())
-        out["reason"] = f"{out['reason']} reading {said}"
     if d.get("error") is not None:
         out["error"] = as_text(d.get("error"))
     return out
+
+
+def _worded(decision: dict[str, Any]) -> dict[str, Any]:
+    """A decision whose reason says what its rule read: the record keeps the evidence as
+    data (`reads`) and the reason as the verdict alone; a person reads both in words. Done
+    when shown, so that a decision carried over to a later iteration says what it read
+    there."""
+    reads = decision.get("reads")
+    reason = decision["reason"]
+    if decision["trigger"] != "rule" or not reads or not reason.startswith("rule returned"):
+        return decision
+    said = ", ".join(f"{k} = {_evidence(v)}" for k, v in reads.items())
+    return {**decision, "reason": f"{reason} reading {said}"}
 
 
 def _evidence(value: Any) -> str:
@@ -189,7 +198,7 @@ class _Injections:
         self._last = commit.iter
 
     def decided(self, iteration: int) -> dict[str, dict[str, Any]]:
-        return {d["id"]: d for d in self.decisions.get(iteration, [])}
+        return {d["id"]: _worded(d) for d in self.decisions.get(iteration, [])}
 
     def summary(
         self,
@@ -203,7 +212,7 @@ class _Injections:
         None when the iteration had no inject stage (an agent without injections)."""
         if iteration not in self.decisions:
             return None
-        decided = self.decisions[iteration]
+        decided = [_worded(d) for d in self.decisions[iteration]]
         ids = {d["id"] for d in decided}
         fired: list[dict[str, Any]] = []
         for src in sources:

@@ -489,3 +489,26 @@ def test_many_injections_keep_the_overview_compact(invoke: Invoke, tmp_path: Pat
     # One call's own view names them all.
     call = invoke("show", agent.last_recording or "", "--call", "1", env=WIDE).out
     assert "style-11 · skipped note-0" in call and "note-11 (rule returned false" in call
+
+
+def test_a_decision_carried_over_reads_the_iteration_it_is_carried_to(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    # The rule decides the same at every iteration, so the record states it once.
+    step = define_tool("step", "Step.", {"type": "object", "properties": {}}, lambda a, c: "ok")
+    replies: list[Any] = [
+        {"tool_calls": [{"id": f"c{i}", "name": "step", "args": {}}]} for i in range(2)
+    ]
+    agent = (
+        Agent.create(provider=mock(replies=[*replies, "done"]), model="m", record=tmp_path)
+        .tool(step)
+        .instruction("Late.", id="late", when=lambda s: s.iteration > 100)
+        .build()
+    )
+    agent.run("go")
+    ran = invoke("show", agent.last_recording or "", "--json")
+    assert ran.code == 0, ran.err
+    for n, call in enumerate(ran.json()["calls"], 1):
+        (late,) = call["injections"]["skipped"]
+        assert late["reads"] == {"iteration": n}
+        assert late["reason"] == f"rule returned false reading iteration = {n}"
