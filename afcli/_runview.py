@@ -15,7 +15,7 @@ from afcli._render import as_dict, as_text
 if TYPE_CHECKING:
     from afcore.recording import Commit, Recording, UsageInfo
 
-__all__ = ["call_detail", "open_run", "overview"]
+__all__ = ["call_detail", "evidence_text", "open_run", "overview"]
 
 
 def open_run(ref: str) -> Recording:
@@ -141,8 +141,12 @@ def _worded(decision: dict[str, Any]) -> dict[str, Any]:
     reason = decision["reason"]
     if decision["trigger"] != "rule" or not reads or not reason.startswith("rule returned"):
         return decision
-    said = ", ".join(f"{k} = {_evidence(v)}" for k, v in reads.items())
-    return {**decision, "reason": f"{reason} reading {said}"}
+    return {**decision, "reason": f"{reason} reading {evidence_text(reads)}"}
+
+
+def evidence_text(reads: dict[str, Any]) -> str:
+    """What a rule or a content function read, in words: ``user_message = "hi", iteration = 3``."""
+    return ", ".join(f"{k} = {_evidence(v)}" for k, v in reads.items())
 
 
 def _evidence(value: Any) -> str:

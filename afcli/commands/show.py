@@ -25,6 +25,7 @@ from afcli._render import (
     status_style,
     usage_text,
 )
+from afcli._runview import evidence_text
 
 __all__ = ["show"]
 
@@ -413,12 +414,16 @@ def _why(item: dict[str, Any]) -> str:
         parts.append(f"cache {as_text(item['cache'])}")
     if reason != trigger:
         parts.append(reason)
+    reads = item.get("reads")
+    if isinstance(reads, dict) and reads and " reading " not in reason:
+        # What a content function read, or the result a tool-return trigger saw.
+        parts.append(f"reading {evidence_text(reads)}")
     return " · ".join(p for p in parts if p)
 
 
 def _with_reason(console: Console, head: Text, item: dict[str, Any], width: int) -> None:
     """Print ``head`` and, for injected context, why it is there: on the same line when it
-    fits, else on a line of its own below, cut to the width."""
+    fits, else wrapped below it."""
     why = _why(item)
     if not why or item.get("source") in (None, "base", "configure"):
         console.print(head)
@@ -427,7 +432,8 @@ def _with_reason(console: Console, head: Text, item: dict[str, Any], width: int)
         console.print(Text.assemble(head, (" · ", "dim"), (line(why, 10_000), "dim")))
         return
     console.print(head)
-    console.print(Text.assemble(("      ", ""), (line(why, width - 7), "dim")))
+    # Evidence is kept short by the recorder (a preview of each value): show all of it.
+    print_indented(console, Text(line(why, 1_000), "dim"), indent=6)
 
 
 def _tool_origin(tool: dict[str, Any]) -> Text:
