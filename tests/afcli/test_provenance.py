@@ -403,6 +403,15 @@ def test_the_rainy_sample_follows_the_forecast_instruction(invoke: Invoke) -> No
     assert json.loads(forecast["reads"]["last_tool_results.weather"])["rain_chance"] == 0.6
     # What the model did with it: look indoors.
     assert second["response"]["tool_calls"][0]["args"] == {"city": "Paris", "kind": "museum"}
+    # A person reads what the trigger saw, in full.
+    human = invoke("show", path, "--call", "2", env={"COLUMNS": "100"})
+    assert human.code == 0, human.err
+    flat = " ".join(human.out.split())
+    assert (
+        "#6 user instruction forecast new written by inject#6 on_tool_return · cache never · "
+        "weather returned at iteration 1 · reading last_tool_results.weather = "
+        '"{"city":"Paris","condition":"light rain","high_c":17,"low_c":11,"rain_chance":0.6}"'
+    ) in flat
 
 
 def test_a_recording_without_injections_shows_fine(invoke: Invoke) -> None:
