@@ -105,12 +105,14 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
                 f"{c['messages']:,}",
                 ("  tools ", "dim"),
                 "?" if tools is None else f"{tools:,}",
-                (_tool_changes(c["tools_added"], c["tools_removed"]), "yellow"),
             )
         )
         if c["injections"] is not None:
             decisions = _decisions_text(c["injections"], max(60, width // 2), cap=8)
             _print_hanging(console, decisions, indent=2)
+        changes = _tool_changes(c["tools_added"], c["tools_removed"])
+        if changes:
+            console.print(fit(Text("  tools ", "dim"), changes, width))
         r = c["response"]
         if r is None:
             console.print(Text("  no reply recorded", "yellow"))
@@ -474,9 +476,8 @@ def _print_hanging(console: Console, text: Text, indent: int) -> None:
 
 
 def _tool_changes(added: list[str], removed: list[str]) -> str:
-    """`` (+convert_currency -search)``: the tools slot since the previous call."""
-    changes = [f"+{safe(t)}" for t in added] + [f"-{safe(t)}" for t in removed]
-    return f" ({' '.join(changes)})" if changes else ""
+    """``+convert_currency -search``: the tools slot since the previous call (untrusted)."""
+    return " ".join([f"+{t}" for t in added] + [f"-{t}" for t in removed])
 
 
 def _decisions_text(inj: dict[str, Any], reason_limit: int, cap: int | None = None) -> Text:

@@ -205,7 +205,7 @@ def test_human_overview_has_a_line_of_decisions_per_iteration(
         "injections 5 evaluated · fired facts-only, step, currency, prices"
     )
     assert len(decisions) == 5
-    assert "tools 4 (+convert_currency)" in ran.out
+    assert "\n  tools +convert_currency\n" in ran.out
 
 
 def test_human_call_shows_provenance_and_what_changed(invoke: Invoke, demo: dict[str, Any]) -> None:
