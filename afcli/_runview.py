@@ -172,7 +172,7 @@ class _Injections:
     def __init__(self, resolver: _Resolver) -> None:
         self.resolver = resolver
         self.decisions: dict[int, list[dict[str, Any]]] = {}
-        """iteration -> the decisions its inject stage recorded"""
+        """the latest iteration -> its decisions (those recorded, and those carried over)"""
         self.messages: dict[int, dict[str, Any]] = {}
         """message n -> the source of the write that put it in the log"""
         self._last = -1
@@ -198,7 +198,8 @@ class _Injections:
                     self.messages[int(w.key[8:])] = _source_json(w.source)
                 except ValueError:
                     continue
-        self.decisions[commit.iter] = decisions
+        # Only the latest iteration's are kept: memory stays flat however long the run.
+        self.decisions = {commit.iter: decisions}
         self._last = commit.iter
 
     def decided(self, iteration: int) -> dict[str, dict[str, Any]]:
