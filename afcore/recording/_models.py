@@ -77,6 +77,13 @@ class RunConfig(_Model):
     """The tools registered on the agent, in registration order."""
     params: dict[str, Any] = {}
     """Model parameters sent with every call (temperature, max_tokens, ...)."""
+    injections: list[dict[str, Any]] = []
+    """The injections registered: `{"id", "flavor", "trigger", "after"?, "slots", "cache",
+    "tools"?}` each, in registration order."""
+    tool_providers: list[str] = []
+    """Names of the tool providers consulted at every iteration."""
+    configure: str | None = None
+    """The name of the function that decides each run's model and instructions, if any."""
 
 
 class RedactionInfo(_Model):
