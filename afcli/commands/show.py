@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from afcli._errors import command
+from afcli._params import RunArg
 from afcli._render import (
     args_text,
     as_dict,
@@ -32,14 +33,7 @@ __all__ = ["show"]
 
 @command
 def show(
-    run: Annotated[
-        str,
-        typer.Argument(
-            metavar="RUN",
-            help="A recording's path, or a run id (or its unique prefix) in the recordings folder.",
-            show_default=False,
-        ),
-    ],
+    run: RunArg,
     call: Annotated[
         int | None,
         typer.Option(

@@ -7,20 +7,14 @@ from typing import Annotated, Any
 import typer
 
 from afcli._errors import EXIT_FAILED, CliError, command
+from afcli._params import RunArg
 
 __all__ = ["verify"]
 
 
 @command
 def verify(
-    run: Annotated[
-        str,
-        typer.Argument(
-            metavar="RUN",
-            help="A recording's path, or a run id (or its unique prefix) in the recordings folder.",
-            show_default=False,
-        ),
-    ],
+    run: RunArg,
     json_output: Annotated[
         bool,
         typer.Option(
