@@ -330,7 +330,9 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
     for spec in tools:
         schema = as_dict(spec.get("input_schema"))
         required = schema.get("required")
-        required = set(required) if isinstance(required, list) else set()
+        required = (
+            {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+        )
         params = ", ".join(
             f"{k}{'' if k in required else '?'}" for k in as_dict(schema.get("properties"))
         )
