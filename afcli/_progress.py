@@ -20,6 +20,16 @@ _TEXT_KEPT = 4096
 """Progress shows one line of a value: no need to hold on to more of a long one."""
 
 
+def _count(listed: Any) -> int | None:
+    """How many entries a slot list holds, in either of its stored forms."""
+    if isinstance(listed, list):
+        return len(listed)
+    if isinstance(listed, dict) and isinstance(listed.get("keep"), int):
+        then = listed.get("then")
+        return listed["keep"] + len(then) if isinstance(then, list) else None
+    return None
+
+
 def _light(value: Any) -> Any:
     """A blob's value with long texts cut to what a progress line can show; ``_chars`` keeps
     the full length, so the line can still say how much was cut."""
@@ -107,11 +117,11 @@ class Progress:
             )
         elif t == "call":
             sent = sum(b - a + 1 for a, b in r.get("window", []))
-            tools = self._value({"ref": r.get("tools")})
+            tools = _count(self._value({"ref": r.get("tools")}))
             self._say(
                 (f"iteration {r.get('iter')}", "bold cyan"),
                 (f" · call {r.get('call')} · {plural(sent, 'message')}", "dim"),
-                (f" · {plural(len(tools), 'tool')}" if isinstance(tools, list) else "", "dim"),
+                (f" · {plural(tools, 'tool')}" if tools is not None else "", "dim"),
             )
             for change in self._context:
                 self.console.print(change)

@@ -66,7 +66,10 @@ class _Resolver:
     def listed(self, ref: str) -> list[dict[str, Any]] | None:
         """A call's segment or tool list (shared by calls that sent the same), or None."""
         if ref not in self._lists:
-            value, _ = self.value({"ref": ref})
+            try:
+                value = self.rec.listed(ref)
+            except (KeyError, ValueError, TypeError):
+                value = None
             ok = isinstance(value, list) and all(isinstance(x, dict) for x in value)
             self._lists[ref] = value if ok else None
         return self._lists[ref]
@@ -202,8 +205,16 @@ class _Injections:
         self.decisions = {commit.iter: decisions}
         self._last = commit.iter
 
+    def at(self, iteration: int) -> list[dict[str, Any]] | None:
+        """The decisions that held at ``iteration``: an iteration at which nothing changed
+        has no inject stage, and the last one's decisions still hold. None before any."""
+        if self._last < 0 or iteration < self._last:
+            return None
+        decisions = self.decisions[self._last]
+        return decisions if iteration == self._last else [_at(d, iteration) for d in decisions]
+
     def decided(self, iteration: int) -> dict[str, dict[str, Any]]:
-        return {d["id"]: _worded(d) for d in self.decisions.get(iteration, [])}
+        return {d["id"]: _worded(d) for d in self.at(iteration) or []}
 
     def summary(
         self,
@@ -215,9 +226,10 @@ class _Injections:
         segments, injected messages, tools). Always-on injections of fixed text are not
         restated in the decisions (they cannot differ): what the call was sent names them.
         None when the iteration had no inject stage (an agent without injections)."""
-        if iteration not in self.decisions:
+        held = self.at(iteration)
+        if held is None:
             return None
-        decided = [_worded(d) for d in self.decisions[iteration]]
+        decided = [_worded(d) for d in held]
         ids = {d["id"] for d in decided}
         fired: list[dict[str, Any]] = []
         for src in sources:

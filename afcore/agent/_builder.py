@@ -147,11 +147,14 @@ class AgentBuilder:
         after: str | re.Pattern[str] | None = None,
         slot: Slot = "messages",
         cache: Cache = "never",
+        pure: bool = True,
     ) -> AgentBuilder:
         """Guidance that lands when ``when(s)`` is true, or at the iteration after the tool
-        named (or matched) by ``after`` returned. Exactly one of the two."""
+        named (or matched) by ``after`` returned. Exactly one of the two. A rule runs again
+        only when a value it read through ``s`` changed; ``pure=False`` runs it at every
+        iteration (for rules that also read a clock or a global)."""
         return self.injection(
-            instruction(text, id=id, when=when, after=after, slot=slot, cache=cache)
+            instruction(text, id=id, when=when, after=after, slot=slot, cache=cache, pure=pure)
         )
 
     def fact(

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeAlias
 
 from afcore.errors import UsageError
 from afcore.injections._model import Injection, LLMActivated, OnToolReturn, Rule
-from afcore.injections._view import RunView, preview
+from afcore.injections._view import MISSING, RunView, preview, token
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec
 from afcore.tools._providers import ToolProvider, ToolProviderContext
 from afcore.tools._tool import Tool, ToolContext, define_tool
@@ -21,24 +21,29 @@ READ_SKILL = "read_skill"
 _STATIC = Source(kind="static")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
-    """One injection's evaluation at one iteration."""
+    """One injection's evaluation at one iteration. Treated as a value: never changed once
+    made (not frozen only because frozen dataclasses are slow to build, and rules that read
+    the iteration make one at every iteration)."""
 
     injection: Injection
     fired: bool
     reason: str
     reads: dict[str, Any] = field(default_factory=dict)
+    """Key -> the value the rule saw (cut to a line). The iteration's value is not repeated
+    (None): it is the iteration the decision was made at."""
     error: str | None = None
 
-    def same_as_before(self) -> tuple[Any, ...]:
-        """What must differ from the iteration before for the decision to be written again.
-        The iteration a rule read is the inject commit's own `iter`, so it is not stored
-        (a rule reading only the iteration is restated when its verdict changes)."""
+    def same_as_before(self, other: Decision) -> bool:
+        """Whether ``other`` (the decision at the iteration before) says the same: then it is
+        carried over, not written again."""
         return (
-            self.fired,
-            tuple((k, None if k == "iteration" else v) for k, v in self.reads.items()),
-            self.error,
+            self.injection is other.injection
+            and self.fired == other.fired
+            and self.reason == other.reason
+            and self.reads == other.reads
+            and self.error == other.error
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -78,6 +83,19 @@ class Composition:
         return {t.name: t for t in self.tools}
 
 
+@dataclass(slots=True)
+class _Part:
+    """What one injection contributed at an iteration: kept and reused while the values its
+    rule read stay the same (``keys``; None: decide again at every iteration)."""
+
+    decision: Decision
+    group: int = 0
+    segment: SystemSegment | None = None
+    message: tuple[str, str, Source] | None = None
+    tools: list[tuple[Tool, ToolSpec]] = field(default_factory=list)
+    keys: frozenset[str] | None = None
+
+
 @dataclass
 class TurnState:
     """What the engine needs to know about the run at an iteration."""
@@ -91,6 +109,38 @@ class TurnState:
     """Tool name -> result text, from the previous iteration."""
     active_skills: dict[str, int] = field(default_factory=dict)
     """Skill id -> the iteration read_skill activated it at."""
+    memo: _Memo = field(default_factory=lambda: _Memo())
+    """What the engine carries from one iteration of this run to the next."""
+
+
+_Fired: TypeAlias = tuple[
+    tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]],
+    list[tuple[str, str, Source]],
+    list[tuple[Tool, ToolSpec]],
+]
+"""What fired: the system groups (stable, stable while active, changing), the injected
+messages and the tools."""
+
+
+@dataclass
+class _Memo:
+    """The parts of the last iteration, and what would make each one be decided again."""
+
+    parts: list[_Part] = field(default_factory=list)
+    """By position in the engine's dynamic injections."""
+    again: set[int] = field(default_factory=set)
+    """Positions decided at every iteration."""
+    by_key: dict[str, set[int]] = field(default_factory=dict)
+    """Key -> positions whose last decision read it."""
+    seen: dict[str, Any] = field(default_factory=dict)
+    """Key -> its value (as a token) when the engine last looked."""
+    last: Composition | None = None
+    fired: _Fired | None = None
+    """What fired at the last iteration."""
+    composed_from: tuple[Sequence[SystemSegment], _Fired] | None = None
+    """The base prompt and what fired that ``last``'s slots were composed from."""
+    provided: list[tuple[Tool, ToolSpec]] = field(default_factory=list)
+    """The tool providers' tools at the last iteration."""
 
 
 class InjectionEngine:
@@ -204,8 +254,111 @@ class InjectionEngine:
             history=turn.history,
             state=turn.state,
         )
-        decisions: list[Decision] = []
-        reads: set[str] = set()
+        memo = turn.memo
+        decisions, reads, fired = self._decide_all(memo, view, turn)
+        provided = self._provided(turn)
+        base_segments = self.base if base is None else base
+        last = memo.last
+        if (
+            last is not None
+            and memo.composed_from == (base_segments, fired)
+            and provided == memo.provided
+        ):
+            # Same content as the last call: the same slot objects, which the recorder
+            # recognizes without looking inside.
+            system, specs, tools, cache = last.system, last.specs, last.tools, last.cache
+            messages = last.messages
+        else:
+            system, messages, pairs, cache = self._slots(base_segments, fired, provided)
+            specs = [s for _, s in pairs]
+            tools = [t for t, _ in pairs]
+        memo.composed_from = (base_segments, fired)
+        memo.provided = provided
+        memo.last = Composition(
+            system=system,
+            messages=messages,
+            tools=tools,
+            specs=specs,
+            cache=cache,
+            decisions=decisions,
+            reads=reads,
+        )
+        return memo.last
+
+    def _slots(
+        self,
+        base: Sequence[SystemSegment],
+        fired: _Fired,
+        provided: list[tuple[Tool, ToolSpec]],
+    ) -> tuple[
+        list[SystemSegment],
+        list[tuple[str, str, Source]],
+        list[tuple[Tool, ToolSpec]],
+        list[CacheBreakpoint],
+    ]:
+        """The three slots from the base prompt, what fired, and the providers' tools, with
+        cache breakpoints after the stable system groups and the fixed tools."""
+        groups, messages, fired_tools = fired
+        system = [*base, *groups[0], *groups[1], *groups[2]]
+        cache: list[CacheBreakpoint] = []
+        stable = len(base) + len(groups[0])
+        if stable:
+            cache.append(CacheBreakpoint("system", stable - 1))
+        if groups[1]:
+            cache.append(CacheBreakpoint("system", stable + len(groups[1]) - 1))
+        tools = list(self.static)
+        if self.read_skill is not None:
+            tools.append(self.read_skill)
+        if tools:
+            cache.append(CacheBreakpoint("tools", len(tools) - 1))
+        tools += fired_tools
+        tools += provided
+        _check_unique(tools)
+        return system, messages, tools, cache
+
+    def _decide_all(
+        self, memo: _Memo, view: RunView, turn: TurnState
+    ) -> tuple[list[Decision], set[str], _Fired]:
+        """Decide again what may have changed; carry the rest over. When the injections
+        decided again put the same content in the slots, the slots are the last ones."""
+        parts = memo.parts
+        todo: list[int] = []
+        changed: set[str] = set()
+        if memo.fired is None:  # the first iteration: decide everything
+            parts[:] = [self._evaluate(inj, view, turn) for inj in self._dynamic]
+            for i, part in enumerate(parts):
+                _index(memo, i, part)
+        else:
+            again = set(memo.again)
+            changed = _changed(memo.seen, turn)
+            for key in changed:
+                again.update(memo.by_key.get(key, ()))
+            todo = sorted(again)
+        same = memo.fired is not None
+        for i in todo:
+            old = parts[i]
+            new = self._evaluate(self._dynamic[i], view, turn, old, changed)
+            if new is old:
+                continue
+            if _same_content(old, new):
+                if new.decision.same_as_before(old.decision):
+                    # Decided again, to the same effect: the old part stands, so the slots
+                    # and the recorded decision are carried over as they are.
+                    old.keys = new.keys
+                    new = old
+            else:
+                same = False
+            parts[i] = new
+            _index(memo, i, new)
+        if same and memo.last is not None and memo.fired is not None:
+            decisions = list(memo.last.decisions)
+            reads = set(memo.last.reads)
+            for i in todo:
+                decisions[i] = parts[i].decision
+                reads.update(decisions[i].reads)
+            return decisions, reads, memo.fired
+        decisions = []
+        reads = set()
         groups: tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]] = (
             list(self._fixed_groups[0]),
             list(self._fixed_groups[1]),
@@ -213,80 +366,80 @@ class InjectionEngine:
         )
         messages: list[tuple[str, str, Source]] = list(self._fixed_messages)
         fired_tools: list[tuple[Tool, ToolSpec]] = list(self._fixed_tools)
-        for inj in self._dynamic:
-            decision = self._decide(inj, view, turn)
-            if not decision.fired:
-                decisions.append(decision)
-                reads.update(decision.reads)
-                continue
-            try:
-                text = inj.render("system", view)
-                message = inj.render("message", view)
-                stable = self._stable(inj, view)
-            except Exception as e:  # a content or cache function failed: skip, record, go on
-                decision = Decision(
-                    inj, False, "its content could not be made", view._take_reads(), _error(e)
-                )
-                decisions.append(decision)
-                reads.update(decision.reads)
-                continue
-            content_reads = view._take_reads()
-            if content_reads:
-                decision = replace(decision, reads={**decision.reads, **content_reads})
-            decisions.append(decision)
-            reads.update(decision.reads)
-            source = self._source(inj, stable, decision)
-            if text is not None:
-                groups[stable].append(self._segment(inj.id, text, source))
-            if message is not None:
-                messages.append((inj.role, message, source))
-            fired_tools += [(t, self._skill_specs[(inj.id, t.name)]) for t in inj.tools]
-        base_segments = list(self.base if base is None else base)
-        system = base_segments + groups[0] + groups[1] + groups[2]
-        cache: list[CacheBreakpoint] = []
-        if base_segments or groups[0]:
-            cache.append(CacheBreakpoint("system", len(base_segments) + len(groups[0]) - 1))
-        if groups[1]:
-            cache.append(
-                CacheBreakpoint("system", len(base_segments) + len(groups[0]) + len(groups[1]) - 1)
-            )
-        tools = list(self.static)
-        if self.read_skill is not None:
-            tools.append(self.read_skill)
-        if tools:
-            cache.append(CacheBreakpoint("tools", len(tools) - 1))
-        tools += fired_tools
-        tools += self._provided(turn)
-        _check_unique(tools)
-        return Composition(
-            system=system,
-            messages=messages,
-            tools=[t for t, _ in tools],
-            specs=[s for _, s in tools],
-            cache=cache,
-            decisions=decisions,
-            reads=reads,
-        )
+        for part in parts:
+            decisions.append(part.decision)
+            reads.update(part.decision.reads)
+            if part.segment is not None:
+                groups[part.group].append(part.segment)
+            if part.message is not None:
+                messages.append(part.message)
+            if part.tools:
+                fired_tools += part.tools
+        memo.fired = (groups, messages, fired_tools)
+        return decisions, reads, memo.fired
 
-    def _decide(self, inj: Injection, view: RunView, turn: TurnState) -> Decision:
+    def _evaluate(
+        self,
+        inj: Injection,
+        view: RunView,
+        turn: TurnState,
+        old: _Part | None = None,
+        changed: set[str] | frozenset[str] = frozenset(),
+    ) -> _Part:
+        """Decide one injection now and make its content if it fired. ``old``: its part at
+        the last iteration, returned as it is when the decision comes out the same."""
         trigger = inj.trigger
         if isinstance(trigger, Rule):
+            failure: Exception | None = None
             try:
                 verdict = trigger.predicate(view)
             except Exception as e:  # a rule that raises is skipped and recorded; the run goes on
-                return Decision(inj, False, "its rule raised", view._take_reads(), _error(e))
-            evidence = view._take_reads()
-            if not isinstance(verdict, bool):
-                return Decision(
-                    inj,
-                    False,
-                    "its rule returned a non-bool",
-                    evidence,
-                    f"TypeError: the rule returned {type(verdict).__name__} {preview(verdict)!r}, "
-                    "not True or False",
+                verdict, failure = None, e
+            raw = view._take_reads()
+            if (
+                old is not None
+                and old.keys is not None
+                and failure is None
+                and verdict is old.decision.fired
+                and old.keys == raw.keys()
+                and not any(k in changed for k in raw if k != "iteration")
+            ):
+                # Same verdict from the same evidence (the iteration aside): nothing to redo.
+                return old
+            decision = _rule_decision(inj, verdict, failure, raw)
+        else:
+            decision, raw = self._decide(inj, turn), {}
+        memo = turn.memo
+        if not decision.fired:
+            return _Part(decision, keys=_memo_keys(inj, decision, raw, memo))
+        try:
+            text = inj.render("system", view)
+            message = inj.render("message", view)
+            stable = self._stable(inj, view)
+        except Exception as e:  # a content or cache function failed: skip, record, go on
+            more = view._take_reads()
+            return _Part(
+                Decision(
+                    inj, False, "its content could not be made", _evidence(raw | more), _error(e)
                 )
-            # The evidence is in `reads`; the reason says only what the rule answered.
-            return Decision(inj, verdict, f"rule returned {str(verdict).lower()}", evidence)
+            )
+        more = view._take_reads()
+        if more:
+            # Content or a cache predicate read the run too: both decide what was sent.
+            decision = replace(decision, reads=_evidence(raw | more))
+        source = self._source(inj, stable, decision)
+        return _Part(
+            decision,
+            group=stable,
+            segment=None if text is None else self._segment(inj.id, text, source),
+            message=None if message is None else (inj.role, message, source),
+            tools=[(t, self._skill_specs[(inj.id, t.name)]) for t in inj.tools],
+            keys=None if more else _memo_keys(inj, decision, raw, memo),
+        )
+
+    def _decide(self, inj: Injection, turn: TurnState) -> Decision:
+        """The decision of a trigger that is not a rule."""
+        trigger = inj.trigger
         if isinstance(trigger, OnToolReturn):
             hits = {n: r for n, r in turn.last_tool_results.items() if trigger.matches(n)}
             evidence = {f"last_tool_results.{n}": preview(r) for n, r in hits.items()}
@@ -365,6 +518,103 @@ class InjectionEngine:
                     cached = self._provider_specs[key] = (t, spec)
                 out.append(cached)
         return out
+
+
+_TRUE, _FALSE = "rule returned true", "rule returned false"
+
+
+def _rule_decision(
+    inj: Injection, verdict: Any, failure: Exception | None, raw: dict[str, Any]
+) -> Decision:
+    if failure is not None:
+        return Decision(inj, False, "its rule raised", _evidence(raw), _error(failure))
+    if not isinstance(verdict, bool):
+        return Decision(
+            inj,
+            False,
+            "its rule returned a non-bool",
+            _evidence(raw),
+            f"TypeError: the rule returned {type(verdict).__name__} {preview(verdict)!r}, "
+            "not True or False",
+        )
+    # The evidence is in `reads`; the reason says only what the rule answered.
+    return Decision(inj, verdict, _TRUE if verdict else _FALSE, _evidence(raw))
+
+
+def _evidence(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if k == "iteration" else preview(v) for k, v in raw.items()}
+
+
+def _memo_keys(
+    inj: Injection, decision: Decision, raw: dict[str, Any], memo: _Memo
+) -> frozenset[str] | None:
+    """The keys a pure rule's decision rests on, noting the values it saw; None when the
+    decision must be made again at every iteration: not a pure rule, a rule that raised or
+    read nothing of the run (then it reads something else), or content made by a function."""
+    trigger = inj.trigger
+    if not isinstance(trigger, Rule) or not trigger.pure or decision.error or not raw:
+        return None
+    if decision.fired and not _fixed(inj):
+        return None
+    seen = memo.seen
+    for key, value in raw.items():
+        if key not in seen:
+            seen[key] = token(value)
+    return frozenset(raw)
+
+
+def _now(turn: TurnState, key: str) -> Any:
+    """A key's value at this iteration, as a token comparable with what a rule saw."""
+    if key == "user_message":
+        return turn.user_message
+    if key == "iteration":
+        return (int, turn.iteration)
+    if key == "active_skills":
+        return token(sorted(turn.active_skills))
+    prefix, dot, name = key.partition(".")
+    data: Mapping[str, Any] | None = (
+        turn.state
+        if prefix == "state"
+        else turn.last_tool_results
+        if prefix == "last_tool_results"
+        else None
+    )
+    if data is None:
+        return object()  # never the same twice: a rule that read the history runs again
+    if not dot:
+        return token(sorted(data))
+    return token(data.get(name, MISSING))
+
+
+def _index(memo: _Memo, i: int, part: _Part) -> None:
+    """Note what would make the part at ``i`` be decided again."""
+    if part.keys is None:
+        memo.again.add(i)
+        return
+    memo.again.discard(i)
+    for key in part.keys:
+        memo.by_key.setdefault(key, set()).add(i)
+
+
+def _same_content(old: _Part, new: _Part) -> bool:
+    """Whether two parts put the same things in the slots (decisions aside)."""
+    return (
+        old.segment is new.segment
+        and old.group == new.group
+        and old.message == new.message
+        and old.tools == new.tools
+    )
+
+
+def _changed(seen: dict[str, Any], turn: TurnState) -> set[str]:
+    """The keys whose value differs from when the engine last looked; notes the new ones."""
+    changed = set()
+    for key, was in seen.items():
+        now = _now(turn, key)
+        if now != was:
+            changed.add(key)
+            seen[key] = now
+    return changed
 
 
 def _check_unique(tools: list[tuple[Tool, ToolSpec]]) -> None:

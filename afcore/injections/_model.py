@@ -67,10 +67,16 @@ class Always:
 
 @dataclass(frozen=True)
 class Rule:
-    """Fires when the predicate, given the run view ``s``, returns True."""
+    """Fires when the predicate, given the run view ``s``, returns True.
+
+    A pure rule (the default) decides from what it reads through ``s`` alone, which is also
+    what its recorded evidence claims: af runs it again only when a value it read changed,
+    and carries its decision over otherwise. A rule that also looks elsewhere (a clock, a
+    global, a service) says ``pure=False`` and runs at every iteration."""
 
     predicate: Callable[[RunView], bool]
     kind: Literal["rule"] = "rule"
+    pure: bool = True
 
 
 @dataclass(frozen=True)
@@ -202,8 +208,10 @@ def instruction(
     after: str | re.Pattern[str] | None = None,
     slot: Slot = "messages",
     cache: Cache = "never",
+    pure: bool = True,
 ) -> Injection:
-    """Guidance that lands when a rule says so (``when``) or after a tool returned (``after``)."""
+    """Guidance that lands when a rule says so (``when``) or after a tool returned (``after``).
+    ``pure=False`` marks a rule that depends on more than the run view (see :class:`Rule`)."""
     if (when is None) == (after is None):
         raise UsageError(
             f"instruction {id!r} takes exactly one of when= (a rule) or after= (a tool name or "
@@ -212,7 +220,7 @@ def instruction(
     trigger: Trigger
     if when is not None:
         _check_predicate(when, f"instruction {id!r}: when=")
-        trigger = Rule(when)
+        trigger = Rule(when, pure=pure)
     else:
         if not isinstance(after, str | re.Pattern) or not after:
             raise UsageError(f"instruction {id!r}: after= takes a tool name or a compiled regex")

@@ -10,19 +10,37 @@ import orjson
 
 from afcore.messages import Message
 
-__all__ = ["RunView", "preview"]
+__all__ = ["MISSING", "RunView", "preview", "token"]
 
 _PREVIEW = 200
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
+"""What a rule saw when it looked up a key that is not there (evidence: null)."""
 
 
 def preview(value: Any) -> Any:
     """A value as evidence: JSON scalars as they are, strings and the rest cut to a line."""
-    if value is None or isinstance(value, bool | int | float):
-        return value
+    if value is None or value is MISSING or isinstance(value, bool | int | float):
+        return None if value is MISSING else value
     text = value if isinstance(value, str) else _json(value)
     return (
         text if len(text) <= _PREVIEW else f"{text[:_PREVIEW]}… ({len(text) - _PREVIEW} more chars)"
     )
+
+
+def token(value: Any) -> Any:
+    """A value as a rule saw it, reduced to something that compares equal only when the
+    value is the same: a snapshot, so a list mutated in place later still differs."""
+    if value is None or value is MISSING or isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return (value.__class__, value)  # 1, 1.0 and True are different evidence
+    try:
+        return orjson.dumps(
+            value, default=repr, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+        )
+    except TypeError:
+        return repr(value)
 
 
 def _json(value: Any) -> str:
@@ -42,19 +60,18 @@ class _Tracked(Mapping[str, Any]):
 
     def __getitem__(self, key: str) -> Any:
         # A missing key is evidence too: the rule looked and found nothing.
-        value = self._data.get(key)
-        self._view._note(f"{self._prefix}.{key}", value)
+        self._view._note(f"{self._prefix}.{key}", self._data.get(key, MISSING))
         return self._data[key]
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = self._data.get(key, default)
-        self._view._note(f"{self._prefix}.{key}", value if key in self._data else None)
-        return value
+        value = self._data.get(key, MISSING)
+        self._view._note(f"{self._prefix}.{key}", value)
+        return default if value is MISSING else value
 
     def __contains__(self, key: object) -> bool:
-        present = key in self._data
-        self._view._note(f"{self._prefix}.{key}", self._data[key] if present else None)  # type: ignore[index]
-        return present
+        value = self._data.get(key, MISSING)  # type: ignore[call-overload]
+        self._view._note(f"{self._prefix}.{key}", value)
+        return value is not MISSING
 
     def __iter__(self) -> Iterator[str]:
         self._view._note(self._prefix, sorted(self._data))
@@ -66,7 +83,8 @@ class _Tracked(Mapping[str, Any]):
 
 
 class RunView:
-    """What a rule may read about the run. Reads are noted per evaluation."""
+    """What a rule may read about the run. Reads are noted per evaluation, as the values
+    were (the engine turns them into evidence and into what it compares next time)."""
 
     __slots__ = (
         "_history",
@@ -100,7 +118,7 @@ class RunView:
 
     def _note(self, key: str, value: Any) -> None:
         if key not in self._reads:
-            self._reads[key] = preview(value)
+            self._reads[key] = value
 
     def _take_reads(self) -> dict[str, Any]:
         reads, self._reads = self._reads, {}

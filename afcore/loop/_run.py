@@ -5,7 +5,8 @@ Every stage commits what it read and wrote to the recording:
     seed#0                 writes user_message, message:1
     configure#1            writes model, instructions         (agents with .configure())
     inject#k               reads what the rules read; writes injections (the decisions),
-                           system, tools, and the injected messages   (agents with injections)
+                           system, tools, and the injected messages, each when it changed
+                           (agents with injections; none when nothing changed)
     call-llm#k   (call)    reads system, tools, messages; writes call:<n>   as it is sent
                  (reply)   writes reply:<n>, message:<m>              when the answer is in
     route#k                reads reply:<n>, writes route (tools | answer)
@@ -94,8 +95,11 @@ class _Run:
     composition: Composition | None = None
     result_keys: dict[str, str] = field(default_factory=dict)
     """Tool name -> the key of the message holding its last result."""
-    injected: dict[tuple[str, str, str], tuple[int, dict[str, Any]]] = field(default_factory=dict)
-    """(injection id, role, text) -> its message number and write, reused while unchanged."""
+    injected: dict[tuple[str, str, str], tuple[int, Message]] = field(default_factory=dict)
+    """(injection id, role, text) -> its message number and the message, reused while the
+    injection sends the same text."""
+    last_injected: tuple[object, list[int], list[Message]] | None = None
+    """The last composition's injected messages, their numbers and messages as sent."""
 
 
 async def run_loop(
@@ -304,26 +308,32 @@ def _compose(
     turn.iteration = run.iteration
     turn.history = tuple(run.history)
     comp = agent.engine.compose(turn, run.base)
-    rsid = rec.next_rsid("inject")
-    extra: list[int] = []
-    messages: list[Message] = []
     writes: list[dict[str, Any]] = []
-    for role, text, source in comp.messages:
-        msg: Message = UserMessage(text) if role == "user" else AssistantMessage((TextBlock(text),))
-        messages.append(msg)
-        key = (source.id or "", role, text)
-        known = run.injected.get(key)
-        if known is None:
-            known = run.injected[key] = rec.message(msg, history=False, source=source)
-            writes.append(known[1])
-        extra.append(known[0])
+    if run.last_injected is not None and run.last_injected[0] is comp.messages:
+        # The engine carried the injected messages over: they are known, numbered and written.
+        _, extra, messages = run.last_injected
+    else:
+        extra, messages = [], []
+        for role, text, source in comp.messages:
+            key = (source.id or "", role, text)
+            known = run.injected.get(key)
+            if known is None:
+                msg: Message = (
+                    UserMessage(text) if role == "user" else AssistantMessage((TextBlock(text),))
+                )
+                n, write = rec.message(msg, history=False, source=source)
+                writes.append(write)
+                known = run.injected[key] = (n, msg)
+            extra.append(known[0])
+            messages.append(known[1])
+        run.last_injected = (comp.messages, extra, messages)
     reads = ["user_message"] if "user_message" in comp.reads else []
     for read in sorted(comp.reads):
         if read.startswith("last_tool_results."):
             written = run.result_keys.get(read.removeprefix("last_tool_results."))
             if written is not None:
                 reads.append(written)
-    rec.inject(rsid, run.iteration, comp, writes, reads)
+    rec.inject(run.iteration, comp, writes, reads)
     return comp, None, extra, messages
 
 

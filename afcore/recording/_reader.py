@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -397,13 +397,18 @@ class Recording:
 
     # -- rebuilding calls ----------------------------------------------------------------
 
+    def listed(self, ref: str) -> list[Any]:
+        """A slot list (a call's system segments or tools), its delta form expanded.
+        Raises KeyError for a missing blob, ValueError for a value of the wrong shape."""
+        return expand_list(self.blob(ref), self.blob)
+
     def segments(self, n: int) -> list[Segment]:
         """Call ``n``'s system segments, each with its source."""
-        return [Segment.model_validate(s) for s in self.blob(self.call(n).system)]
+        return [Segment.model_validate(s) for s in self.listed(self.call(n).system)]
 
     def tools(self, n: int) -> list[CallTool]:
         """The tools visible at call ``n``, each with its source."""
-        return [CallTool.model_validate(t) for t in self.blob(self.call(n).tools)]
+        return [CallTool.model_validate(t) for t in self.listed(self.call(n).tools)]
 
     def request(self, n: int) -> dict[str, Any]:
         """Call ``n``'s provider-neutral request, rebuilt from the file, in canonical form."""
@@ -424,7 +429,7 @@ class Recording:
         call = self.call(n)
         try:
             request = self.request(n)
-        except (KeyError, IndexError, ValidationError, TypeError) as e:
+        except (KeyError, IndexError, ValueError, TypeError) as e:
             return CallCheck(n, False, call.hash, None, f"cannot rebuild: {_short(str(e))}")
         digest = request_digest(
             model=request["model"],
@@ -454,6 +459,24 @@ def _mb(n: int) -> str:
     if n < 1024 * 1024:
         return f"{n:,} bytes"
     return f"{n / 1024 / 1024:.1f} MB"
+
+
+def expand_list(value: Any, blob: Callable[[str], Any]) -> list[Any]:
+    """A slot list as stored: a JSON array, or a delta of a full one, ``{"base": <blob id of
+    an array>, "keep": k, "then": [...]}``: the base's first k entries, then these."""
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, dict) or set(value) != {"base", "keep", "then"}:
+        raise ValueError("a slot list is neither a list nor a delta of one")
+    base, keep, then = value["base"], value["keep"], value["then"]
+    if not isinstance(base, str):
+        raise ValueError("a slot list's delta names no base")
+    full = blob(base)
+    if not isinstance(full, list) or not isinstance(then, list):
+        raise ValueError("a slot list's delta is not based on a full list")
+    if not isinstance(keep, int) or isinstance(keep, bool) or not 0 <= keep <= len(full):
+        raise ValueError(f"a slot list's delta keeps {keep!r} of {len(full)} entries")
+    return full[:keep] + then
 
 
 def _short(text: str, limit: int = 80) -> str:

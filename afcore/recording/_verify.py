@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from afcore.recording._hashing import content_hash
 from afcore.recording._models import Blob, Call, Commit, Header, Reply, RunEnd, UnknownRecord
 from afcore.recording._reader import CallCheck, Problem, Recording, TornTail
@@ -117,11 +115,15 @@ def verify(rec: Recording) -> VerifyReport:
             check_ref(line, record.tools, "the tool list")
             if record.system in blobs and record.tools in blobs:
                 try:
+                    for listed in (record.system, record.tools):
+                        value = rec.blob(listed)
+                        if isinstance(value, dict) and isinstance(value.get("base"), str):
+                            check_ref(line, value["base"], "the list a delta extends")
                     for seg in rec.segments(record.call):
                         check_ref(line, seg.ref, "a system segment")
                     for tool in rec.tools(record.call):
                         check_ref(line, tool.ref, f"tool {tool.name}")
-                except (ValidationError, TypeError):
+                except (KeyError, ValueError, TypeError):
                     problems.append(Problem(line, "the segment or tool list it names is malformed"))
             for a, b in record.window:
                 if not 1 <= a <= b <= messages:

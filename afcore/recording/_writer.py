@@ -29,7 +29,7 @@ from afcore.recording._hashing import (
 from afcore.recording._redaction import Redactor
 
 if TYPE_CHECKING:
-    from afcore.injections._engine import Composition
+    from afcore.injections._engine import Composition, Decision
 
 __all__ = ["NullRecorder", "Recorder", "RecordObserver"]
 
@@ -39,6 +39,9 @@ _SORTED = orjson.OPT_SORT_KEYS
 
 INLINE_LIMIT = 256
 """Values whose JSON is longer than this many bytes are stored once as blobs and referred to."""
+DELTA_MIN = 16
+"""A slot list sharing at least this many first entries with the last full one is stored
+as a delta of it."""
 
 
 class Recorder:
@@ -92,11 +95,19 @@ class Recorder:
         self._segments: dict[str, tuple[str, dict[str, Any]]] = {}
         """System text -> (its hash, its entry in a segment list: inline text or a ref)."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
+        self._sources: dict[Source, Any] = {}
+        self._wrote_decisions = False
+        self._extra: tuple[Sequence[int] | None, bytes, list[tuple[int, int]]] = (None, b"", [])
+        """The last call's extra messages, their hashes joined, and their ranges."""
+        self._list_bases: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+        """Slot -> the last list stored in full (deltas name it)."""
+        self._slot_last: dict[str, tuple[Sequence[Any], list[str], str]] = {}
         self._slot_cache: dict[
             tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], list[str], str]
         ] = {}
         self._last_slots: tuple[str, str] = ("", "")
-        self._decisions: dict[str, tuple[Any, ...]] = {}
+        self._decisions: Sequence[Decision | None] = ()
+        """The last iteration's decisions, in the engine's order."""
         self._syncer = _Syncer(self._fd, sync_interval)
 
     # -- low level -----------------------------------------------------------------------
@@ -113,13 +124,15 @@ class Recorder:
             os.write(self._fd, b"\n".join(self._pending))
             self._pending.clear()
 
-    def _store(self, value: Any) -> str:
-        """Store a value (not yet redacted) once; return the hash it is stored under."""
+    def _store(self, value: Any, *, screened: bool = False) -> str:
+        """Store a value (not yet redacted) once; return the hash it is stored under.
+        ``screened``: every part of the value went through redaction already (a slot's list,
+        made of stored segments and sources), so its bytes are not scanned again."""
         raw = orjson.dumps(value, option=_SORTED)
         ref = hashlib.sha256(raw).hexdigest()
         if ref in self._blobs:
             return ref  # stored before, so screened before
-        if self.redactor.needs_redaction(raw):
+        if not screened and self.redactor.needs_redaction(raw):
             value = self.redactor.redact(value)
             raw = orjson.dumps(value, option=_SORTED)
             ref = hashlib.sha256(raw).hexdigest()
@@ -239,28 +252,56 @@ class Recorder:
         for seg in system:
             h, entry = self._segment(seg)
             hashes.append(h)
-            entries.append({**entry, "source": seg.source.to_json()})
-        return hashes, self._store(entries)
+            entries.append({**entry, "source": self._source(seg.source)})
+        return hashes, self._store_list("system", entries)
 
     def _tools_slot(self, tools: Sequence[ToolSpec]) -> tuple[list[str], str]:
         hashes = [self.tool_ref(spec) for spec in tools]
         entries = [
-            {"name": spec.name, "ref": h, "source": spec.source.to_json()}
+            {"name": self.redactor.redact(spec.name), "ref": h, "source": self._source(spec.source)}
             for spec, h in zip(tools, hashes, strict=True)
         ]
-        return hashes, self._store(entries)
+        return hashes, self._store_list("tools", entries)
+
+    def _store_list(self, slot: str, entries: list[dict[str, Any]]) -> str:
+        """Store a slot's list. A list that starts like the last one stored in full is
+        stored as a delta (its first entries named, the rest listed), so a rule that adds
+        one segment to a long prompt does not restate the prompt."""
+        base = self._list_bases.get(slot)
+        if base is not None:
+            keep = _common_prefix(base[1], entries)
+            if keep == len(entries) == len(base[1]):
+                return base[0]
+            if keep >= DELTA_MIN:
+                return self._store(
+                    {"base": base[0], "keep": keep, "then": entries[keep:]}, screened=True
+                )
+        ref = self._store(entries, screened=True)
+        self._list_bases[slot] = (ref, entries)
+        return ref
+
+    def _source(self, source: Source) -> Any:
+        """A source's JSON, redacted once."""
+        out = self._sources.get(source)
+        if out is None:
+            out = self._sources[source] = self.redactor.redact(source.to_json())
+        return out
 
     def _slot(
         self, items: Sequence[Any], build: Callable[[Any], tuple[list[str], str]]
     ) -> tuple[list[str], str]:
         """The part hashes and the list blob of a slot, worked out once for the same items:
         an agent whose system prompt or tools did not change pays nothing per call."""
+        last = self._slot_last.get(build.__name__)
+        if last is not None and last[0] is items:  # the very list of the last call
+            return last[1], last[2]
         key = (build.__name__, tuple(map(id, items)))
         cached = self._slot_cache.get(key)
         if cached is None:
             hashes, ref = build(items)
             # The items are kept so their ids cannot be reused by other objects.
             cached = self._slot_cache[key] = (tuple(items), hashes, ref)
+        self._slot_last[build.__name__] = (items, cached[1], cached[2])
         return cached[1], cached[2]
 
     def call(
@@ -282,12 +323,15 @@ class Recorder:
         tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
         hashes = self._message_hashes
         if window is None:
-            # The whole history, then the extra (injected) messages.
+            # The whole history, then the extra (injected) messages: the same list object
+            # from call to call while the injected messages do not change.
+            if self._extra[0] is not extra:
+                joined = b"".join(hashes[n - 1].encode() for n in extra)
+                self._extra = (extra, joined, _ranges(extra))
             digest = self._history_digest.copy()
-            for n in extra:
-                digest.update(hashes[n - 1].encode())
+            digest.update(self._extra[1])
             messages_hash = digest.hexdigest()
-            window = [*self._history_ranges, *_ranges(extra)]
+            window = [*self._history_ranges, *self._extra[2]]
         else:
             messages_hash = messages_digest(h for a, b in window for h in hashes[a - 1 : b])
         params = self.redactor.redact(params)
@@ -324,39 +368,48 @@ class Recorder:
 
     def inject(
         self,
-        rsid: str,
         iteration: int,
         composition: Composition,
         message_writes: list[dict[str, Any]],
         reads: Sequence[str],
-    ) -> int:
-        """Commit an iteration's injection decisions and the slots they composed."""
+    ) -> int | None:
+        """Commit an iteration's injection decisions and the slots they composed, as an
+        ``inject#k`` stage; return its seq. Only what changed is written, and an iteration
+        at which nothing changed writes no commit (None): its call reads the versions last
+        written, and the decisions last written still hold."""
         _, system_ref = self._slot(composition.system, self._system_slot)
         _, tools_ref = self._slot(composition.specs, self._tools_slot)
-        # Decisions are written when they change: a rule that read the same values and
-        # decided the same as at the iteration before is carried over, not restated.
+        # A decision the engine carried over is the very same object.
+        decisions = composition.decisions
         previous = self._decisions
-        current = {d.injection.id: d.same_as_before() for d in composition.decisions}
+        if len(previous) != len(decisions):  # the first iteration
+            previous = [None] * len(decisions)
         changed = [
             d.to_json()
-            for d in composition.decisions
-            if previous.get(d.injection.id) != current[d.injection.id]
+            for before, d in zip(previous, decisions, strict=True)
+            if before is not d and (before is None or not d.same_as_before(before))
         ]
-        self._decisions = current
-        decisions = {
-            "evaluated": len(composition.decisions),
-            "decisions": changed,
-            "unchanged": len(composition.decisions) - len(changed),
-        }
-        writes = [{"key": "injections", "ref": self._store(decisions)}]
-        # The slots are written when they change; a call reads the version last written.
+        self._decisions = decisions
+        writes = []
+        if changed or not self._wrote_decisions:
+            value = {
+                "evaluated": len(decisions),
+                "decisions": changed,
+                "unchanged": len(decisions) - len(changed),
+            }
+            writes.append({"key": "injections", "ref": self._store(value)})
+            self._wrote_decisions = True
         if system_ref != self._last_slots[0]:
             writes.append({"key": "system", "ref": system_ref})
         if tools_ref != self._last_slots[1]:
             writes.append({"key": "tools", "ref": tools_ref})
         self._last_slots = (system_ref, tools_ref)
         writes += message_writes
-        return self.commit(rsid, "inject", iteration, reads=reads, writes=writes)
+        if not writes:
+            return None
+        return self.commit(
+            self.next_rsid("inject"), "inject", iteration, reads=reads, writes=writes
+        )
 
     def reply(
         self,
@@ -416,6 +469,15 @@ class Recorder:
             os.close(self._fd)
 
 
+def _common_prefix(a: list[Any], b: list[Any]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def _ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
     """Consecutive numbers as inclusive ranges: [5, 6, 7, 9] -> [(5, 7), (9, 9)]."""
     out: list[tuple[int, int]] = []
@@ -450,8 +512,8 @@ class NullRecorder(Recorder):
     ) -> tuple[int, dict[str, Any]]:
         return 0, {}
 
-    def inject(self, rsid: str, iteration: int, *_: Any) -> int:
-        return 0
+    def inject(self, iteration: int, *_: Any) -> int | None:
+        return None
 
     def write(self, key: str, value: Any, *, trusted: bool = False) -> dict[str, Any]:
         return {}

@@ -385,3 +385,107 @@ def test_an_agent_without_injections_writes_no_inject_stage(tmp_path: Path) -> N
     agent.run("go")
     assert agent.last_recording is not None
     assert '"inject"' not in agent.last_recording.read_text()
+
+
+def test_pure_rules_run_again_only_when_a_value_they_read_changed(tmp_path: Path) -> None:
+    ran: dict[str, int] = {"mode": 0, "impure": 0, "history": 0, "items": 0}
+
+    def counted(name: str, verdict: Any) -> Any:
+        def rule(s: Any) -> bool:
+            ran[name] += 1
+            return bool(verdict(s))
+
+        return rule
+
+    def flip(args: dict[str, Any], ctx: Any) -> str:
+        ctx.state["mode"] = "strict"
+        return "flipped"
+
+    def grow(args: dict[str, Any], ctx: Any) -> str:
+        ctx.state["items"].append(1)  # mutated in place: the rule must still see the change
+        return "grown"
+
+    provider, seen = scripted(call("t"), call("flip"), call("t"), call("grow"), call("t"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .instruction(
+            "Strict.", id="mode", when=counted("mode", lambda s: s.state["mode"] == "strict")
+        )
+        .instruction("Now.", id="impure", when=counted("impure", lambda s: True), pure=False)
+        .instruction("Long.", id="history", when=counted("history", lambda s: len(s.history) > 4))
+        .instruction(
+            "Items.", id="items", when=counted("items", lambda s: len(s.state["items"]) > 0)
+        )
+        .tool(tool("t"))
+        .tool(define_tool("flip", "Flip.", {"type": "object"}, flip))
+        .tool(define_tool("grow", "Grow.", {"type": "object"}, grow))
+        .build()
+    )
+    agent.run("go", state={"mode": "lenient", "items": []})
+    assert len(seen) == 6
+    assert ran["mode"] == 2  # iteration 1, and iteration 3 after flip changed it
+    assert ran["items"] == 2  # iteration 1, and iteration 5 after grow appended to it
+    assert ran["impure"] == 6 and ran["history"] == 6  # every iteration
+    assert [("Strict." in injected(r), "Items." in injected(r)) for r in seen] == [
+        (False, False),
+        (False, False),
+        (True, False),
+        (True, False),
+        (True, True),
+        (True, True),
+    ]
+    # Decisions carried over are not restated; the changes are, with their new evidence.
+    assert agent.last_recording is not None
+    mode = [d for x in decisions(agent.last_recording) for d in x["decisions"] if d["id"] == "mode"]
+    assert [(d["fired"], d["reads"]) for d in mode] == [
+        (False, [["state.mode", "lenient"]]),
+        (True, [["state.mode", "strict"]]),
+    ]
+
+
+def test_an_iteration_at_which_nothing_changed_writes_no_inject_stage(tmp_path: Path) -> None:
+    provider, _ = scripted(call("t"), call("t"), call("t"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .instruction("Be brief.", id="brief", when=lambda s: s.state.get("short", True))
+        .instruction("Wrap up.", id="late", when=lambda s: s.iteration >= 3, slot="system")
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("go")
+    assert agent.last_recording is not None
+    with rec.open(agent.last_recording) as r:
+        injects = [
+            c.iter for _, c in r.records() if isinstance(c, rec.Commit) and c.stage == "inject"
+        ]
+        assert injects == [1, 3]  # the first, and when `late` fired (decision and system changed)
+        assert rec.verify(r).ok
+        assert [len(r.segments(n)) for n in (1, 2, 3, 4)] == [0, 0, 1, 1]
+
+
+def test_a_long_prompt_that_changes_at_its_end_is_stored_as_a_delta(tmp_path: Path) -> None:
+    provider, seen = scripted(call("t"), call("t"), "done")
+    builder = Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+    for i in range(40):
+        builder = builder.steering(f"Guideline {i}.", id=f"g{i}")
+    agent = (
+        builder.instruction(
+            "Now wrap up.", id="late", when=lambda s: s.iteration >= 2, slot="system"
+        )
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("go")
+    assert agent.last_recording is not None
+    lists = [
+        orjson.loads(line)["value"]
+        for line in agent.last_recording.read_bytes().splitlines()
+        if line.startswith(b'{"t":"blob"') and b'"keep":' in line
+    ]
+    assert len(lists) == 1 and lists[0]["keep"] == 40  # the 40 guidelines are named, not restated
+    assert lists[0]["then"][0]["text"] == "Now wrap up."
+    with rec.open(agent.last_recording) as r:
+        assert rec.verify(r).ok
+        assert [s.text for s in r.segments(2)][-2:] == ["Guideline 39.", "Now wrap up."]
+        assert len(r.segments(1)) == 40 and r.check_call(2).ok
+    assert [len(r.system) for r in seen] == [40, 41, 41]

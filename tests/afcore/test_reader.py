@@ -113,3 +113,31 @@ def test_resolve_run_by_path_id_and_prefix(tmp_path: Path) -> None:
 def test_call_out_of_range_says_the_range() -> None:
     with rec.open(FIXTURES / "valid.jsonl") as r, pytest.raises(IndexError, match="calls 1 to 2"):
         r.call(3)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ({"base": "full", "keep": 9, "then": []}, "keeps 9 of 2"),
+        ({"base": "full", "keep": -1, "then": []}, "keeps -1"),
+        ({"base": "full", "keep": True, "then": []}, "keeps True"),
+        ({"base": "delta", "keep": 1, "then": []}, "not based on a full list"),
+        ({"base": "full", "keep": 1, "then": "x"}, "not based on a full list"),
+        ({"base": 3, "keep": 1, "then": []}, "names no base"),
+        ({"keep": 1, "then": []}, "neither a list nor a delta"),
+        ("text", "neither a list nor a delta"),
+    ],
+)
+def test_a_malformed_slot_list_delta_is_refused_in_words(value: object, words: str) -> None:
+    from afcore.recording._reader import expand_list
+
+    blobs = {
+        "full": [{"text": "a"}, {"text": "b"}],
+        "delta": {"base": "full", "keep": 1, "then": []},
+    }
+    assert expand_list({"base": "full", "keep": 1, "then": [{"text": "c"}]}, blobs.__getitem__) == [
+        {"text": "a"},
+        {"text": "c"},
+    ]
+    with pytest.raises(ValueError, match=words):
+        expand_list(value, blobs.__getitem__)
