@@ -7,6 +7,7 @@ Every error af raises on purpose is an ``AfError``::
     ├── ProviderError               a model provider failed to answer
     │   └── MockExhaustedError      a scripted mock ran out of replies
     ├── RunError                    a run stopped on an error; the recording says so
+    ├── CompactionUnmeasurableError a token-triggered window strategy got no counted tokens
     └── RecordingError              a recording cannot be read
         ├── RecordingFormatError    not an af recording, or a record that breaks the format
         ├── UnsupportedVersionError written by a newer major version of the format
@@ -22,6 +23,7 @@ from pathlib import Path
 
 __all__ = [
     "AfError",
+    "CompactionUnmeasurableError",
     "MockExhaustedError",
     "ProviderError",
     "RecordingError",
@@ -61,6 +63,16 @@ class RunError(AfError):
         super().__init__(message)
         self.rsid = rsid
         self.recording = recording
+
+
+class CompactionUnmeasurableError(AfError):
+    """A window strategy triggered by tokens found no count to compare: the provider
+    reported no usage for the last call, or only an estimate. Counted, never guessed."""
+
+    def __init__(self, message: str, *, strategy: str = "", call: int | None = None) -> None:
+        super().__init__(message)
+        self.strategy = strategy
+        self.call = call
 
 
 class RecordingError(AfError):

@@ -20,6 +20,7 @@ from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._writer import NullRecorder, Recorder, RecordObserver
 from afcore.tools._tool import Tool, ToolValidation
+from afcore.window._strategies import WindowStrategy
 
 __all__ = ["Agent"]
 
@@ -44,6 +45,8 @@ class Agent:
     engine: InjectionEngine
     """The agent's injections, tools and tool providers, composed into slots each iteration."""
     configure_fn: Callable[[ConfigureContext], Any] | None
+    window: WindowStrategy | None
+    """How the live window is kept in budget (None: every message stays)."""
 
     @classmethod
     def create(

@@ -27,6 +27,7 @@ from afcore.providers._base import Provider
 from afcore.recording._config import RecordingConfig
 from afcore.tools._providers import ToolProvider
 from afcore.tools._tool import Tool, ToolValidation
+from afcore.window._strategies import WindowStrategy, summarize_oldest
 
 if TYPE_CHECKING:
     from afcore.agent._agent import Agent
@@ -88,6 +89,7 @@ class AgentBuilder:
         self._injections: list[Injection] = []
         self._providers: list[ToolProvider] = []
         self._configure: Callable[[ConfigureContext], Any] | None = None
+        self._window: WindowStrategy | None = None
 
     def name(self, name: str) -> AgentBuilder:
         """The agent's name, shown in recordings and `af ls`."""
@@ -204,6 +206,43 @@ class AgentBuilder:
         self._configure = fn
         return self
 
+    def window(self, strategy: WindowStrategy) -> AgentBuilder:
+        """Keep the live context window in budget with ``strategy``: ``sliding_window(...)``,
+        ``token_budget(...)`` or ``summarize_oldest(...)``. One per agent. Messages that
+        leave the window stay in the recording; each fold is recorded."""
+        if not isinstance(strategy, WindowStrategy):
+            raise UsageError(
+                "window(...) takes a strategy made by sliding_window(...), token_budget(...) "
+                f"or summarize_oldest(...), got {type(strategy).__name__}"
+            )
+        if self._window is not None:
+            raise UsageError(
+                f"this agent already keeps its window with {self._window.name}; an agent has "
+                f"one window strategy, and {strategy.name} would be a second"
+            )
+        self._window = strategy
+        return self
+
+    def compaction(
+        self,
+        *,
+        threshold_tokens: int,
+        summarizer: Provider,
+        model: str | None = None,
+        keep_recent_turns: int = 2,
+    ) -> AgentBuilder:
+        """Over ``threshold_tokens`` counted input tokens, fold the oldest turns into one
+        summary written by ``summarizer``: ``window(summarize_oldest(...))``, spelled shorter,
+        and the same agent to the byte."""
+        return self.window(
+            summarize_oldest(
+                threshold_tokens=threshold_tokens,
+                summarizer=summarizer,
+                model=model,
+                keep_recent_turns=keep_recent_turns,
+            )
+        )
+
     def build(self) -> Agent:
         from afcore.agent._agent import Agent
 
@@ -226,6 +265,7 @@ class AgentBuilder:
             tool_arg_validation=self._validation,
             params=self._params,
             recording=self._recording,
+            window=self._window,
         )
 
 

@@ -31,6 +31,7 @@ from afcore._version import __version__
 from afcore.errors import AfError, ProviderError, RunError, UsageError
 from afcore.injections._engine import READ_SKILL, Composition, TurnState
 from afcore.injections._model import ConfigureContext
+from afcore.loop._window import visit
 from afcore.messages import (
     AssistantMessage,
     Message,
@@ -45,9 +46,10 @@ from afcore.messages import (
     UserMessage,
 )
 from afcore.recording._hashing import content_hash
-from afcore.recording._writer import Recorder
+from afcore.recording._writer import Recorder, ranges
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
+from afcore.window._turns import LiveMessage
 
 if TYPE_CHECKING:
     from afcore.agent._agent import Agent
@@ -100,6 +102,15 @@ class _Run:
     injection sends the same text."""
     last_injected: tuple[object, list[int], list[Message]] | None = None
     """The last composition's injected messages, their numbers and messages as sent."""
+    live: list[LiveMessage] | None = None
+    """The live window, for agents with a window strategy (None: the whole history)."""
+    request: LiveMessage | None = None
+    """The user message the run answers, as the live window holds it."""
+    folds: int = 0
+    last_usage: Usage | None = None
+    """What the provider reported for the agent's last call (not a summarizer's)."""
+    last_call: int = 0
+    """The number of the agent's last call (summarizer calls are numbered among them)."""
 
 
 async def run_loop(
@@ -156,6 +167,8 @@ async def run_loop(
                 )
                 status = "answer"
                 break
+            if agent.window is not None:
+                await visit(run, agent.window)
             await _run_tools(run, list(zip(calls, ks, strict=True)), reply_seq_key)
             rec.sync()
             # Let the event loop in once an iteration: a Ctrl-C (or a cancel) then stops even
@@ -201,6 +214,15 @@ async def run_loop(
     return result
 
 
+def _remember(run: _Run, message: Message, rsid: str) -> dict[str, Any]:
+    """Add a message to the conversation (and the live window); return its write."""
+    run.history.append(message)
+    n, write = run.rec.message(message)
+    if run.live is not None:
+        run.live.append(LiveMessage(n, message, rsid))
+    return write
+
+
 def _start(run: _Run, message: str) -> None:
     agent, rec = run.agent, run.rec
     if rec.enabled:
@@ -221,6 +243,8 @@ def _start(run: _Run, message: str) -> None:
             config["tool_providers"] = [p.name for p in agent.engine.providers]
         if agent.configure_fn is not None:
             config["configure"] = getattr(agent.configure_fn, "__qualname__", "configure")
+        if agent.window is not None:
+            config["window"] = agent.window.describe()
         rec.header(
             {
                 "t": "header",
@@ -246,10 +270,13 @@ def _start(run: _Run, message: str) -> None:
         )
         for t in agent.tools.values():
             rec.tool_ref(t.spec)
-    user = UserMessage(message)
-    run.history.append(user)
-    _, write = rec.message(user)
-    rec.commit(rec.next_rsid("seed"), "seed", 0, writes=[rec.write("user_message", message), write])
+    if agent.window is not None:
+        run.live = []
+    seed = rec.next_rsid("seed")
+    write = _remember(run, UserMessage(message), seed)
+    if run.live is not None:
+        run.request = run.live[-1]
+    rec.commit(seed, "seed", 0, writes=[rec.write("user_message", message), write])
     if agent.configure_fn is not None:
         _configure(run, message)
     run.turn = TurnState(
@@ -344,10 +371,15 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     run.calls += 1
     n = run.calls
     rsid = rec.next_rsid("call-llm")
+    if run.live is not None:
+        conversation: list[Message] = [item.message for item in run.live]
+        window = ranges([item.n for item in run.live] + extra)
+    else:
+        conversation = run.history
     request = Request(
         model=run.model,
         system=comp.system,
-        messages=[*run.history, *injected],
+        messages=[*conversation, *injected],
         tools=comp.specs,
         params=agent.params,
         cache=comp.cache,
@@ -396,11 +428,11 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         raise error from e
     ms = (clock() - t0) * 1000
     assistant = AssistantMessage(response.content)
-    run.history.append(assistant)
     run.last_text = response.text or run.last_text
+    run.last_usage, run.last_call = response.usage, n
     if response.usage is not None:
         run.usage = run.usage + response.usage
-    _, write = rec.message(assistant)
+    write = _remember(run, assistant, rsid)
     tool_calls: list[dict[str, Any]] = []
     for call in response.tool_calls:
         k = run.tool_counts.get(call.name, 0) + 1
@@ -448,8 +480,7 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
     assert turn is not None
     turn.last_tool_results = {}
     for (call, k, rsid), (result, status, ms) in zip(jobs, outcomes, strict=True):
-        run.history.append(result)
-        _, write = rec.message(result)
+        write = _remember(run, result, rsid)
         turn.last_tool_results[call.name] = result.content
         run.result_keys[call.name] = write.get("key", "")
         if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):

@@ -34,6 +34,7 @@ def mock(
     replies: Sequence[Reply] | None = None,
     respond: Respond | None = None,
     usage: Mapping[str, int] | None = None,
+    authoritative: bool = False,
 ) -> MockProvider:
     """A provider that answers from a script instead of a model.
 
@@ -49,6 +50,9 @@ def mock(
     "output_tokens"}, "stop_reason": str, "thinking": str}``. Usage given in the reply or as
     ``usage=`` is reported as the provider's own count; without it the mock estimates
     (about four characters a token) and the recording marks the numbers as estimated.
+    Estimates are not counts: a window strategy with a token threshold refuses them
+    (:class:`CompactionUnmeasurableError`) unless ``authoritative=True`` says to take the
+    mock's estimates as the provider's own numbers, for exercising such strategies offline.
     """
     given = [
         name
@@ -68,7 +72,9 @@ def mock(
             _to_response(r, f"replies[{i}]", usage, tag=f"r{i + 1}") for i, r in enumerate(replies)
         ]
     fixed = _to_response(reply, "reply", usage, tag="r") if reply is not None else None
-    return MockProvider(script=script, fixed=fixed, respond=respond, usage=usage)
+    return MockProvider(
+        script=script, fixed=fixed, respond=respond, usage=usage, authoritative=authoritative
+    )
 
 
 class MockProvider(Provider):
@@ -83,11 +89,13 @@ class MockProvider(Provider):
         fixed: Response | None,
         respond: Respond | None,
         usage: Mapping[str, int] | None,
+        authoritative: bool = False,
     ) -> None:
         self._script = script
         self._fixed = fixed
         self._respond = respond
         self._usage = usage
+        self._authoritative = authoritative
         self.calls = 0
         """How many calls this provider has answered (or refused)."""
 
@@ -96,6 +104,8 @@ class MockProvider(Provider):
         out: dict[str, Any] = {"name": self.name, "mode": mode}
         if self._script is not None:
             out["replies"] = len(self._script)
+        if self._authoritative:
+            out["authoritative"] = True
         return out
 
     async def complete(
@@ -125,7 +135,7 @@ class MockProvider(Provider):
             response = Response(
                 content=response.content,
                 stop_reason=response.stop_reason,
-                usage=_estimate(request, response),
+                usage=_estimate(request, response, counted=self._authoritative),
                 model=response.model,
             )
         if on_stream is not None:
@@ -216,10 +226,13 @@ def _chars(message: object) -> int:
     return len(getattr(message, "content", ""))
 
 
-def _estimate(request: Request, response: Response) -> Usage:
-    """About four characters a token: a rough guess, marked as such in the recording."""
+def _estimate(request: Request, response: Response, *, counted: bool = False) -> Usage:
+    """About four characters a token: a rough guess, marked as such in the recording unless
+    the mock was told its numbers are authoritative (``counted``)."""
     chars = sum(len(s.text) for s in request.system)
     chars += sum(_chars(m) for m in request.messages)
     chars += sum(len(t.description) + len(str(t.input_schema)) for t in request.tools)
     out = _chars(AssistantMessage(response.content))
-    return Usage(input_tokens=max(1, chars // 4), output_tokens=max(1, out // 4), estimated=True)
+    return Usage(
+        input_tokens=max(1, chars // 4), output_tokens=max(1, out // 4), estimated=not counted
+    )

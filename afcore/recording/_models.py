@@ -17,6 +17,7 @@ __all__ = [
     "AgentInfo",
     "ArgsInvalid",
     "Blob",
+    "ContextEvicted",
     "Call",
     "CallTool",
     "Commit",
@@ -84,6 +85,9 @@ class RunConfig(_Model):
     """Names of the tool providers consulted at every iteration."""
     configure: str | None = None
     """The name of the function that decides each run's model and instructions, if any."""
+    window: dict[str, Any] | None = None
+    """The window strategy, if any: `{"strategy", "keep_recent_turns", "threshold_tokens"?,
+    "summarizer"?, "model"?}`. Its folds are the `fold:<n>` writes of `window` stages."""
 
 
 class RedactionInfo(_Model):
@@ -351,6 +355,23 @@ class ArgsInvalid(_Model):
     """True when the call was refused; false under `warn`, when it ran anyway."""
 
 
+class ContextEvicted(_Model):
+    """A message left the live window in a fold. It stays in the file as it was written;
+    `hash` is its content hash, so a reader can check it is the very message."""
+
+    t: Literal["context_evicted"] = "context_evicted"
+    rsid: str
+    """Runtime stage id of the `window` stage that folded it."""
+    iter: int
+    """The loop iteration."""
+    fold: int
+    """The fold (`fold:<n>`) it left in."""
+    message: int
+    """The message's number."""
+    hash: str
+    """The message's content hash (its blob id)."""
+
+
 class ErrorEvent(_Model):
     """An error stopped the run (or a stage); the run_end record that follows says how it ended."""
 
@@ -403,6 +424,7 @@ Record = Annotated[
     | ToolStart
     | ToolProgress
     | ArgsInvalid
+    | ContextEvicted
     | ErrorEvent
     | RunEnd,
     Field(discriminator="t"),
@@ -419,6 +441,7 @@ KNOWN_TYPES = frozenset(
         ToolStart,
         ToolProgress,
         ArgsInvalid,
+        ContextEvicted,
         ErrorEvent,
         RunEnd,
     )

@@ -158,7 +158,7 @@ class Recorder:
     def _commit_writes(self, writes: list[dict[str, Any]]) -> None:
         for w in writes:
             self.versions[w["key"]] = self.seq
-            if w["key"].startswith("message:"):
+            if w["key"].startswith(("message:", "fold:")):
                 self.versions["messages"] = self.seq
 
     # -- records -------------------------------------------------------------------------
@@ -184,15 +184,19 @@ class Recorder:
         n = len(self._message_hashes)
         if history:
             self._history_digest.update(ref.encode())
-            ranges = self._history_ranges
-            if ranges and ranges[-1][1] == n - 1:
-                ranges[-1] = (ranges[-1][0], n)
+            spans = self._history_ranges
+            if spans and spans[-1][1] == n - 1:
+                spans[-1] = (spans[-1][0], n)
             else:
-                ranges.append((n, n))
+                spans.append((n, n))
         write: dict[str, Any] = {"key": f"message:{n}", "ref": ref}
         if source is not None:
             write["source"] = source.to_json()
         return n, write
+
+    def message_hash(self, n: int) -> str:
+        """The content hash message ``n`` is stored under."""
+        return self._message_hashes[n - 1]
 
     def write(self, key: str, value: Any, *, trusted: bool = False) -> dict[str, Any]:
         """A write of ``value`` under ``key`` for a commit: inline when short, else a ref.
@@ -317,8 +321,11 @@ class Recorder:
         params: dict[str, Any],
         cache: Sequence[dict[str, Any]],
         extra: Sequence[int] = (),
+        reads: Sequence[str] = ("system", "tools", "messages"),
     ) -> str:
-        """Record a model call as it is sent, and write it out; return the request's hash."""
+        """Record a model call as it is sent, and write it out; return the request's hash.
+        ``window`` None: the whole history, then ``extra``. ``reads``: the keys the call
+        was composed from (a summarizer's call reads its transcript, not the agent's slots)."""
         segment_hashes, system_ref = self._slot(system, self._system_slot)
         tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
         hashes = self._message_hashes
@@ -327,7 +334,7 @@ class Recorder:
             # from call to call while the injected messages do not change.
             if self._extra[0] is not extra:
                 joined = b"".join(hashes[n - 1].encode() for n in extra)
-                self._extra = (extra, joined, _ranges(extra))
+                self._extra = (extra, joined, ranges(extra))
             digest = self._history_digest.copy()
             digest.update(self._extra[1])
             messages_hash = digest.hexdigest()
@@ -352,7 +359,7 @@ class Recorder:
                 "rsid": rsid,
                 "iter": iteration,
                 "call": call,
-                "reads": self._versions(("system", "tools", "messages")),
+                "reads": self._versions(reads),
                 "model": model,
                 "system": system_ref,
                 "window": [list(r) for r in window],
@@ -478,7 +485,7 @@ def _common_prefix(a: list[Any], b: list[Any]) -> int:
     return n
 
 
-def _ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
+def ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
     """Consecutive numbers as inclusive ranges: [5, 6, 7, 9] -> [(5, 7), (9, 9)]."""
     out: list[tuple[int, int]] = []
     for n in numbers:
@@ -522,6 +529,9 @@ class NullRecorder(Recorder):
         return 0
 
     def call(self, rsid: str, iteration: int, call: int, **_: Any) -> str:
+        return ""
+
+    def message_hash(self, n: int) -> str:
         return ""
 
     def reply(self, rsid: str, iteration: int, call: int, **_: Any) -> int:

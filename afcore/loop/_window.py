@@ -1,0 +1,254 @@
+"""The window stage: after a reply that asks for tools, before they run, the agent's window
+strategy may cut the live window. It runs there so the next call is sent a window already
+in budget, measured by the call just made.
+
+    summarize#k   (commit)  reads the folded messages; writes the transcript message
+                  (call)    the summarizer's call, a model call like any other
+                  (reply)   writes reply:<n> and the summarizer's answer
+    window#k      (commit)  reads messages, reply:<n> (what was measured), the summary's
+                            reply; writes fold:<f> and the framed summary message
+    context_evicted         one event per message that left, with its content hash
+
+Nothing is written when the strategy has nothing to do (under its threshold, or nothing old
+enough to leave). A token-triggered strategy over its threshold that can fold nothing still
+records its fold, with the refusals that kept everything in.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from afcore.errors import CompactionUnmeasurableError
+from afcore.messages import (
+    AssistantMessage,
+    Request,
+    Source,
+    SystemSegment,
+    UserMessage,
+)
+from afcore.recording._writer import ranges
+from afcore.window._strategies import WindowStrategy
+from afcore.window._summary import SUMMARIZER_SYSTEM, frame, message_chars, transcript
+from afcore.window._turns import LiveMessage, plan, segment
+
+if TYPE_CHECKING:
+    from afcore.loop._run import _Run
+
+__all__ = ["visit"]
+
+_SUMMARIZER_SOURCE = Source(kind="summarizer")
+
+
+async def visit(run: _Run, strategy: WindowStrategy) -> None:
+    """One visit of the window strategy; may replace ``run.live``."""
+    live = run.live
+    assert live is not None
+    rec = run.rec
+    measured: int | None = None
+    if strategy.threshold_tokens is not None:
+        measured = _measured(run, strategy)
+        if measured <= strategy.threshold_tokens:
+            return
+    seed = run.request
+    request = next((i for i, item in enumerate(live) if item is seed), None)
+    cut = plan(live, segment(live), keep_recent_turns=strategy.keep_recent_turns, request=request)
+    spans = cut.spans[:1] if strategy.summarizes else cut.spans
+    leaving = [i for span in spans for turn in span for i in range(turn.start, turn.end + 1)]
+    if not leaving and measured is None:
+        return  # nothing old enough to leave: nothing to record
+    refusals: list[dict[str, Any]] = [
+        _refusal(live[r.turn.start : r.turn.end + 1], r.reason) for r in cut.refusals
+    ]
+    run.folds += 1
+    fold = run.folds
+    reads = ["messages"] + ([f"reply:{run.last_call}"] if measured is not None else [])
+    writes: list[dict[str, Any]] = []
+    summary: dict[str, Any] | None = None
+    summary_item: LiveMessage | None = None
+    rsid = ""
+    if strategy.summarizes and leaving:
+        items = [live[i] for i in leaving]
+        outcome = await _summarize(run, strategy, items, fold)
+        if isinstance(outcome, str):  # the summarizer failed: the span stays
+            refusals.append(_refusal(items, "summarizer_failed", error=outcome))
+            leaving = []
+        else:
+            text, call, by = outcome
+            framed = frame(text, items, by=by, fold=fold)
+            if len(framed) >= message_chars(items):
+                refusals.append(_refusal(items, "summary_not_smaller"))
+                leaving = []
+            else:
+                rsid = rec.next_rsid("window")
+                message = UserMessage(framed)
+                source = Source(
+                    kind="summary", id=strategy.name, reason=f"fold {fold}: {len(items)} messages"
+                )
+                n, write = rec.message(message, history=False, source=source)
+                writes.append(write)
+                reads.append(f"reply:{call}")
+                summary_item = LiveMessage(n, message, rsid)
+                summary = {"message": n, "call": call, "by": by}
+    rsid = rsid or rec.next_rsid("window")
+    left = [live[i] for i in leaving]
+    gone = set(leaving)
+    kept = [item for i, item in enumerate(live) if i not in gone]
+    if summary_item is not None:
+        kept.insert(leaving[0], summary_item)
+    value: dict[str, Any] = {
+        "strategy": strategy.name,
+        "iteration": run.iteration,
+        "folded": _writers(left),
+        "messages": [list(r) for r in ranges([item.n for item in left])],
+        "count": len(left),
+        "before": len(live),
+        "after": len(kept),
+        "keep_recent_turns": strategy.keep_recent_turns,
+        "refusals": refusals,
+    }
+    if measured is not None:
+        value |= {
+            "measured": measured,
+            "measured_at": run.last_call,
+            "threshold": strategy.threshold_tokens,
+        }
+    if summary is not None:
+        value["summary"] = summary
+    writes.insert(0, rec.write(f"fold:{fold}", value))
+    rec.commit(rsid, "window", run.iteration, reads=reads, writes=writes)
+    for item in left:
+        rec.event(
+            {
+                "t": "context_evicted",
+                "rsid": rsid,
+                "iter": run.iteration,
+                "fold": fold,
+                "message": item.n,
+                "hash": rec.message_hash(item.n) if rec.enabled else "",
+            },
+            flush=False,
+        )
+    rec.flush()
+    run.live = kept
+
+
+def _measured(run: _Run, strategy: WindowStrategy) -> int:
+    """The input tokens the provider counted for the agent's last call."""
+    usage = run.last_usage
+    if usage is not None and not usage.estimated:
+        return usage.input_tokens
+    provider = run.agent.provider.name
+    what = "no usage" if usage is None else "only an estimate of its tokens"
+    hint = (
+        " (a mock's estimates count when it is made with mock(..., authoritative=True))"
+        if provider == "mock" and usage is not None
+        else ""
+    )
+    error = CompactionUnmeasurableError(
+        f"{strategy.name} compares the input tokens the provider counted for call "
+        f"{run.last_call} with its threshold of {strategy.threshold_tokens:,}, but {provider} "
+        f"reported {what}{hint}; counted, never guessed",
+        strategy=strategy.name,
+        call=run.last_call,
+    )
+    run.rec.event(
+        {
+            "t": "error",
+            "rsid": run.rec.next_rsid("window"),
+            "iter": run.iteration,
+            "call": run.last_call,
+            "error": {"kind": type(error).__name__, "message": str(error)},
+        }
+    )
+    raise error
+
+
+async def _summarize(
+    run: _Run, strategy: WindowStrategy, items: list[LiveMessage], fold: int
+) -> tuple[str, int, str] | str:
+    """Ask the summarizer for a summary of ``items``: (text, its call number, who wrote it),
+    or why it could not (a string). The call is recorded like any other."""
+    rec = run.rec
+    summarizer = strategy.summarizer
+    assert summarizer is not None
+    model = strategy.model or run.model
+    by = f"{summarizer.name}:{model}"
+    rsid = rec.next_rsid("summarize")
+    ask = UserMessage(transcript(items))
+    n, write = rec.message(ask, history=False, source=Source(kind="transcript", id=f"fold:{fold}"))
+    rec.commit(
+        rsid,
+        "summarize",
+        run.iteration,
+        reads=[f"message:{item.n}" for item in items if rec.enabled],
+        writes=[write],
+    )
+    system = [SystemSegment(SUMMARIZER_SYSTEM, _SUMMARIZER_SOURCE)]
+    run.calls += 1
+    call = run.calls
+    rec.call(
+        rsid,
+        run.iteration,
+        call,
+        model=model,
+        system=system,
+        window=[(n, n)] if rec.enabled else [],
+        tools=[],
+        params={},
+        cache=[],
+        reads=[f"message:{n}"],
+    )
+    clock = run.agent.recording.clock if run.agent.recording else time.perf_counter
+    t0 = clock()
+    request = Request(model=model, system=system, messages=[ask], tools=[], params={}, cache=[])
+    try:
+        response = await summarizer.complete(request)
+    except Exception as e:  # a failed summary refuses the fold; the run goes on
+        reason = f"{type(e).__name__}: {e}"
+        rec.event(
+            {
+                "t": "error",
+                "rsid": rsid,
+                "iter": run.iteration,
+                "call": call,
+                "error": {"kind": type(e).__name__, "message": str(e)},
+            }
+        )
+        return reason if len(reason) <= 300 else reason[:300] + "…"
+    if response.usage is not None:
+        run.usage = run.usage + response.usage
+    answer = AssistantMessage(response.content)
+    _, reply_write = rec.message(answer, history=False)
+    rec.reply(
+        rsid,
+        run.iteration,
+        call,
+        message_write=reply_write,
+        stop_reason=response.stop_reason,
+        tool_calls=[],
+        usage=response.usage,
+        model=response.model,
+        ms=(clock() - t0) * 1000,
+    )
+    if response.tool_calls or not response.text.strip():
+        return "the summarizer answered with no text" + (
+            " but a tool call" if response.tool_calls else ""
+        )
+    return response.text.strip(), call, by
+
+
+def _refusal(items: list[LiveMessage], reason: str, *, error: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "reason": reason,
+        "messages": [list(r) for r in ranges([item.n for item in items])],
+        "writers": _writers(items),
+    }
+    if error is not None:
+        out["error"] = error
+    return out
+
+
+def _writers(items: list[LiveMessage]) -> list[str]:
+    """The stages that wrote ``items``, each once, in order."""
+    return list(dict.fromkeys(item.writer for item in items))

@@ -1,0 +1,123 @@
+"""The live window as turns, and which turns may leave it.
+
+A *turn*, for the window, is one exchange: a user message, or a model reply together with
+the tool results that answer it. A long run on one user message is therefore many turns:
+the message, then one turn per reply. Every strategy cuts the window along these turns, so
+a tool call is never separated from its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from afcore.messages import AssistantMessage, Message, ToolResultMessage
+
+__all__ = ["LiveMessage", "Refusal", "RefusalReason", "Turn", "plan", "segment"]
+
+RefusalReason = Literal["current_request", "unresolved_tool_call", "last_tool_result"]
+"""Why a turn old enough to leave the window stays:
+
+- ``current_request``: it is the user message the run is answering;
+- ``unresolved_tool_call``: it holds a tool call whose result has not arrived;
+- ``last_tool_result``: it holds the newest tool result.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveMessage:
+    """A message in the live window: its number in the recording and the stage that wrote
+    it (``n`` is 0 when the run is not recorded)."""
+
+    n: int
+    message: Message
+    writer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Positions ``start`` to ``end`` (inclusive) of the live window."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    turn: Turn
+    reason: RefusalReason
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What may leave: contiguous spans of turns, oldest first, and the turns that refused."""
+
+    spans: list[list[Turn]] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+
+
+def segment(live: Sequence[LiveMessage]) -> list[Turn]:
+    """The turns of the live window, in order. A tool result joins the reply whose call it
+    answers; one that answers no reply in the window (its call already left) is a turn of
+    its own."""
+    turns: list[Turn] = []
+    open_calls: set[str] = set()
+    for i, item in enumerate(live):
+        m = item.message
+        if isinstance(m, ToolResultMessage) and m.tool_call_id in open_calls and turns:
+            turns[-1] = Turn(turns[-1].start, i)
+            continue
+        turns.append(Turn(i, i))
+        open_calls = {c.id for c in m.tool_calls} if isinstance(m, AssistantMessage) else set()
+    return turns
+
+
+def plan(
+    live: Sequence[LiveMessage],
+    turns: Sequence[Turn],
+    *,
+    keep_recent_turns: int,
+    request: int | None,
+) -> Plan:
+    """Which turns may leave: every turn older than the last ``keep_recent_turns``, except
+    those that refuse (named). ``request``: the position of the user message the run
+    answers, if it is in the window."""
+    candidates = turns[: max(0, len(turns) - keep_recent_turns)]
+    last_result = max(
+        (i for i, item in enumerate(live) if isinstance(item.message, ToolResultMessage)),
+        default=None,
+    )
+    out = Plan()
+    run: list[Turn] = []
+    for turn in candidates:
+        reason = _refuses(live, turn, request, last_result)
+        if reason is None:
+            run.append(turn)
+            continue
+        out.refusals.append(Refusal(turn, reason))
+        if run:
+            out.spans.append(run)
+            run = []
+    if run:
+        out.spans.append(run)
+    return out
+
+
+def _refuses(
+    live: Sequence[LiveMessage], turn: Turn, request: int | None, last_result: int | None
+) -> RefusalReason | None:
+    if request is not None and turn.start <= request <= turn.end:
+        return "current_request"
+    first = live[turn.start].message
+    if isinstance(first, AssistantMessage) and first.tool_calls:
+        answered = {
+            item.message.tool_call_id
+            for item in live[turn.start + 1 : turn.end + 1]
+            if isinstance(item.message, ToolResultMessage)
+        }
+        if any(c.id not in answered for c in first.tool_calls):
+            return "unresolved_tool_call"
+    if last_result is not None and turn.start <= last_result <= turn.end:
+        return "last_tool_result"
+    return None
