@@ -374,6 +374,10 @@ class Recording:
         """Message ``n`` of the run's history (from 1), as stored: canonical JSON."""
         return self.blob(self._message_entry(n)[0])
 
+    def message_ref(self, n: int) -> str:
+        """The content hash (blob id) message ``n`` is stored under."""
+        return str(self._message_entry(n)[0])
+
     def message_writer(self, n: int) -> str:
         """The runtime stage id of the stage that wrote message ``n``."""
         return str(self._raw(self._message_entry(n)[1]).get("rsid", "?"))

@@ -6,8 +6,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from afcore.recording._hashing import content_hash
-from afcore.recording._models import Blob, Call, Commit, Header, Reply, RunEnd, UnknownRecord
+from afcore.recording._models import (
+    Blob,
+    Call,
+    Commit,
+    ContextEvicted,
+    Header,
+    Reply,
+    RunEnd,
+    UnknownRecord,
+)
 from afcore.recording._reader import CallCheck, Problem, Recording, TornTail
+from afcore.recording._window_check import LiveWindow
 
 __all__ = ["VerifyReport", "verify"]
 
@@ -37,8 +47,10 @@ class VerifyReport:
 
 
 def verify(rec: Recording) -> VerifyReport:
-    """Rebuild every call and check its hash; check sequence numbers, reads, refs and blobs."""
+    """Rebuild every call and check its hash; check sequence numbers, reads, refs and blobs,
+    and that each call's window is the one the folds before it left."""
     report = VerifyReport(torn_tail=rec.torn_tail, unknown_records=rec.unknown_records)
+    window = LiveWindow(rec.value)
     problems = report.problems
     written: dict[int, set[str]] = {}
     """seq -> keys that commit wrote"""
@@ -63,7 +75,7 @@ def verify(rec: Recording) -> VerifyReport:
                     Problem(line, f"reads {key} at seq {version}, not an earlier commit")
                 )
             elif key not in keys and not (
-                key == "messages" and any(k.startswith("message:") for k in keys)
+                key == "messages" and any(k.startswith(("message:", "fold:")) for k in keys)
             ):
                 problems.append(
                     Problem(line, f"reads {key} at seq {version}, which did not write it")
@@ -105,6 +117,7 @@ def verify(rec: Recording) -> VerifyReport:
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
             note_writes(line, record.seq, record.writes)
+            problems.extend(Problem(line, p) for p in window.commit(record))
         elif isinstance(record, Call):
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
@@ -131,6 +144,9 @@ def verify(rec: Recording) -> VerifyReport:
                         Problem(line, f"window range [{a}, {b}] is outside messages 1..{messages}")
                     )
             written[record.seq] = {f"call:{record.call}"}
+            differs = window.call(record)
+            if differs is not None:
+                problems.append(Problem(line, f"call {record.call}: {differs}"))
             check = rec.check_call(record.call)
             report.checks.append(check)
             if check.ok:
@@ -140,6 +156,7 @@ def verify(rec: Recording) -> VerifyReport:
         elif isinstance(record, Reply):
             check_seq(line, record.seq)
             note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
+            window.reply(record)
             if record.call != calls:
                 problems.append(
                     Problem(line, f"reply to call {record.call} while call {calls} is open")
@@ -148,9 +165,14 @@ def verify(rec: Recording) -> VerifyReport:
             end_line = line
             if record.answer is not None:
                 check_ref(line, record.answer.ref, "the answer")
+        elif isinstance(record, ContextEvicted):
+            wrong = window.evicted(record)
+            if wrong is not None:
+                problems.append(Problem(line, wrong))
         elif isinstance(record, UnknownRecord):
             pass  # kept as it is; counted in unknown_records
     report.calls = calls
+    problems.extend(Problem(0, p) for p in window.unaccounted())
     if rec.end is None and rec.torn_tail is None:
         problems.append(
             Problem(0, "no run_end record: the run did not finish, or is still running")

@@ -1,0 +1,152 @@
+"""Replaying the live window from the log, to check that each agent call was sent the window
+the folds before it left, and that every message a fold removed is accounted for.
+
+The live window grows with the conversation (the messages written by `seed`, by the replies
+to the agent's calls, and by tool stages) and changes only at `window` stages: the messages
+a fold names leave, and its summary, if any, takes the place of the first of them. A call's
+window is that live window followed by the injected messages (written by `inject` stages).
+Summarizer calls (`summarize#k`) are sent their transcript and checked by their hash only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from afcore.recording._models import Call, Commit, ContextEvicted, Reply
+
+__all__ = ["LiveWindow"]
+
+_LIMIT = 10_000_000
+"""Larger ranges than this are not expanded (a hostile file could name 10**30 messages)."""
+
+
+class LiveWindow:
+    def __init__(self, value: Callable[[Any], Any]) -> None:
+        self._value = value
+        self.live: list[int] = []
+        self.injected: set[int] = set()
+        self.refs: dict[int, str | None] = {}
+        self.folds: dict[int, set[int]] = {}
+        """fold -> the messages it removed and no evicted event named yet"""
+
+    def commit(self, record: Commit) -> list[str]:
+        numbers = [n for n in (_number(w.key) for w in record.writes) if n is not None]
+        for w in record.writes:
+            n = _number(w.key)
+            if n is not None:
+                self.refs[n] = w.ref
+        if record.stage == "inject":
+            self.injected.update(numbers)
+        elif record.stage == "window":
+            return self._fold(record, numbers)
+        elif record.stage == "seed" or record.stage.startswith("tool:"):
+            self.live.extend(numbers)
+        return []
+
+    def reply(self, record: Reply) -> None:
+        for w in record.writes:
+            n = _number(w.key)
+            if n is not None:
+                self.refs[n] = w.ref
+                if record.rsid.startswith("call-llm#"):
+                    self.live.append(n)
+
+    def call(self, record: Call) -> str | None:
+        """Why the call's window is not the live window (None when it is)."""
+        if not record.rsid.startswith("call-llm#"):
+            return None
+        sent = _expand(record.window)
+        if sent is None:
+            return None  # ranges out of bounds are reported by verify itself
+        conversation = [n for n in sent if n not in self.injected]
+        if conversation == self.live:
+            return None
+        sent_set, live_set = set(conversation), set(self.live)
+        missing = [n for n in self.live if n not in sent_set]
+        extra = [n for n in conversation if n not in live_set]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"messages {_short(missing)} should be in it")
+            if extra:
+                parts.append(f"messages {_short(extra)} should not (folded or never written)")
+            return "its window differs from what the folds before it leave: " + "; ".join(parts)
+        return "its window holds the live messages in another order"
+
+    def evicted(self, record: ContextEvicted) -> str | None:
+        pending = self.folds.get(record.fold)
+        if pending is None or record.message not in pending:
+            return f"message {record.message} was not folded by fold {record.fold}"
+        pending.discard(record.message)
+        ref = self.refs.get(record.message)
+        if ref is not None and ref != record.hash:
+            return (
+                f"message {record.message} left with hash {record.hash[:12]}, but it was "
+                f"written as {ref[:12]}"
+            )
+        return None
+
+    def unaccounted(self) -> list[str]:
+        """Folds whose removed messages have no context_evicted event."""
+        return [
+            f"fold {fold} removed messages {_short(sorted(left))} without a context_evicted event"
+            for fold, left in self.folds.items()
+            if left
+        ]
+
+    def _fold(self, record: Commit, numbers: list[int]) -> list[str]:
+        fold_write = next((w for w in record.writes if w.key.startswith("fold:")), None)
+        if fold_write is None:
+            return ["a window stage writes no fold"]
+        try:
+            fold = int(fold_write.key.removeprefix("fold:"))
+            value = self._value(fold_write)
+        except (KeyError, ValueError):
+            return [f"{fold_write.key} cannot be read"]
+        listed = value.get("messages") if isinstance(value, dict) else None
+        removed = _expand(listed) if isinstance(listed, list) else None
+        if removed is None:
+            return [f"{fold_write.key} does not say which messages left"]
+        gone = set(removed)
+        problems = []
+        live = set(self.live)
+        absent = [n for n in removed if n not in live]
+        if absent:
+            problems.append(
+                f"{fold_write.key} removes messages {_short(absent)}, not in the window"
+            )
+        at = next((i for i, n in enumerate(self.live) if n in gone), len(self.live))
+        kept = [n for n in self.live if n not in gone]
+        summaries = [n for n in numbers if n not in gone]
+        self.live = kept[:at] + summaries + kept[at:]
+        self.folds[fold] = gone
+        return problems
+
+
+def _number(key: str) -> int | None:
+    if not key.startswith("message:"):
+        return None
+    try:
+        return int(key[8:])
+    except ValueError:
+        return None
+
+
+def _expand(ranges: Any) -> list[int] | None:
+    out: list[int] = []
+    for r in ranges:
+        if not (isinstance(r, list | tuple) and len(r) == 2):
+            return None
+        a, b = r
+        if not (isinstance(a, int) and isinstance(b, int)) or not 0 <= b - a < _LIMIT:
+            return None
+        out.extend(range(a, b + 1))
+        if len(out) > _LIMIT:
+            return None
+    return out
+
+
+def _short(numbers: list[int]) -> str:
+    text = ", ".join(map(str, numbers[:8]))
+    return text + (f" and {len(numbers) - 8} more" if len(numbers) > 8 else "")
