@@ -16,6 +16,9 @@ __all__ = ["run"]
 
 DEMO = "demo"
 DEMO_SOURCE = "afcore.demos.trip:build_agent"
+DEMO_NAMES = ("trip", "compaction", "sliding")
+"""The built-in demos (``afcore.demos.DEMOS``), named here so that ``--help`` lists them
+without importing the library."""
 
 
 @command
@@ -59,6 +62,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    demo: Annotated[
+        str | None,
+        typer.Option(
+            "--demo",
+            metavar="NAME",
+            help=f"Run a built-in offline demo by name: {', '.join(DEMO_NAMES)}. Without "
+            "it, af run runs trip. A single argument is then the message.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run an agent on a message and record the run.
 
@@ -71,7 +84,7 @@ def run(
     from afcli._render import err_console, out_console, print_json, safe
     from afcore.errors import AfError
 
-    built, source, text = _load(agent, message)
+    built, source, text = _load(agent, message, demo)
     runnable = _prepare(built, source, out, max_iterations)
 
     err = err_console()
@@ -123,9 +136,11 @@ def run(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _load(agent: str | None, message: str | None) -> tuple[Agent, str, str]:
+def _load(agent: str | None, message: str | None, demo: str | None) -> tuple[Agent, str, str]:
     from afcli._loading import load_agent
 
+    if demo is not None:
+        return _demo(demo, agent, message)
     if agent is None or agent == DEMO:
         from afcore.demos import DEFAULT_MESSAGE, build_agent
 
@@ -134,6 +149,27 @@ def _load(agent: str | None, message: str | None) -> tuple[Agent, str, str]:
         raise CliError(f"say what to send to the agent: af run {agent} MESSAGE", EXIT_USAGE)
     loaded = load_agent(agent)
     return loaded.agent, loaded.source, message
+
+
+def _demo(name: str, agent: str | None, message: str | None) -> tuple[Agent, str, str]:
+    """``--demo NAME [MESSAGE]``: the one argument there is (after an optional ``demo``) is
+    the message."""
+    from afcore.demos import DEMOS
+
+    found = DEMOS.get(name)
+    if found is None:
+        *first, last = DEMOS
+        names = f"{', '.join(first)} and {last}"
+        raise CliError(f"there is no demo named {name!r}; the demos are {names}", EXIT_USAGE)
+    if agent == DEMO:
+        agent, message = message, None
+    if agent is not None and message is not None:
+        raise CliError(
+            f"--demo {name} runs a built-in agent: give it one message, not an agent and a message",
+            EXIT_USAGE,
+        )
+    text = agent if agent is not None else found.message
+    return found.build(), found.source, text
 
 
 def _prepare(agent: Agent, source: str, out: Path | None, max_iterations: int | None) -> Agent:
