@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from afcli._folds import SUMMARIZER, checked, fold_number, fold_text, refusal_texts
 from afcli._render import args_text, fit, ms_text, plural, safe, status_style, usage_text
 
 __all__ = ["Progress"]
@@ -66,6 +67,8 @@ class Progress:
         """injection id -> its latest decision (the records list only what changed)"""
         self._context: list[Text] = []
         """what the last inject stage changed, shown under the call it composed"""
+        self._summarizing: dict[str, int] = {}
+        """a summarize stage's rsid -> the fold it summarizes for"""
 
     def __call__(self, record: dict[str, Any]) -> None:
         # An exception here would stop the run it only watches: report it once, carry on.
@@ -115,6 +118,15 @@ class Progress:
                 (safe(str(agent.get("name", "agent"))), "bold"),
                 (f" · {safe(str(r.get('model', '')))} · run {safe(str(r.get('run_id')))}", "dim"),
             )
+        elif t == "call" and str(r.get("rsid", "")).startswith(SUMMARIZER):
+            sent = sum(b - a + 1 for a, b in r.get("window", []))
+            fold = self._summarizing.get(str(r.get("rsid")))
+            self._say(
+                ("  summarizer", "bold magenta"),
+                (f" for fold {fold}" if fold is not None else "", "magenta"),
+                (f" · call {r.get('call')} · {plural(sent, 'message')}", "dim"),
+                (f" · {safe(str(r.get('model', '')))}", "dim"),
+            )
         elif t == "call":
             sent = sum(b - a + 1 for a, b in r.get("window", []))
             tools = _count(self._value({"ref": r.get("tools")}))
@@ -128,6 +140,8 @@ class Progress:
             self._context = []
         elif t == "commit" and r.get("stage") == "inject":
             self._inject(r)
+        elif t == "commit" and r.get("stage") in ("window", "summarize"):
+            self._window(r)
         elif t == "reply":
             self._reply(r)
         elif t == "args_invalid":
@@ -192,6 +206,28 @@ class Progress:
             head = Text("  injections ", "dim")
             lines.insert(0, fit(head, " ".join(changes), self._width))
         self._fired, self._failed, self._context = set(fired), failed, lines
+
+    def _window(self, r: dict[str, Any]) -> None:
+        """A fold, in one line as it happens; a summarize stage, for the call that follows."""
+        for w in r.get("writes") or []:
+            if not isinstance(w, dict):
+                continue
+            key = str(w.get("key", ""))
+            source = w.get("source")
+            if r.get("stage") == "summarize" and isinstance(source, dict):
+                fold = fold_number(str(source.get("id", "")))
+                if fold is not None:
+                    self._summarizing[str(r.get("rsid"))] = fold
+            fold = fold_number(key)
+            if r.get("stage") == "window" and fold is not None:
+                f = checked(self._value(w), fold)
+                text = fold_text(f, compact=True)
+                if not f["count"]:
+                    # Nothing left: what kept it all is the news.
+                    text += "; " + "; ".join(refusal_texts(f))
+                # Our own words, made safe by fold_text: cut to the line like a model's.
+                self.console.print(fit(Text("  "), text, self._width), style="magenta")
+                return
 
     def _reply(self, r: dict[str, Any]) -> None:
         self._say(

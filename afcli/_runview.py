@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError
+from afcli._folds import SUMMARIZER, checked, fold_number
 from afcli._render import as_dict, as_text
 
 if TYPE_CHECKING:
@@ -91,9 +92,10 @@ class _Resolver:
         return self._chars[ref]
 
 
-_NOT_INJECTIONS = {"base", "static", "provider", "configure"}
+_NOT_INJECTIONS = {"base", "static", "provider", "configure", "summary", "transcript", "summarizer"}
 """Source kinds that are not an injection: the builder's text and tools, tool providers,
-what configure() resolved."""
+what configure() resolved, and what the window strategy wrote (a summary, the transcript
+and system text of its summarizer's call)."""
 
 
 def _source_json(source: Any) -> dict[str, Any]:
@@ -249,6 +251,55 @@ class _Injections:
         return {"evaluated": len(fired) + len(skipped), "fired": fired, "skipped": skipped}
 
 
+class _Folds:
+    """What the window strategy committed, gathered as the records go by: each fold, the
+    messages it wrote (the summary, the summarizer's transcript) with their sources, and
+    which calls were its summarizer's."""
+
+    def __init__(self, resolver: _Resolver) -> None:
+        self.resolver = resolver
+        self.folds: list[dict[str, Any]] = []
+        """each fold's value as written, with its number and its window commit's rsid"""
+        self.messages: dict[int, dict[str, Any]] = {}
+        """message n -> the source of the window or summarize write that put it there"""
+        self.summarizing: dict[str, int] = {}
+        """a summarize stage's rsid -> the fold it summarized for"""
+
+    def see(self, commit: Commit) -> dict[str, Any] | None:
+        """Take a commit in; return the fold it wrote, if it is a window stage's."""
+        if commit.stage not in ("window", "summarize"):
+            return None
+        fold: dict[str, Any] | None = None
+        for w in commit.writes:
+            if w.key.startswith("message:") and w.source is not None:
+                source = _source_json(w.source)
+                try:
+                    self.messages[int(w.key[8:])] = source
+                except ValueError:
+                    pass
+                number = fold_number(as_text(source.get("id")))
+                if commit.stage == "summarize" and number is not None:
+                    self.summarizing[commit.rsid] = number
+            n = fold_number(w.key)
+            if commit.stage == "window" and n is not None and fold is None:
+                value, missing = self.resolver.value(w)
+                fold = (value if isinstance(value, dict) else {}) | {
+                    "fold": n,
+                    "rsid": commit.rsid,
+                }
+                if missing:
+                    fold["missing"] = missing
+                self.folds.append(fold)
+        return fold
+
+    def kind(self, rsid: str) -> dict[str, Any]:
+        """``{"kind": "agent"}``, or for a summarizer's call ``{"kind": "summarizer", "fold":
+        n}`` (n None when the file does not say which fold)."""
+        if not rsid.startswith(SUMMARIZER):
+            return {"kind": "agent", "fold": None}
+        return {"kind": "summarizer", "fold": self.summarizing.get(rsid)}
+
+
 def _response(resolver: _Resolver, reply: Any) -> dict[str, Any]:
     message, missing = resolver.value(reply.writes[0]) if reply.writes else (None, None)
     content = as_dict(message).get("content")
@@ -284,18 +335,27 @@ def overview(rec: Recording) -> dict[str, Any]:
     end: RunEnd | None = None
 
     def current(iteration: int | None) -> dict[str, Any] | None:
+        # Tools answer the agent's calls: a summarizer's call between a reply and the tools
+        # it asked for is not theirs.
         return next(
-            (c for c in reversed(calls) if iteration is None or c["iteration"] == iteration),
+            (
+                c
+                for c in reversed(calls)
+                if c["kind"] == "agent" and (iteration is None or c["iteration"] == iteration)
+            ),
             None,
         )
 
     injections = _Injections(resolver)
-    previous_tools: list[str] = []
+    folds = _Folds(resolver)
+    previous_tools: list[str] | None = None
     for line, record in rec.records():
         if isinstance(record, Call):
             segments = resolver.listed(record.system)
             tools = resolver.listed(record.tools)
             names = [as_text(t.get("name")) for t in tools or []]
+            kind = folds.kind(record.rsid)
+            agent = kind["kind"] == "agent"
             sources = [as_dict(x.get("source")) for x in (segments or []) + (tools or [])]
             sources += [
                 injections.messages[m]
@@ -303,10 +363,13 @@ def overview(rec: Recording) -> dict[str, Any]:
                 for m in range(a, b + 1)
                 if m in injections.messages
             ]
+            # The tools a summarizer is sent (none) are no change to the agent's.
+            compared = agent and previous_tools is not None
             entry: dict[str, Any] = {
                 "call": record.call,
                 "iteration": record.iter,
                 "line": line,
+                **kind,
                 "system": {
                     "segments": None if segments is None else len(segments),
                     "chars": resolver.system_chars(record.system),
@@ -314,9 +377,13 @@ def overview(rec: Recording) -> dict[str, Any]:
                 "messages": sum(b - a + 1 for a, b in record.window),
                 "window": [list(r) for r in record.window],
                 "tools": None if tools is None else len(tools),
-                "tools_added": [t for t in names if t not in previous_tools] if calls else [],
-                "tools_removed": [t for t in previous_tools if t not in names] if calls else [],
-                "injections": injections.summary(record.iter, sources),
+                "tools_added": [t for t in names if t not in (previous_tools or [])]
+                if compared
+                else [],
+                "tools_removed": [t for t in (previous_tools or []) if t not in names]
+                if compared
+                else [],
+                "injections": injections.summary(record.iter, sources) if agent else None,
                 "response": None,
                 "results": [],
                 "invalid_args": [],
@@ -324,13 +391,18 @@ def overview(rec: Recording) -> dict[str, Any]:
             }
             calls.append(entry)
             by_number[record.call] = entry
-            previous_tools = names
+            if agent:
+                previous_tools = names
         elif isinstance(record, Reply):
             target = by_number.get(record.call)
             if target is not None:
                 target["response"] = _response(resolver, record)
         elif isinstance(record, Commit) and record.stage == "inject":
             injections.see(record)
+        elif isinstance(record, Commit) and record.stage in ("window", "summarize"):
+            fold = folds.see(record)
+            if fold is not None:
+                fold["after_call"] = calls[-1]["call"] if calls else None
         elif isinstance(record, Commit) and record.tool is not None:
             message, missing = (
                 resolver.value(record.writes[0]) if record.writes else (None, "no result written")
@@ -382,6 +454,7 @@ def overview(rec: Recording) -> dict[str, Any]:
         if end is not None
         else max((c["iteration"] for c in calls), default=0),
         "calls": calls,
+        "folds": folds.folds,
         "answer": answer,
         "usage": _usage(end.usage) if end is not None else None,
         "error": end.error.model_dump() if end is not None and end.error else None,
@@ -415,22 +488,38 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
         ) from None
     resolver = _Resolver(rec)
     injections = _Injections(resolver)
+    folds = _Folds(resolver)
+    previous: int | None = None
+    """the agent's last call before this one"""
+    folded_after: dict[int, int | None] = {}
+    """fold -> the agent call it came after"""
     # The inject stages up to this call: its iteration's decisions, and the injection behind
-    # each injected message in its window (written when it first landed, maybe long before).
+    # each injected message in its window (written when it first landed, maybe long before);
+    # the folds before it, and the agent's calls (a summarizer's call is not one of them).
     for _, record in rec.records():
-        if isinstance(record, Call) and record.call == n:
-            break
-        if isinstance(record, Commit) and record.stage == "inject":
+        if isinstance(record, Call):
+            if record.call == n:
+                break
+            if not record.rsid.startswith(SUMMARIZER):
+                previous = record.call
+        elif isinstance(record, Commit) and record.stage == "inject":
             injections.see(record)
-    earlier = [m for m in numbers if m < n]
-    before = _slots(rec, resolver, earlier[-1]) if earlier else None
+        elif isinstance(record, Commit):
+            fold = folds.see(record)
+            if fold is not None:
+                folded_after[fold["fold"]] = previous
+    kind = folds.kind(call.rsid)
+    if kind["kind"] != "agent":
+        previous = None  # a summarizer is sent its own transcript: no call before it to compare
+    before = _slots(rec, resolver, previous) if previous is not None else None
     window = [m for a, b in call.window for m in range(a, b + 1)]
     detail: dict[str, Any] = {
         "call": call.call,
         "iteration": call.iter,
         "rsid": call.rsid,
+        **kind,
         "model": call.model,
-        "previous_call": earlier[-1] if earlier else None,
+        "previous_call": previous,
         "injections": None,
         "system": None,
         "messages": None,
@@ -474,6 +563,8 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
         entry |= {"n": m, "writer": writer}
         if m in injections.messages:
             entry |= _provenance(injections.messages[m], decided)
+        elif m in folds.messages:
+            entry |= _provenance(folds.messages[m], {})
         entry["change"] = None if before is None or m in before["messages"] else "new"
         messages.append(entry)
 
@@ -492,14 +583,66 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
 
     sources = [_source_json(x.source) for x in segments] + [_source_json(t.source) for t in tools]
     sources += [injections.messages[m] for m in window if m in injections.messages]
+    recent = [
+        f for f in folds.folds if previous is not None and folded_after[f["fold"]] == previous
+    ]
+    removed = _removed(before, system, window, listed, {**folds.messages, **injections.messages})
+    if removed is not None:
+        # A message that left in a fold since the call before is shown by the fold's seam.
+        evicted = {
+            m: f["fold"]
+            for f in recent
+            for a, b in checked(f, 0)["messages"]
+            for m in range(a, b + 1)
+        }
+        for gone in removed["messages"]:
+            if gone["n"] in evicted:
+                gone["fold"] = evicted[gone["n"]]
+    prior: list[int] = before["order"] if before is not None else []
     detail |= {
-        "injections": injections.summary(call.iter, sources),
+        "injections": injections.summary(call.iter, sources) if kind["kind"] == "agent" else None,
         "system": system,
         "messages": messages,
         "tools": listed,
-        "removed": _removed(before, system, window, listed, injections),
+        "removed": removed,
+        "folds": _seams(folds.folds, recent, window, prior),
     }
     return detail
+
+
+def _seams(
+    folds: list[dict[str, Any]], recent: list[dict[str, Any]], window: list[int], prior: list[int]
+) -> list[dict[str, Any]]:
+    """Where a call's window shows a fold: before the summary it wrote, for as long as that
+    summary is in the window; and, for a fold since the agent's call before (``recent``) that
+    wrote none, where the messages it dropped were. ``before``: the message the seam goes
+    before (None: after the last)."""
+    sent = set(window)
+    out = []
+    for raw in folds:
+        f = checked(raw, raw["fold"])
+        before: int | None
+        if f["summary"] is not None and f["summary"] in sent:
+            before = f["summary"]
+        elif any(raw is r for r in recent):
+            before = _dropped_at(f, window, prior)
+        else:
+            continue
+        out.append(f | {"rsid": as_text(raw.get("rsid")), "before": before})
+    return out
+
+
+def _dropped_at(f: dict[str, Any], window: list[int], prior: list[int]) -> int | None:
+    """The message of ``window`` that followed what fold ``f`` dropped from the window before
+    (``prior``); for a fold that dropped nothing, the first message new since."""
+    gone = {m for a, b in f["messages"] for m in range(a, b + 1)}
+    sent, known = set(window), set(prior)
+    first = next((i for i, m in enumerate(prior) if m in gone), None)
+    if first is not None:
+        after = next((m for m in prior[first:] if m not in gone and m in sent), None)
+        if after is not None:
+            return after
+    return next((m for m in window if m not in known), None)
 
 
 def _provenance(src: dict[str, Any], decided: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -544,10 +687,10 @@ def _slots(rec: Recording, resolver: _Resolver, n: int) -> dict[str, Any] | None
             src = _source_json(seg.source)
             segments[_segment_key(src, text)] = (text, src)
         tools = {t.name: (t.ref, _source_json(t.source)) for t in rec.tools(n)}
-        window = {m for a, b in rec.call(n).window for m in range(a, b + 1)}
+        order = [m for a, b in rec.call(n).window for m in range(a, b + 1)]
     except (KeyError, IndexError, TypeError, ValidationError, RecordingError):
         return None
-    return {"call": n, "segments": segments, "tools": tools, "messages": window}
+    return {"call": n, "segments": segments, "tools": tools, "messages": set(order), "order": order}
 
 
 def _change(before: dict[str, Any] | None, slot: str, key: Any, value: Any) -> str | None:
@@ -566,7 +709,7 @@ def _removed(
     system: list[dict[str, Any]],
     window: list[int],
     tools: list[dict[str, Any]],
-    injections: _Injections,
+    placed: dict[int, dict[str, Any]],
 ) -> dict[str, Any] | None:
     """What the previous call was sent that this one was not."""
     if before is None:
@@ -580,7 +723,7 @@ def _removed(
             for key, (text, src) in before["segments"].items()
             if key not in keys
         ],
-        "messages": [_gone_message(m, injections) for m in sorted(before["messages"] - sent)],
+        "messages": [_gone_message(m, placed) for m in sorted(before["messages"] - sent)],
         "tools": [
             {"name": name, "source": src.get("kind"), "id": src.get("id")}
             for name, (_, src) in before["tools"].items()
@@ -589,8 +732,10 @@ def _removed(
     }
 
 
-def _gone_message(n: int, injections: _Injections) -> dict[str, Any]:
-    src = injections.messages.get(n)
+def _gone_message(n: int, placed: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """A message the call before was sent and this one was not; ``placed``: the sources of
+    the messages written by an injection or a window stage."""
+    src = placed.get(n)
     if src is None:
         return {"n": n}
     return {"n": n, "source": src.get("kind"), "id": src.get("id")}

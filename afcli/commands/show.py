@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from afcli._errors import command
+from afcli._folds import checked, fold_text, refusal_texts, seam_text
 from afcli._params import RunArg
 from afcli._render import (
     args_text,
@@ -84,6 +85,11 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
     started = safe(str(v["started_at"]))
     console.print(Text(f"started {started[:19].replace('T', ' ')} UTC", "dim"))
 
+    folds: dict[Any, list[dict[str, Any]]] = {}
+    for f in v["folds"]:
+        folds.setdefault(f.get("after_call"), []).append(f)
+    for f in folds.pop(None, []):
+        _print_fold(console, f)
     for c in v["calls"]:
         console.print()
         system, tools = c["system"], c["tools"]
@@ -92,6 +98,7 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
         console.print(
             Text.assemble(
                 (f"call {c['call']}", "bold cyan"),
+                (_summarizer_for(c), "bold magenta"),
                 (f" · iteration {c['iteration']}", "cyan"),
                 ("   system ", "dim"),
                 f"{segments}, {chars} chars",
@@ -120,7 +127,9 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
             )
             if r.get("missing"):
                 console.print(Text(f"  (reply message missing: {safe(r['missing'])})", "red"))
-            if r["text"] and r["tool_calls"]:
+            if r["text"] and c["kind"] == "summarizer":
+                console.print(fit(Text("  summary ", "dim"), r["text"], width))
+            elif r["text"] and r["tool_calls"]:
                 console.print(fit(Text("  says ", "dim"), r["text"], width))
             for tc in r["tool_calls"]:
                 name = safe(str(tc["name"]))
@@ -167,6 +176,11 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
         for err in c["errors"]:
             head = Text.assemble(("  ✗ ", "bold red"), (safe(err["kind"]), "red"), ": ")
             console.print(fit(head, err["message"], width))
+        for f in folds.pop(c["call"], []):
+            _print_fold(console, f)
+    for rest in folds.values():  # after a call the file does not hold
+        for f in rest:
+            _print_fold(console, f)
 
     console.print()
     if v["answer"] is not None:
@@ -191,6 +205,26 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
                 ("  ", ""), (safe(v["error"]["kind"]), "red"), ": ", safe(v["error"]["message"])
             )
         )
+
+
+def _summarizer_for(c: dict[str, Any]) -> str:
+    """`` · summarizer for fold 1`` for a summarizer's call; empty for the agent's."""
+    if c.get("kind") != "summarizer":
+        return ""
+    fold = c.get("fold")
+    return f" · summarizer for fold {fold}" if isinstance(fold, int) else " · summarizer"
+
+
+def _print_fold(console: Console, raw: dict[str, Any]) -> None:
+    """A fold of the live window, between the calls it separates, and what it kept."""
+    fold = raw.get("fold")
+    f = checked(raw, fold if isinstance(fold, int) else 0)
+    console.print()
+    _print_hanging(console, Text(fold_text(f), "bold magenta"), indent=0)
+    for kept in refusal_texts(f):
+        _print_hanging(console, Text(kept, "magenta"), indent=2)
+    if raw.get("missing"):
+        console.print(Text(f"  (fold value missing: {safe(str(raw['missing']))})", "red"))
 
 
 def _print_problems(console: Console, v: dict[str, Any]) -> None:
@@ -230,6 +264,7 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
     console.print(
         Text.assemble(
             (f"call {d['call']}", "bold cyan"),
+            (_summarizer_for(d), "bold magenta"),
             (f" · iteration {d['iteration']} · {safe(d['rsid'])} · model ", "dim"),
             safe(d["model"]),
         )
@@ -288,7 +323,16 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
     messages = d["messages"]
     ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d["window"])
     section("messages", f"{plural(len(messages), 'message')} (window {ranges})", messages)
+    seams: dict[Any, list[str]] = {}
+    for raw in d["folds"]:
+        seams.setdefault(raw["before"], []).append(seam_text(raw))
+
+    def seam(before: Any) -> None:
+        for text in seams.pop(before, []):
+            console.print(Text(f"  {text}", "magenta"))
+
     for msg in messages:
+        seam(msg["n"])
         role = as_text(msg.get("role")) or "?"
         label = Text.assemble((f"  #{msg['n']} ", "dim"), (safe(role), "bold"))
         if role == "tool":
@@ -318,7 +362,11 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
                 )
             else:
                 print_indented(console, block(part))
+    for rest in list(seams):
+        seam(rest)
     for gone in removed["messages"]:
+        if gone.get("fold") is not None:
+            continue  # its fold's seam says where it went
         what = Text(f"#{gone['n']}")
         if gone.get("source"):
             what.append(" ")

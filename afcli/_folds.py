@@ -1,0 +1,162 @@
+"""Folds of the live window in words, for ``af show`` and ``af run``'s progress.
+
+A fold's value (the ``fold:<n>`` write of a ``window`` stage) comes from the file and may
+be of any shape: :func:`checked` keeps the fields the words need, each of the type it
+should be, and drops the rest. Every text these functions return is made safe to print.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from afcli._render import line, plural, safe
+
+__all__ = [
+    "SUMMARIZER",
+    "checked",
+    "fold_number",
+    "fold_text",
+    "messages_text",
+    "refusal_texts",
+    "seam_text",
+    "writers_text",
+]
+
+SUMMARIZER = "summarize#"
+"""The rsid prefix of a summarizer's call: a model call of the window, not of the agent."""
+
+_REASONS = {
+    "current_request": "the current request",
+    "unresolved_tool_call": "an unresolved tool call",
+    "last_tool_result": "the last tool result",
+    "summarizer_failed": "the summarizer failed",
+    "summary_not_smaller": "the summary was not smaller",
+}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ranges(value: Any) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    if isinstance(value, list):
+        for r in value:
+            if isinstance(r, list | tuple) and len(r) == 2:
+                a, b = _int(r[0]), _int(r[1])
+                if a is not None and b is not None:
+                    out.append((a, b))
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def fold_number(key: str) -> int | None:
+    """``fold:3`` -> 3; None for any other key."""
+    number = key.removeprefix("fold:")
+    return int(number) if key.startswith("fold:") and number.isdigit() else None
+
+
+def checked(value: Any, fold: int) -> dict[str, Any]:
+    """A fold's value with the fields the words need, each of its type (or None)."""
+    v = value if isinstance(value, dict) else {}
+    summary = v.get("summary") if isinstance(v.get("summary"), dict) else None
+    refusals = []
+    listed = v.get("refusals")
+    for r in listed if isinstance(listed, list) else []:
+        if isinstance(r, dict):
+            error = r.get("error")
+            refusals.append(
+                {
+                    "reason": r.get("reason") if isinstance(r.get("reason"), str) else "?",
+                    "messages": _ranges(r.get("messages")),
+                    "writers": _strings(r.get("writers")),
+                    "error": error if isinstance(error, str) else None,
+                }
+            )
+    count = _int(v.get("count"))
+    messages = _ranges(v.get("messages"))
+    return {
+        "fold": fold,
+        "strategy": v.get("strategy") if isinstance(v.get("strategy"), str) else "?",
+        "iteration": _int(v.get("iteration")),
+        "count": count if count is not None else sum(b - a + 1 for a, b in messages),
+        "messages": messages,
+        "folded": _strings(v.get("folded")),
+        "measured": _int(v.get("measured")),
+        "threshold": _int(v.get("threshold")),
+        "summary": _int(summary.get("message")) if summary is not None else None,
+        "summary_call": _int(summary.get("call")) if summary is not None else None,
+        "refusals": refusals,
+    }
+
+
+def writers_text(writers: list[str]) -> str:
+    """``seed#0``, ``a, b`` or ``first .. last``."""
+    if len(writers) > 2:
+        return f"{safe(writers[0])} .. {safe(writers[-1])}"
+    return ", ".join(safe(w) for w in writers)
+
+
+def messages_text(ranges: list[tuple[int, int]]) -> str:
+    """``message 1``, ``messages 12–13``, ``messages 15, 10–12``."""
+    count = sum(b - a + 1 for a, b in ranges)
+    listed = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in ranges)
+    return f"{'message' if count == 1 else 'messages'} {listed}"
+
+
+def _at(f: dict[str, Any]) -> str:
+    return f" at iteration {f['iteration']}" if f["iteration"] is not None else ""
+
+
+def fold_text(f: dict[str, Any], *, compact: bool = False) -> str:
+    """``fold 1 at iteration 7: 12 messages (seed#0 .. tool:search#14) -> 1 summary by
+    summarize_oldest; 41,210 tokens measured, threshold 30,000``. ``compact``: for a line
+    under its iteration, ``fold 1: 12 messages -> 1 summary by summarize_oldest (41,210
+    tokens over 30,000)``."""
+    strategy = safe(f["strategy"])
+    head = f"fold {f['fold']}{'' if compact else _at(f)}: "
+    if f["count"]:
+        writers = "" if compact else writers_text(f["folded"])
+        head += plural(f["count"], "message") + (f" ({writers})" if writers else "")
+        if f["summary"] is not None:
+            head += f" -> 1 summary by {strategy}"
+        else:
+            head += f" -> dropped by {strategy}"
+    else:
+        head += f"nothing left the window ({strategy})"
+    measured, threshold = f["measured"], f["threshold"]
+    if measured is not None and compact:
+        head += f" ({measured:,} tokens" + (f" over {threshold:,})" if threshold else ")")
+    elif measured is not None:
+        head += f"; {measured:,} tokens measured"
+        if threshold is not None:
+            head += f", threshold {threshold:,}"
+    return head
+
+
+def refusal_texts(f: dict[str, Any]) -> list[str]:
+    """One line per refusal: ``kept: message 1 (seed#0): the current request``."""
+    out = []
+    for r in f["refusals"]:
+        why = _REASONS.get(r["reason"], safe(r["reason"]))
+        if r["error"]:
+            why += f": {line(r['error'], 300)}"
+        writers = writers_text(r["writers"])
+        what = messages_text(r["messages"]) if r["messages"] else "messages"
+        out.append(f"kept: {what}" + (f" ({writers})" if writers else "") + f": {why}")
+    return out
+
+
+def seam_text(f: dict[str, Any]) -> str:
+    """``── 8 messages folded by summarize_oldest at iteration 6 (fold 1) ──``."""
+    strategy = safe(f["strategy"])
+    if not f["count"]:
+        what = f"nothing left the window ({strategy})"
+    elif f["summary"] is not None:
+        what = f"{plural(f['count'], 'message')} folded by {strategy}"
+    else:
+        what = f"{plural(f['count'], 'message')} dropped by {strategy}"
+    return f"── {what}{_at(f)} (fold {f['fold']}) ──"
