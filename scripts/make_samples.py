@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from afcore import Agent, RecordingConfig
-from afcore.demos import trip
+from afcore.demos import compaction, trip
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -24,6 +24,10 @@ SAMPLES: list[tuple[str, Callable[..., Agent], str]] = [
     ("sample-trip", trip.build_agent, trip.DEFAULT_MESSAGE),
     # Rain is likely: the instruction that comes with the forecast sends the plan indoors.
     ("sample-trip-rain", trip.build_agent, trip.RAINY_MESSAGE),
+    # A long research run folded twice by summarize_oldest, each fold with its refusals.
+    ("sample-compaction", compaction.build_agent, compaction.DEFAULT_MESSAGE),
+    # The same run under sliding_window, its findings kept in a notebook fact.
+    ("sample-sliding", compaction.build_sliding_agent, compaction.DEFAULT_MESSAGE),
 ]
 
 
