@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
-from afcli.commands import ls, run, schema, show, verify
+from afcli.commands import ls, run, schema, show, verify, why
 
 __all__ = ["app", "main"]
 
@@ -53,6 +53,7 @@ app.command("ls")(ls.ls)
 app.command("show")(show.show)
 app.command("verify")(verify.verify)
 app.command("schema")(schema.schema)
+app.command("why")(why.why)
 
 
 def main() -> None:

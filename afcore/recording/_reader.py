@@ -104,6 +104,9 @@ class _Index:
     commits: list[int] = field(default_factory=list)
     """seq-1 -> line index (commits, calls and replies all hold a seq)"""
     tool_commits: list[int] = field(default_factory=list)
+    keys: dict[str, list[int]] = field(default_factory=dict)
+    """key -> line indices of the commits that wrote it, in order (every key but the
+    numbered ones, message:<n>, call:<n> and reply:<n>, which have their own maps)"""
     run_end: int | None = None
     unknown: int = 0
 
@@ -210,6 +213,8 @@ class Recording:
                     key = w.get("key", "")
                     if key.startswith("message:"):
                         idx.messages.setdefault(int(key[8:]), (w.get("ref", ""), i))
+                    else:
+                        idx.keys.setdefault(key, []).append(i)
                 if t == "reply":
                     idx.replies[int(data["call"])] = i
                 elif data.get("tool") is not None:
@@ -293,6 +298,39 @@ class Recording:
                 yield i + 1, self._typed(i)
             except ValidationError as e:
                 self.problems.append(Problem(i + 1, f"invalid {kind} record: {_first_error(e)}"))
+
+    def raw(self, line: int) -> Any:
+        """Line ``line`` (from 1) as parsed JSON, unchecked: for readers that walk many
+        records and check only the fields they use."""
+        return self._raw(line - 1)
+
+    def seq_line(self, seq: int) -> int | None:
+        """The line (from 1) of the commit, call or reply with this seq."""
+        commits = self._index.commits
+        return commits[seq - 1] + 1 if 0 < seq <= len(commits) else None
+
+    @property
+    def seq_count(self) -> int:
+        return len(self._index.commits)
+
+    def writer_lines(self, key: str) -> list[int]:
+        """The lines (from 1) of the commits that wrote ``key``, in order. For message:<n>,
+        call:<n> and reply:<n>, the one record that did."""
+        idx = self._index
+        number = key.partition(":")[2]
+        if key.startswith(("message:", "call:", "reply:")) and number.isdigit():
+            n = int(number)
+            found = (
+                idx.messages.get(n, (None, None))[1]
+                if key.startswith("message:")
+                else (idx.calls if key.startswith("call:") else idx.replies).get(n)
+            )
+            return [] if found is None else [found + 1]
+        return [i + 1 for i in idx.keys.get(key, ())]
+
+    def written_keys(self) -> list[str]:
+        """The keys commits wrote, other than the numbered ones."""
+        return list(self._index.keys)
 
     @property
     def unknown_records(self) -> int:

@@ -1,0 +1,215 @@
+"""``af why``: which stages, rules and values produced a key, answered from the recording."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
+from afcli._params import RunArg
+
+if TYPE_CHECKING:
+    from rich.text import Text
+    from rich.tree import Tree
+
+    from afcore.why import Slice
+
+__all__ = ["why"]
+
+KEYS_HELP = """\
+Keys:
+
+```
+answer                  the final answer
+<name>                  any key a stage wrote: user_message, route,
+                        system, tools, injections, model, ...
+message:<n>             message n of the run
+call:<n>                model call n
+tools@<n>               the tools visible at call n, and whence
+system:<id>             why injection <id>'s segment was in the
+                        system prompt (at --at, or its last call)
+tool:<name>#<k>.args    the arguments of a tool's k-th call
+                        (or tool:<call id>.args)
+tool:<name>#<k>.result  what that call returned
+fold:<n>                the n-th fold of the window: what was
+                        measured, what left, what refused
+```
+
+af why RUN --list prints every key of a run with the stage that wrote it.
+"""
+
+
+@command
+def why(
+    run: RunArg,
+    key: Annotated[
+        str | None,
+        typer.Argument(metavar="KEY", help="What to explain (see Keys below).", show_default=False),
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Only what was written before this position: a runtime stage id "
+            "(call-llm#7) or call:N.",
+            show_default=False,
+        ),
+    ] = None,
+    depth: Annotated[
+        int, typer.Option("--depth", min=0, max=1000, help="How many steps back to follow.")
+    ] = 8,
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=1, max=100_000, help="The most stages to show.")
+    ] = 100,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help="Follow every message of every call, not only what bears on it."
+        ),
+    ] = False,
+    list_keys: Annotated[
+        bool, typer.Option("--list", help="List the keys one can ask about, and who wrote them.")
+    ] = False,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json", help='Print {"key", "writer", "nodes", "edges", "truncated"} on stdout.'
+        ),
+    ] = False,
+) -> None:
+    """Why does KEY hold what it holds? Walks back from the stage that wrote it through what
+    each stage read, with the rules that decided on the way and their evidence, offline.
+
+    ```
+    af why RUN answer
+    af why RUN system:refunds --at call:5
+    af why RUN tool:search#2.args
+    af why RUN --list
+    ```
+    """
+    from afcli._render import print_json
+    from afcli._runview import open_run
+    from afcore.why import NeverWrittenError, UnknownPositionError, keys
+    from afcore.why import why as slice_of
+
+    if not list_keys and key is None:
+        raise CliError("give a KEY to explain (af why RUN --list shows them)", EXIT_USAGE)
+    with open_run(run) as rec:
+        if list_keys:
+            listed = keys(rec)
+            if json_output:
+                print_json(
+                    [
+                        {"key": k.key, "writer": k.writer, "line": k.line, "what": k.what}
+                        for k in listed
+                    ]
+                )
+            else:
+                _print_keys([(k.key, k.writer, k.what) for k in listed])
+            return
+        assert key is not None
+        try:
+            result = slice_of(rec, key, at=at, depth=depth, max_nodes=nodes, full=full)
+        except NeverWrittenError as e:
+            raise CliError(str(e), EXIT_FAILED) from None
+        except UnknownPositionError as e:
+            raise CliError(str(e), EXIT_USAGE) from None
+    if json_output:
+        print_json(result.to_json())
+    else:
+        from afcli._render import out_console
+
+        out_console().print(_tree(result))
+
+
+why.__doc__ = inspect.cleandoc(why.__doc__ or "") + "\n\n" + KEYS_HELP
+
+
+def _print_keys(rows: list[tuple[str, str, str]]) -> None:
+    from rich.table import Table
+
+    from afcli._render import out_console, safe
+
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    table.add_column("key")
+    table.add_column("written by", style="dim")
+    table.add_column("")
+    for key, writer, what in rows:
+        table.add_row(safe(key), safe(writer), safe(what))
+    out_console().print(table)
+
+
+def _tree(result: Slice) -> Tree:
+    """One stage a line: the root is the stage that wrote the key, each child a stage it
+    read from, with the key that links them; a stage reached again is named, not repeated."""
+    from rich.tree import Tree
+
+    root = Tree(_line(result, result.writer, None))
+    shown = {result.writer}
+    stack = [(root, result.writer)]
+    while stack:
+        branch, rsid = stack.pop()
+        node = result.nodes[rsid]
+        for words in node.decisions:
+            branch.add(_plain(f"decided: {words}", "magenta"))
+        for note in node.notes:
+            branch.add(_plain(f"note: {note}", "yellow"))
+        if node.rest is not None and (node.rest["messages"] or node.rest["folded"]):
+            rest = f"+ {node.rest['messages']} earlier messages not followed"
+            if node.rest["folded"]:
+                rest += f", {node.rest['folded']} folded out of the window before this call"
+            branch.add(_plain(rest, "dim"))
+        children = []
+        for edge in result.parents(rsid):
+            if edge.source in shown:
+                again = f"← {edge.key} from {edge.source} (again)"
+                if edge.label:
+                    again += f"\n{edge.label}"
+                branch.add(_plain(again, "dim"))
+                continue
+            shown.add(edge.source)
+            child = branch.add(_line(result, edge.source, edge))
+            children.append((child, edge.source))
+        stack.extend(reversed(children))
+    if result.truncated["by_depth"] or result.truncated["by_nodes"]:
+        cut = []
+        if result.truncated["by_depth"]:
+            cut.append(f"{result.truncated['by_depth']} links deeper than --depth")
+        if result.truncated["by_nodes"]:
+            cut.append(f"{result.truncated['by_nodes']} links past --nodes")
+        root.add(_plain("not followed: " + ", ".join(cut), "yellow"))
+    return root
+
+
+def _line(result: Slice, rsid: str, edge: object) -> Text:
+    from rich.text import Text
+
+    from afcli._render import safe
+    from afcore.why import Edge
+
+    node = result.nodes[rsid]
+    text = Text()
+    if isinstance(edge, Edge):
+        arrow = "⇐" if edge.kind == "control" else "←"
+        text.append(
+            f"{arrow} {safe(edge.key)} ", style="cyan" if edge.kind == "data" else "magenta"
+        )
+    text.append(safe(rsid), style="bold")
+    text.append(f"  iteration {node.iteration}", style="dim")
+    if node.value:
+        text.append("  ")
+        text.append(safe(node.value))
+    if isinstance(edge, Edge) and edge.label:
+        text.append("\n")
+        text.append(safe(edge.label), style="magenta")
+    return text
+
+
+def _plain(words: str, style: str) -> Text:
+    from rich.text import Text
+
+    from afcli._render import safe
+
+    return Text(safe(words), style=style)

@@ -1,0 +1,25 @@
+"""Causal questions answered from a recording alone: which stages, rules and values
+produced a key. ``why(recording, key)`` returns the backward slice; ``keys(recording)`` the
+keys one can ask about."""
+
+from afcore.why._slice import (
+    Edge,
+    KeyInfo,
+    NeverWrittenError,
+    Node,
+    Slice,
+    UnknownPositionError,
+    keys,
+    why,
+)
+
+__all__ = [
+    "Edge",
+    "KeyInfo",
+    "NeverWrittenError",
+    "Node",
+    "Slice",
+    "UnknownPositionError",
+    "keys",
+    "why",
+]
