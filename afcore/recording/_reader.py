@@ -9,10 +9,13 @@ refuses to open.
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
+import re
+from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -88,27 +91,74 @@ class CallCheck:
     problem: str | None = None
 
 
-@dataclass
+_KIND_CODES = {
+    "header": ord("h"),
+    "blob": ord("b"),
+    "commit": ord("c"),
+    "call": ord("C"),
+    "reply": ord("r"),
+    "run_end": ord("e"),
+}
+_OTHER, _BAD, _BLANK = ord("o"), ord("!"), ord(" ")
+_KIND_NAMES = {code: name for name, code in _KIND_CODES.items()}
+_BLOB_PREFIX = b'{"t":"blob","id":"'
+_BLOB_ID_END = len(_BLOB_PREFIX) + 64
+_HEX = re.compile(rb"[0-9a-f]{64}")
+_LINE_BITS = 27
+"""A blob is found by a 36-bit prefix of its id packed with its line index (up to 2**27
+lines) into one sortable integer."""
+
+
 class _Index:
-    starts: list[int] = field(default_factory=list)
-    ends: list[int] = field(default_factory=list)
-    types: list[str] = field(default_factory=list)
-    blobs: dict[str, int] = field(default_factory=dict)
-    """blob id -> line index"""
-    messages: dict[int, tuple[str, int]] = field(default_factory=dict)
-    """message n -> (blob id, line index of the commit or reply that wrote it)"""
-    calls: dict[int, int] = field(default_factory=dict)
-    """call n -> line index (keyed by number: a lost line must not renumber the rest)"""
-    replies: dict[int, int] = field(default_factory=dict)
-    """call n -> line index of its reply"""
-    commits: list[int] = field(default_factory=list)
-    """seq-1 -> line index (commits, calls and replies all hold a seq)"""
-    tool_commits: list[int] = field(default_factory=list)
-    keys: dict[str, list[int]] = field(default_factory=dict)
-    """key -> line indices of the commits that wrote it, in order (every key but the
-    numbered ones, message:<n>, call:<n> and reply:<n>, which have their own maps)"""
-    run_end: int | None = None
-    unknown: int = 0
+    """Where everything is, in flat arrays, so that memory grows by a few bytes per line
+    (not by Python objects per record) and a 300 MB file stays cheap to hold open."""
+
+    def __init__(self) -> None:
+        self.starts = array("q")
+        """line index -> its first byte (a line ends where the next starts, less its newline)"""
+        self.kinds = bytearray()
+        """a code per line: h b c C r e (the record types), o (another type), ! (a line that
+        is not a record), space (blank)"""
+        self.blob_keys = array("q")
+        """(id prefix << _LINE_BITS) | line index, sorted once the file is read"""
+        self.messages = array("q")
+        """message n -> line index of the commit or reply that wrote it (-1: none)"""
+        self.calls = array("q")
+        """call n -> line index (-1: none); by number, so a lost line renumbers nothing"""
+        self.replies = array("q")
+        """call n -> line index of its reply (-1: none)"""
+        self.commits = array("q")
+        """seq-1 -> line index (commits, calls and replies all hold a seq)"""
+        self.tool_commits = array("q")
+        self.tools: dict[str, int] = {}
+        """`name#k` of a tool call -> line index of its tool stage"""
+        self.keys: dict[str, array[int]] = {}
+        """key -> line indices of the commits that wrote it, in order (every key but the
+        numbered ones, message:<n>, call:<n> and reply:<n>, which have their own maps)"""
+        self.run_end: int | None = None
+        self.unknown = 0
+
+
+def _put(numbers: array[int], n: int, value: int) -> None:
+    """``numbers[n] = value`` unless already set, growing the array with -1 as needed."""
+    if n < 0 or n > 100_000_000:
+        raise ValueError(n)
+    if n >= len(numbers):
+        numbers.extend([-1] * (n + 1 - len(numbers)))
+    if numbers[n] < 0:
+        numbers[n] = value
+
+
+def _put_next(numbers: array[int], n: int, value: int) -> None:
+    """:func:`_put`, fast for the usual case: ``n`` is the next number."""
+    if n == len(numbers):
+        numbers.append(value)
+    else:
+        _put(numbers, n, value)
+
+
+def _get(numbers: array[int], n: int) -> int | None:
+    return numbers[n] if 0 <= n < len(numbers) and numbers[n] >= 0 else None
 
 
 def open_recording(path: str | os.PathLike[str], *, max_line: int = MAX_LINE) -> Recording:
@@ -137,12 +187,12 @@ class Recording:
         if size == 0:
             self._file.close()
             raise RecordingFormatError(f"{path} is empty, not an af recording", path=path)
-        # The map keeps its own handle on the file; closing ours now means a Recording that
-        # is never closed leaks no file descriptor.
+        # The map keeps its own handle on the file; closing ours once the index is built
+        # means a Recording that is never closed leaks no file descriptor.
         with self._file:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-        self._index = _Index()
-        self._build_index()
+            self._index = _Index()
+            self._build_index()
         self.header = self._read_header()
         self._blob_cache = lru_cache(maxsize=4096)(self._load_blob)
 
@@ -158,20 +208,25 @@ class Recording:
     # -- the index -----------------------------------------------------------------------
 
     def _build_index(self) -> None:
-        mm, idx, limit = self._map, self._index, self.max_line
-        size = len(mm)
+        idx, limit = self._index, self.max_line
+        starts, kinds = idx.starts, idx.kinds
+        blob, blank, bad = _KIND_CODES["blob"], _BLANK, _BAD
+        blob_keys: list[int] = []
         pos = 0
         line = 0
-        while pos < size:
-            end = mm.find(b"\n", pos)
-            torn = end == -1
-            if torn:
-                end = size
+        index_record = self._index_record
+        self._file.seek(0)
+        # Lines come from the buffered file (split in C); the map serves reads later.
+        last_end = 0
+        for raw in self._file:
             line += 1
-            idx.starts.append(pos)
-            idx.ends.append(end)
-            length = end - pos
-            kind = "?"
+            starts.append(pos)
+            size = len(raw)
+            pos += size
+            torn = raw[-1] != 10  # no newline: the last line, maybe cut short
+            length = size if torn else size - 1
+            if not torn:
+                last_end = pos - 1
             if length > limit:
                 self.problems.append(
                     Problem(
@@ -179,67 +234,93 @@ class Recording:
                         f"line is {_mb(length)}, over the {_mb(limit)} a record may take; skipped",
                     )
                 )
-                kind = "!"
-            elif length == 0 or mm[pos:end].isspace():
-                kind = " "
-            else:
+                kinds.append(bad)
+                continue
+            if (
+                raw.startswith(_BLOB_PREFIX)
+                and size > _BLOB_ID_END + 2
+                and raw[-2] == 125  # a closing brace, then the newline
+                and raw[_BLOB_ID_END] == 34  # the id's closing quote
+                and not torn
+            ):
+                # A blob as af writes it: indexed by the id in its first bytes, parsed only
+                # when read (verify parses and hashes every one).
                 try:
-                    data = orjson.loads(mm[pos:end])
-                except orjson.JSONDecodeError as e:
-                    if torn:
-                        self.torn_tail = TornTail(line, length)
-                        idx.starts.pop()
-                        idx.ends.pop()
-                        break
-                    self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
-                    kind = "!"
+                    prefix = int(raw[18:27], 16)
+                except ValueError:
+                    pass
                 else:
-                    kind = self._index_record(line - 1, data)
-            idx.types.append(kind)
-            pos = end + 1
+                    blob_keys.append((prefix << _LINE_BITS) | (line - 1))
+                    kinds.append(blob)
+                    continue
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                if torn:
+                    self.torn_tail = TornTail(line, length)
+                    starts.pop()
+                    pos = last_end
+                    break
+                if raw.isspace():
+                    kinds.append(blank)
+                else:
+                    self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                    kinds.append(bad)
+                continue
+            kinds.append(index_record(line - 1, data, blob_keys))
+        # Where the last line ends (a complete last line's newline excluded).
+        self._size = pos if pos != last_end + 1 else last_end
+        blob_keys.sort()
+        idx.blob_keys = array("q", blob_keys)
 
-    def _index_record(self, i: int, data: Any) -> str:
+    def _index_record(self, i: int, data: Any, blob_keys: list[int]) -> int:
         idx = self._index
         if not isinstance(data, dict) or not isinstance(data.get("t"), str):
             self.problems.append(Problem(i + 1, 'not a record (a JSON object with a string "t")'))
-            return "!"
+            return _BAD
         t: str = data["t"]
+        messages = idx.messages
+        _add = _put_next
         try:
-            if t == "blob":
-                idx.blobs.setdefault(data["id"], i)
-            elif t in ("commit", "reply"):
+            if t == "commit" or t == "reply":
                 idx.commits.append(i)
                 for w in data.get("writes") or ():
-                    key = w.get("key", "")
+                    key = w["key"]
                     if key.startswith("message:"):
-                        idx.messages.setdefault(int(key[8:]), (w.get("ref", ""), i))
+                        _add(messages, int(key[8:]), i)
+                    elif key in idx.keys:
+                        idx.keys[key].append(i)
                     else:
-                        idx.keys.setdefault(key, []).append(i)
+                        idx.keys[key] = array("q", (i,))
                 if t == "reply":
-                    idx.replies[int(data["call"])] = i
-                elif data.get("tool") is not None:
+                    _add(idx.replies, int(data["call"]), i)
+                elif (tool := data.get("tool")) is not None:
                     idx.tool_commits.append(i)
+                    idx.tools.setdefault(f"{tool['name']}#{tool['k']}", i)
             elif t == "call":
                 idx.commits.append(i)
-                idx.calls.setdefault(int(data["call"]), i)
+                _add(idx.calls, int(data["call"]), i)
+            elif t == "blob":  # not in af's own layout: parsed here
+                ref = data["id"]
+                blob_keys.append((int(ref[:9], 16) << _LINE_BITS) | i)
             elif t == "run_end":
                 idx.run_end = i
             elif t not in KNOWN_TYPES:
                 idx.unknown += 1
         except (KeyError, TypeError, ValueError, AttributeError):
             self.problems.append(Problem(i + 1, f"{t} record is missing or mangles a field"))
-            return "!"
-        return t
+            return _BAD
+        return _KIND_CODES.get(t, _OTHER)
 
     def _read_header(self) -> Header:
         idx = self._index
-        if not idx.starts or idx.types[0] in ("!", "?", " "):
+        if not idx.starts or idx.kinds[0] in (_BAD, _BLANK):
             first = self.problems[0].message if self.problems else "no complete first line"
             raise RecordingFormatError(
                 f"{self.path} is not an af recording: line 1: {first}", path=self.path, line=1
             )
         raw = self._raw(0)
-        if idx.types[0] != "header" or raw.get("format") != FORMAT:
+        if idx.kinds[0] != _KIND_CODES["header"] or raw.get("format") != FORMAT:
             raise RecordingFormatError(
                 f"{self.path} is not an af recording: line 1 is not an af.recording header",
                 path=self.path,
@@ -277,7 +358,9 @@ class Recording:
         return len(self._index.starts)
 
     def _bytes(self, i: int) -> bytes:
-        return self._map[self._index.starts[i] : self._index.ends[i]]
+        starts = self._index.starts
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else self._size
+        return self._map[starts[i] : end]
 
     def _raw(self, i: int) -> Any:
         return orjson.loads(self._bytes(i))
@@ -291,13 +374,16 @@ class Recording:
     def records(self) -> Iterator[tuple[int, Record | UnknownRecord]]:
         """Every readable record with its line number. Lines that are not valid records were
         reported in :attr:`problems` when the file was opened, or are reported here."""
-        for i, kind in enumerate(self._index.types):
-            if kind in ("!", " "):
+        for i, kind in enumerate(self._index.kinds):
+            if kind == _BAD or kind == _BLANK:
                 continue
             try:
                 yield i + 1, self._typed(i)
+            except orjson.JSONDecodeError as e:  # a blob line indexed by its prefix
+                self.problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except ValidationError as e:
-                self.problems.append(Problem(i + 1, f"invalid {kind} record: {_first_error(e)}"))
+                name = _KIND_NAMES.get(kind, "a")
+                self.problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
 
     def raw(self, line: int) -> Any:
         """Line ``line`` (from 1) as parsed JSON, unchecked: for readers that walk many
@@ -320,11 +406,14 @@ class Recording:
         number = key.partition(":")[2]
         if key.startswith(("message:", "call:", "reply:")) and number.isdigit():
             n = int(number)
-            found = (
-                idx.messages.get(n, (None, None))[1]
+            numbers = (
+                idx.messages
                 if key.startswith("message:")
-                else (idx.calls if key.startswith("call:") else idx.replies).get(n)
+                else idx.calls
+                if key.startswith("call:")
+                else idx.replies
             )
+            found = _get(numbers, n)
             return [] if found is None else [found + 1]
         return [i + 1 for i in idx.keys.get(key, ())]
 
@@ -340,12 +429,36 @@ class Recording:
 
     @property
     def call_count(self) -> int:
-        return len(self._index.calls)
+        return len(self.call_numbers)
 
     @property
     def call_numbers(self) -> list[int]:
         """The numbers of the calls the file holds, in order (1..N unless lines were lost)."""
-        return sorted(self._index.calls)
+        return [n for n, i in enumerate(self._index.calls) if i >= 0]
+
+    def message_line(self, n: int) -> int | None:
+        """The line (from 1) of the commit or reply that wrote message ``n``."""
+        i = _get(self._index.messages, n)
+        return None if i is None else i + 1
+
+    def kind(self, line: int) -> str:
+        """The record type on ``line`` as the index saw it: header, blob, commit, call,
+        reply, run_end, other (another type), bad (not a record) or blank."""
+        code = self._index.kinds[line - 1]
+        return _KIND_NAMES.get(code) or {_OTHER: "other", _BAD: "bad"}.get(code, "blank")
+
+    def tool_commit(self, line: int) -> Commit:
+        """The tool stage's commit on ``line`` (from 1)."""
+        record = self._typed(line - 1)
+        if not isinstance(record, Commit):
+            raise RecordingFormatError(f"line {line} is not a commit", path=self.path, line=line)
+        return record
+
+    def tool_line(self, name_k: str) -> int | None:
+        """The line (from 1) of the tool stage that answered the k-th call of a tool
+        (``name#k``)."""
+        i = self._index.tools.get(name_k)
+        return None if i is None else i + 1
 
     def _record(self, i: int, cls: type[_R]) -> _R:
         """The record on line index ``i``, which the index says is a ``cls``; a line that
@@ -373,7 +486,7 @@ class Recording:
 
     def reply(self, n: int) -> Reply | None:
         """The reply to call ``n``, or None when the run stopped before it came."""
-        i = self._index.replies.get(n)
+        i = _get(self._index.replies, n)
         return None if i is None else self._record(i, Reply)
 
     def tool_commits(self, iteration: int | None = None) -> list[Commit]:
@@ -400,13 +513,16 @@ class Recording:
 
     @property
     def message_count(self) -> int:
-        return len(self._index.messages)
+        return sum(1 for i in self._index.messages if i >= 0)
 
     def _message_entry(self, n: int) -> tuple[str, int]:
-        entry = self._index.messages.get(n)
-        if entry is None:
-            raise IndexError(f"message {n} is not in this recording (it has {self.message_count})")
-        return entry
+        """Message ``n``'s blob id and the line index of the record that wrote it."""
+        i = _get(self._index.messages, n)
+        if i is not None:
+            for w in self._raw(i).get("writes") or ():
+                if isinstance(w, dict) and w.get("key") == f"message:{n}":
+                    return str(w.get("ref", "")), i
+        raise IndexError(f"message {n} is not in this recording (it has {self.message_count})")
 
     def message(self, n: int) -> Any:
         """Message ``n`` of the run's history (from 1), as stored: canonical JSON."""
@@ -425,10 +541,36 @@ class Recording:
         return self._blob_cache(ref)
 
     def _load_blob(self, ref: str) -> Any:
-        i = self._index.blobs.get(ref) if isinstance(ref, str) else None
+        i = self._blob_line(ref)
         if i is None:
             raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
         return self._raw(i)["value"]
+
+    def _blob_line(self, ref: object) -> int | None:
+        """The line index of blob ``ref``: its id's prefix finds the candidates, the id in
+        the line confirms (the first blob stored under an id wins)."""
+        if not isinstance(ref, str) or len(ref) != 64:
+            return None
+        try:
+            prefix = int(ref[:9], 16)
+        except ValueError:
+            return None
+        keys = self._index.blob_keys
+        mask = (1 << _LINE_BITS) - 1
+        at = bisect.bisect_left(keys, prefix << _LINE_BITS)
+        want = ref.encode()
+        while at < len(keys) and keys[at] >> _LINE_BITS == prefix:
+            i = keys[at] & mask
+            start = self._index.starts[i]
+            if self._map[start + 18 : start + _BLOB_ID_END] == want:
+                return i
+            try:
+                if self._raw(i).get("id") == ref:  # a blob not in af's own layout
+                    return i
+            except orjson.JSONDecodeError:
+                pass
+            at += 1
+        return None
 
     def value(self, write: Any) -> Any:
         """The value of a write (or of anything holding `value` or `ref`), resolving refs."""
@@ -487,9 +629,9 @@ class Recording:
         return CallCheck(n, True, call.hash, rebuilt)
 
     def _call_line(self, n: int) -> int:
-        i = self._index.calls.get(n)
+        i = _get(self._index.calls, n)
         if i is None:
-            last = max(self._index.calls, default=0)
+            last = max(self.call_numbers, default=0)
             raise IndexError(
                 f"call {n} is not in this recording "
                 + (f"(calls 1 to {last})" if last else "(it has no calls)")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -168,11 +168,13 @@ def why(
         raise UsageError("depth must be >= 0 and max_nodes >= 1")
     walk = _Walk(rec, full)
     limit = walk.position(at) if at is not None else None
+    nodes: dict[str, Node] = {}
+    walk.room = lambda: len(nodes) < max_nodes
     line, ask, link = walk.resolve(key, limit)
     root = walk.node_at(line)
     if link:
         root.value = link
-    nodes = {root.rsid: root}
+    nodes[root.rsid] = root
     edges: list[Edge] = []
     truncated = {"by_depth": 0, "by_nodes": 0}
     queue: deque[tuple[str, int, int, _Ask]] = deque([(root.rsid, line, 0, ask)])
@@ -185,6 +187,14 @@ def why(
         for parent_line, edge_key, kind, label, parent_ask in walk.parents(
             nodes[rsid], node_line, ask
         ):
+            if not walk.known(parent_line):
+                # Count what a limit keeps out without reading it.
+                if d + 1 > depth:
+                    truncated["by_depth"] += 1
+                    continue
+                if len(nodes) >= max_nodes:
+                    truncated["by_nodes"] += 1
+                    continue
             parent = walk.node_at(parent_line)
             if parent.rsid == rsid:
                 # Another record of the same stage (a summarizer's commit, read by its
@@ -211,6 +221,10 @@ class _Walk:
         self.rec = rec
         self.full = full
         self._nodes: dict[str, Node] = {}
+        self._lines: dict[int, str] = {}
+        """line -> the rsid of the stage whose record it holds"""
+        self.room: Callable[[], bool] = lambda: True
+        """Whether the slice can take another stage (set by the walk)."""
 
     # -- records -------------------------------------------------------------------------
 
@@ -231,6 +245,7 @@ class _Walk:
         """The node of the stage whose record is on ``line`` (made once per stage)."""
         data = self.raw(line)
         rsid = str(data.get("rsid") or f"line {line}")
+        self._lines[line] = rsid
         known = self._nodes.get(rsid)
         if known is not None:
             return known
@@ -247,6 +262,13 @@ class _Walk:
                     node.decisions.append(_refusal_words(refusal))
         self._nodes[rsid] = node
         return node
+
+    def known(self, line: int) -> bool:
+        """Whether the stage on ``line`` is already a node (without reading the line)."""
+        return line in self._lines
+
+    def _stage(self, line: int) -> str:
+        return str(self.raw(line).get("stage") or "")
 
     def _describe(self, data: dict[str, Any]) -> str:
         t = data.get("t")
@@ -403,7 +425,9 @@ class _Walk:
 
     def _tool(self, key: str, limit: int | None) -> tuple[int, _Ask, str]:
         name_k, _, part = key[5:].rpartition(".")
-        for commit in self.rec.tool_commits():
+        line = self.rec.tool_line(name_k)
+        commits = [self.rec.tool_commit(line)] if line is not None else self.rec.tool_commits()
+        for commit in commits:
             tool = commit.tool
             if tool is None:
                 continue
@@ -507,21 +531,27 @@ class _Walk:
                 yield line, key, "data", "", _Ask()  # a summarizer's transcript
         if "messages" not in reads:
             return
-        rest = 0
-        window = data.get("window") or []
-        for n in _numbers(window):
-            writer = self.rec.writer_lines(f"message:{n}")
-            if not writer:
-                continue
-            stage = str(self.raw(writer[0]).get("stage") or "")
-            bearing = stage in ("seed", "inject", "window") or stage.startswith("tool:")
-            if bearing or self.full:
-                focus = self._message_source(writer[0], n) if stage == "inject" else None
-                yield writer[0], f"message:{n}", "data", "", _Ask(focus=focus or frozenset())
-            else:
-                rest += 1
+        # Newest first: when the node budget runs out, what was followed is the most recent.
+        window = [r for r in data.get("window") or () if _is_range(r)]
+        total = sum(b - a + 1 for a, b in window)
+        followed = 0
+        for a, b in reversed(window):
+            for n in range(b, a - 1, -1):
+                if not self.room():
+                    break
+                writer = self.rec.message_line(n)
+                if writer is None:
+                    continue
+                # Replies are the model's own messages; everything else a call reads was
+                # written by a stage worth following (the user, a tool, an injection, a fold).
+                if self.full or self.rec.kind(writer) != "reply":
+                    followed += 1
+                    focus = (
+                        self._message_source(writer, n) if self._stage(writer) == "inject" else None
+                    )
+                    yield writer, f"message:{n}", "data", "", _Ask(focus=focus or frozenset())
         if not self.full:
-            node.rest = {"messages": rest, "folded": self._folded_before(node.line)}
+            node.rest = {"messages": total - followed, "folded": self._folded_before(node.line)}
 
     def _message_source(self, line: int, n: int) -> frozenset[str] | None:
         """The injection that wrote message ``n`` (an inject stage's write names it)."""
@@ -825,11 +855,13 @@ def _reads(data: dict[str, Any]) -> list[tuple[str, int]]:
     return out
 
 
-def _numbers(window: Any) -> Iterator[int]:
-    for r in window:
-        if isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) for x in r):
-            if 0 <= r[1] - r[0] < 1_000_000:
-                yield from range(r[0], r[1] + 1)
+def _is_range(r: Any) -> bool:
+    return (
+        isinstance(r, list)
+        and len(r) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+        and 0 <= r[1] - r[0] < 10_000_000
+    )
 
 
 def _note(notes: list[str], text: str) -> None:
