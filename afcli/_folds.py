@@ -17,6 +17,7 @@ __all__ = [
     "fold_number",
     "fold_text",
     "messages_text",
+    "reasons_text",
     "refusal_texts",
     "seam_text",
     "writers_text",
@@ -118,7 +119,9 @@ def fold_text(f: dict[str, Any], *, compact: bool = False) -> str:
     tokens over 30,000)``."""
     strategy = safe(f["strategy"])
     head = f"fold {f['fold']}{'' if compact else _at(f)}: "
-    if f["count"]:
+    if compact and not f["count"]:
+        head = f"fold {f['fold']} by {strategy}: nothing left the window"
+    elif f["count"]:
         writers = "" if compact else writers_text(f["folded"])
         head += plural(f["count"], "message") + (f" ({writers})" if writers else "")
         if f["summary"] is not None:
@@ -137,13 +140,24 @@ def fold_text(f: dict[str, Any], *, compact: bool = False) -> str:
     return head
 
 
+def _why(refusal: dict[str, Any]) -> str:
+    why = _REASONS.get(refusal["reason"], safe(refusal["reason"]))
+    if refusal["error"]:
+        why += f": {line(refusal['error'], 300)}"
+    return why
+
+
+def reasons_text(f: dict[str, Any]) -> str:
+    """The refusals' reasons on one line: ``kept: the current request, the last tool
+    result``."""
+    return "kept: " + ", ".join(_why(r) for r in f["refusals"]) if f["refusals"] else ""
+
+
 def refusal_texts(f: dict[str, Any]) -> list[str]:
     """One line per refusal: ``kept: message 1 (seed#0): the current request``."""
     out = []
     for r in f["refusals"]:
-        why = _REASONS.get(r["reason"], safe(r["reason"]))
-        if r["error"]:
-            why += f": {line(r['error'], 300)}"
+        why = _why(r)
         writers = writers_text(r["writers"])
         what = messages_text(r["messages"]) if r["messages"] else "messages"
         out.append(f"kept: {what}" + (f" ({writers})" if writers else "") + f": {why}")

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from afcli._folds import SUMMARIZER, checked, fold_number, fold_text, refusal_texts
+from afcli._folds import SUMMARIZER, checked, fold_number, fold_text, reasons_text
 from afcli._render import args_text, fit, ms_text, plural, safe, status_style, usage_text
 
 __all__ = ["Progress"]
@@ -222,9 +222,9 @@ class Progress:
             if r.get("stage") == "window" and fold is not None:
                 f = checked(self._value(w), fold)
                 text = fold_text(f, compact=True)
-                if not f["count"]:
+                if not f["count"] and f["refusals"]:
                     # Nothing left: what kept it all is the news.
-                    text += "; " + "; ".join(refusal_texts(f))
+                    text += f"; {reasons_text(f)}"
                 # Our own words, made safe by fold_text: cut to the line like a model's.
                 self.console.print(fit(Text("  "), text, self._width), style="magenta")
                 return

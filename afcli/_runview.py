@@ -106,7 +106,8 @@ def _source_json(source: Any) -> dict[str, Any]:
 
 def _is_injection(source: dict[str, Any]) -> bool:
     kind, id = source.get("kind"), source.get("id")
-    if not id or kind in _NOT_INJECTIONS:
+    # A source read from a slot list is unchecked: anything but strings is no injection's.
+    if not isinstance(kind, str) or not isinstance(id, str) or not id or kind in _NOT_INJECTIONS:
         return False
     # The skills' reader is af's own tool, not an injection (its source names the catalog).
     return not (kind == "skill" and id == "read_skill")
@@ -472,7 +473,7 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
     is there, and what changed since the call before."""
     from pydantic import ValidationError
 
-    from afcore.recording import Call, Commit
+    from afcore.recording import Call, Commit, Reply
 
     numbers = rec.call_numbers
     if n not in numbers:
@@ -491,8 +492,10 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
     folds = _Folds(resolver)
     previous: int | None = None
     """the agent's last call before this one"""
-    folded_after: dict[int, int | None] = {}
-    """fold -> the agent call it came after"""
+    written = 0
+    """the highest message number written so far"""
+    when: list[tuple[dict[str, Any], int | None, int]] = []
+    """each fold, the agent's call it came after, and the last message written before it"""
     # The inject stages up to this call: its iteration's decisions, and the injection behind
     # each injected message in its window (written when it first landed, maybe long before);
     # the folds before it, and the agent's calls (a summarizer's call is not one of them).
@@ -502,12 +505,17 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
                 break
             if not record.rsid.startswith(SUMMARIZER):
                 previous = record.call
-        elif isinstance(record, Commit) and record.stage == "inject":
+            continue
+        for w in record.writes if isinstance(record, Commit | Reply) else ():
+            number = w.key.removeprefix("message:")
+            if w.key.startswith("message:") and number.isdigit():
+                written = max(written, int(number))
+        if isinstance(record, Commit) and record.stage == "inject":
             injections.see(record)
         elif isinstance(record, Commit):
             fold = folds.see(record)
             if fold is not None:
-                folded_after[fold["fold"]] = previous
+                when.append((fold, previous, written))
     kind = folds.kind(call.rsid)
     if kind["kind"] != "agent":
         previous = None  # a summarizer is sent its own transcript: no call before it to compare
@@ -537,7 +545,7 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
     try:
         request = rec.request(n)
         segments, tools = rec.segments(n), rec.tools(n)
-    except (KeyError, IndexError, TypeError, ValidationError):
+    except (KeyError, IndexError, TypeError, ValueError):  # ValidationError is a ValueError
         # check.problem says what is missing; the request is not shown half-rebuilt.
         return detail
     decided = injections.decided(call.iter)
@@ -583,15 +591,14 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
 
     sources = [_source_json(x.source) for x in segments] + [_source_json(t.source) for t in tools]
     sources += [injections.messages[m] for m in window if m in injections.messages]
-    recent = [
-        f for f in folds.folds if previous is not None and folded_after[f["fold"]] == previous
-    ]
+    # The folds since the agent's call before this one, with where each happened.
+    recent = [(f, at) for f, after, at in when if previous is not None and after == previous]
     removed = _removed(before, system, window, listed, {**folds.messages, **injections.messages})
     if removed is not None:
         # A message that left in a fold since the call before is shown by the fold's seam.
         evicted = {
             m: f["fold"]
-            for f in recent
+            for f, _ in recent
             for a, b in checked(f, 0)["messages"]
             for m in range(a, b + 1)
         }
@@ -611,38 +618,44 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
 
 
 def _seams(
-    folds: list[dict[str, Any]], recent: list[dict[str, Any]], window: list[int], prior: list[int]
+    folds: list[dict[str, Any]],
+    recent: list[tuple[dict[str, Any], int]],
+    window: list[int],
+    prior: list[int],
 ) -> list[dict[str, Any]]:
     """Where a call's window shows a fold: before the summary it wrote, for as long as that
-    summary is in the window; and, for a fold since the agent's call before (``recent``) that
-    wrote none, where the messages it dropped were. ``before``: the message the seam goes
-    before (None: after the last)."""
+    summary is in the window; and, for a fold since the agent's call before (``recent``,
+    each with the last message written before it) that wrote none, where the messages it
+    dropped were, or where it happened. ``before``: the message the seam goes before (None:
+    after the last)."""
     sent = set(window)
     out = []
     for raw in folds:
         f = checked(raw, raw["fold"])
         before: int | None
+        at = next((at for r, at in recent if r is raw), None)
         if f["summary"] is not None and f["summary"] in sent:
             before = f["summary"]
-        elif any(raw is r for r in recent):
-            before = _dropped_at(f, window, prior)
+        elif at is not None:
+            before = _dropped_at(f, window, prior, at)
         else:
             continue
         out.append(f | {"rsid": as_text(raw.get("rsid")), "before": before})
     return out
 
 
-def _dropped_at(f: dict[str, Any], window: list[int], prior: list[int]) -> int | None:
+def _dropped_at(f: dict[str, Any], window: list[int], prior: list[int], at: int) -> int | None:
     """The message of ``window`` that followed what fold ``f`` dropped from the window before
-    (``prior``); for a fold that dropped nothing, the first message new since."""
+    (``prior``); for a fold that dropped nothing, the first written after it (``at``: the
+    last message written before it)."""
     gone = {m for a, b in f["messages"] for m in range(a, b + 1)}
-    sent, known = set(window), set(prior)
     first = next((i for i, m in enumerate(prior) if m in gone), None)
     if first is not None:
+        sent = set(window)
         after = next((m for m in prior[first:] if m not in gone and m in sent), None)
         if after is not None:
             return after
-    return next((m for m in window if m not in known), None)
+    return next((m for m in window if m > at), None)
 
 
 def _provenance(src: dict[str, Any], decided: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -673,8 +686,6 @@ def _segment_key(src: dict[str, Any], text: str) -> tuple[str, str]:
 def _slots(rec: Recording, resolver: _Resolver, n: int) -> dict[str, Any] | None:
     """What call ``n`` was sent, enough to tell what the next call changed; None when its
     records cannot be read."""
-    from pydantic import ValidationError
-
     from afcore.errors import RecordingError
 
     try:
@@ -688,7 +699,7 @@ def _slots(rec: Recording, resolver: _Resolver, n: int) -> dict[str, Any] | None
             segments[_segment_key(src, text)] = (text, src)
         tools = {t.name: (t.ref, _source_json(t.source)) for t in rec.tools(n)}
         order = [m for a, b in rec.call(n).window for m in range(a, b + 1)]
-    except (KeyError, IndexError, TypeError, ValidationError, RecordingError):
+    except (KeyError, IndexError, TypeError, ValueError, RecordingError):
         return None
     return {"call": n, "segments": segments, "tools": tools, "messages": set(order), "order": order}
 
