@@ -277,23 +277,44 @@ def _mangle(value: Any, rng: random.Random, depth: int = 0) -> Any:
     return rng.choice(_ODD_VALUES)
 
 
+@pytest.fixture(params=["trip", "compaction"])
+def any_demo(request: pytest.FixtureRequest, invoke: Invoke, tmp_path: Path) -> dict[str, Any]:
+    """A run of a built-in demo: the trip, and the research run whose window folds."""
+    ran = invoke("run", "--demo", request.param, "--json", "--out", tmp_path / "runs")
+    assert ran.code == 0, ran.err
+    outcome: dict[str, Any] = ran.json()
+    return outcome
+
+
+def _window_line(record: dict[str, Any]) -> bool:
+    """A record of the window's: a fold, its summarizer's stage or call, an eviction."""
+    return record.get("t") == "context_evicted" or str(record.get("rsid", "")).startswith(
+        ("window#", "summarize#")
+    )
+
+
 def test_records_of_the_wrong_shape_never_crash_a_command(
-    invoke: Invoke, tmp_path: Path, demo: dict[str, Any]
+    invoke: Invoke, tmp_path: Path, any_demo: dict[str, Any]
 ) -> None:
     rng = random.Random(20260101)
-    lines = [json.loads(line) for line in lines_of(demo)]
+    lines = [json.loads(line) for line in lines_of(any_demo)]
+    # The folds' own records are few among many: mangle one of them in every other file.
+    window = [i for i, r in enumerate(lines) if _window_line(r)]
     path = tmp_path / "odd" / "mangled.jsonl"
     path.parent.mkdir()
-    for _ in range(40):
+    for round in range(40):
         mangled = list(lines)
         for _ in range(rng.randint(1, 3)):
             i = rng.randrange(len(mangled))
+            mangled[i] = _mangle(mangled[i], rng)
+        if window and round % 2:
+            i = rng.choice(window)
             mangled[i] = _mangle(mangled[i], rng)
         path.write_text("".join(json.dumps(r) + "\n" for r in mangled))
         for args in (
             ("show", path),
             ("show", path, "--json"),
-            ("show", path, "--call", str(rng.randint(1, 4))),
+            ("show", path, "--call", str(rng.randint(1, any_demo["calls"]))),
             ("verify", path, "--json"),
             ("ls", path.parent, "--json"),
         ):
