@@ -10,6 +10,7 @@ refuses to open.
 from __future__ import annotations
 
 import bisect
+import gc
 import mmap
 import os
 import re
@@ -103,7 +104,18 @@ _OTHER, _BAD, _BLANK = ord("o"), ord("!"), ord(" ")
 _KIND_NAMES = {code: name for name, code in _KIND_CODES.items()}
 _BLOB_PREFIX = b'{"t":"blob","id":"'
 _BLOB_ID_END = len(_BLOB_PREFIX) + 64
-_HEX = re.compile(rb"[0-9a-f]{64}")
+_REPLY_HEAD = re.compile(
+    rb'\{"t":"reply","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d+),'
+    rb'"writes":\[\{"key":"message:(\d+)","ref":"[0-9a-f]{64}"\}\],'
+)
+"""The head of a call or a reply as af writes them: the few numbers the index needs, read
+without parsing the line (the rest is parsed when the record is read)."""
+_CALL_HEAD = re.compile(rb'\{"t":"call","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d+),')
+_FAST = {
+    b'{"t":"blob",': ord("b"),
+    b'{"t":"call",': ord("C"),
+    b'{"t":"reply"': ord("r"),
+}
 _LINE_BITS = 27
 """A blob is found by a 36-bit prefix of its id packed with its line index (up to 2**27
 lines) into one sortable integer."""
@@ -192,7 +204,16 @@ class Recording:
         with self._file:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
             self._index = _Index()
-            self._build_index()
+            # The index makes many small objects that never form cycles: the cycle
+            # collector walking them again and again would make a big file's index
+            # quadratic in its size.
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                self._build_index()
+            finally:
+                if collecting:
+                    gc.enable()
         self.header = self._read_header()
         self._blob_cache = lru_cache(maxsize=4096)(self._load_blob)
 
@@ -210,11 +231,13 @@ class Recording:
     def _build_index(self) -> None:
         idx, limit = self._index, self.max_line
         starts, kinds = idx.starts, idx.kinds
-        blob, blank, bad = _KIND_CODES["blob"], _BLANK, _BAD
+        blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
+        blank, bad = _BLANK, _BAD
         blob_keys: list[int] = []
         pos = 0
         line = 0
         index_record = self._index_record
+        commits, put = idx.commits, _put_next
         self._file.seek(0)
         # Lines come from the buffered file (split in C); the map serves reads later.
         last_end = 0
@@ -236,22 +259,34 @@ class Recording:
                 )
                 kinds.append(bad)
                 continue
-            if (
-                raw.startswith(_BLOB_PREFIX)
-                and size > _BLOB_ID_END + 2
-                and raw[-2] == 125  # a closing brace, then the newline
-                and raw[_BLOB_ID_END] == 34  # the id's closing quote
-                and not torn
-            ):
-                # A blob as af writes it: indexed by the id in its first bytes, parsed only
-                # when read (verify parses and hashes every one).
-                try:
-                    prefix = int(raw[18:27], 16)
-                except ValueError:
-                    pass
-                else:
-                    blob_keys.append((prefix << _LINE_BITS) | (line - 1))
-                    kinds.append(blob)
+            # Blobs, calls and replies as af writes them are indexed from their first
+            # bytes: a blob by its id, a call and a reply by their numbers. The rest of the
+            # line is parsed when the record is read (verify parses every one).
+            fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
+            if fast == blob:
+                if size > _BLOB_ID_END + 2 and raw[_BLOB_ID_END] == 34:
+                    try:
+                        prefix = int(raw[18:27], 16)
+                    except ValueError:
+                        pass
+                    else:
+                        blob_keys.append((prefix << _LINE_BITS) | (line - 1))
+                        kinds.append(blob)
+                        continue
+            elif fast == reply:
+                head = _REPLY_HEAD.match(raw)
+                if head is not None:
+                    commits.append(line - 1)
+                    put(idx.replies, int(head[1]), line - 1)
+                    put(idx.messages, int(head[2]), line - 1)
+                    kinds.append(reply)
+                    continue
+            elif fast == call:
+                head = _CALL_HEAD.match(raw)
+                if head is not None:
+                    commits.append(line - 1)
+                    put(idx.calls, int(head[1]), line - 1)
+                    kinds.append(call)
                     continue
             try:
                 data = orjson.loads(raw)
