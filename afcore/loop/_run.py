@@ -49,6 +49,7 @@ from afcore.recording._hashing import content_hash
 from afcore.recording._writer import Recorder, ranges
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
+from afcore.window._live import LiveWindow
 from afcore.window._turns import LiveMessage
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class _Run:
     injection sends the same text."""
     last_injected: tuple[object, list[int], list[Message]] | None = None
     """The last composition's injected messages, their numbers and messages as sent."""
-    live: list[LiveMessage] | None = None
+    live: LiveWindow | None = None
     """The live window, for agents with a window strategy (None: the whole history)."""
     request: LiveMessage | None = None
     """The user message the run answers, as the live window holds it."""
@@ -271,11 +272,11 @@ def _start(run: _Run, message: str) -> None:
         for t in agent.tools.values():
             rec.tool_ref(t.spec)
     if agent.window is not None:
-        run.live = []
+        run.live = LiveWindow()
     seed = rec.next_rsid("seed")
     write = _remember(run, UserMessage(message), seed)
     if run.live is not None:
-        run.request = run.live[-1]
+        run.request = run.live.items[-1]
     rec.commit(seed, "seed", 0, writes=[rec.write("user_message", message), write])
     if agent.configure_fn is not None:
         _configure(run, message)
@@ -371,11 +372,12 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     run.calls += 1
     n = run.calls
     rsid = rec.next_rsid("call-llm")
-    if run.live is not None:
-        conversation: list[Message] = [item.message for item in run.live]
-        window = ranges([item.n for item in run.live] + extra)
-    else:
-        conversation = run.history
+    conversation: list[Message] = run.history
+    if run.live is not None and run.live.folded:
+        # Once a fold changed it, the window is named message by message; until then it is
+        # the whole history, sent and hashed as for an agent without a strategy.
+        conversation = run.live.messages
+        window = run.live.ranges + ranges(extra)
     request = Request(
         model=run.model,
         system=comp.system,

@@ -30,7 +30,7 @@ from afcore.messages import (
 from afcore.recording._writer import ranges
 from afcore.window._strategies import WindowStrategy
 from afcore.window._summary import SUMMARIZER_SYSTEM, frame, message_chars, transcript
-from afcore.window._turns import LiveMessage, plan, segment
+from afcore.window._turns import LiveMessage, plan
 
 if TYPE_CHECKING:
     from afcore.loop._run import _Run
@@ -41,9 +41,10 @@ _SUMMARIZER_SOURCE = Source(kind="summarizer")
 
 
 async def visit(run: _Run, strategy: WindowStrategy) -> None:
-    """One visit of the window strategy; may replace ``run.live``."""
-    live = run.live
-    assert live is not None
+    """One visit of the window strategy; may change ``run.live``."""
+    window = run.live
+    assert window is not None
+    live = window.items
     rec = run.rec
     measured: int | None = None
     if strategy.threshold_tokens is not None:
@@ -51,11 +52,21 @@ async def visit(run: _Run, strategy: WindowStrategy) -> None:
         if measured <= strategy.threshold_tokens:
             return
     seed = run.request
-    request = next((i for i, item in enumerate(live) if item is seed), None)
-    cut = plan(live, segment(live), keep_recent_turns=strategy.keep_recent_turns, request=request)
+    request = (
+        0
+        if live and live[0] is seed
+        else next((i for i, item in enumerate(live) if item is seed), None)
+    )
+    cut = plan(
+        live,
+        window.sizes,
+        keep_recent_turns=strategy.keep_recent_turns,
+        request=request,
+        last_result=window.newest_result(),
+    )
     spans = cut.spans[:1] if strategy.summarizes else cut.spans
-    leaving = [i for span in spans for turn in span for i in range(turn.start, turn.end + 1)]
-    if not leaving and measured is None:
+    blocks = [(span[0].start, span[-1].end) for span in spans]
+    if not blocks and measured is None:
         return  # nothing old enough to leave: nothing to record
     refusals: list[dict[str, Any]] = [
         _refusal(live[r.turn.start : r.turn.end + 1], r.reason) for r in cut.refusals
@@ -67,18 +78,19 @@ async def visit(run: _Run, strategy: WindowStrategy) -> None:
     summary: dict[str, Any] | None = None
     summary_item: LiveMessage | None = None
     rsid = ""
-    if strategy.summarizes and leaving:
-        items = [live[i] for i in leaving]
+    if strategy.summarizes and blocks:
+        first, last = blocks[0]
+        items = live[first : last + 1]
         outcome = await _summarize(run, strategy, items, fold)
         if isinstance(outcome, str):  # the summarizer failed: the span stays
             refusals.append(_refusal(items, "summarizer_failed", error=outcome))
-            leaving = []
+            blocks = []
         else:
             text, call, by = outcome
             framed = frame(text, items, by=by, fold=fold)
             if len(framed) >= message_chars(items):
                 refusals.append(_refusal(items, "summary_not_smaller"))
-                leaving = []
+                blocks = []
             else:
                 rsid = rec.next_rsid("window")
                 message = UserMessage(framed)
@@ -91,19 +103,19 @@ async def visit(run: _Run, strategy: WindowStrategy) -> None:
                 summary_item = LiveMessage(n, message, rsid)
                 summary = {"message": n, "call": call, "by": by}
     rsid = rsid or rec.next_rsid("window")
-    left = [live[i] for i in leaving]
-    gone = set(leaving)
-    kept = [item for i, item in enumerate(live) if i not in gone]
-    if summary_item is not None:
-        kept.insert(leaving[0], summary_item)
+    left = [item for first, last in blocks for item in live[first : last + 1]]
+    before = len(window)
+    # The newest block first, so the positions of the older ones stay put.
+    for first, last in reversed(blocks):
+        window.remove(first, last, summary_item if (first, last) == blocks[0] else None)
     value: dict[str, Any] = {
         "strategy": strategy.name,
         "iteration": run.iteration,
         "folded": _writers(left),
         "messages": [list(r) for r in ranges([item.n for item in left])],
         "count": len(left),
-        "before": len(live),
-        "after": len(kept),
+        "before": before,
+        "after": len(window),
         "keep_recent_turns": strategy.keep_recent_turns,
         "refusals": refusals,
     }
@@ -130,7 +142,6 @@ async def visit(run: _Run, strategy: WindowStrategy) -> None:
             flush=False,
         )
     rec.flush()
-    run.live = kept
 
 
 def _measured(run: _Run, strategy: WindowStrategy) -> int:

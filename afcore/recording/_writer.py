@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,6 @@ from afcore.errors import UsageError
 from afcore.messages import Message, Source, SystemSegment, ToolSpec, Usage
 from afcore.recording._hashing import (
     content_hash,
-    messages_digest,
     request_digest,
     request_hash,
 )
@@ -87,6 +87,8 @@ class Recorder:
         self._pending: list[bytes] = []
         self._blobs: set[str] = set()
         self._message_hashes: list[str] = []
+        self._hash_bytes: list[bytes] = []
+        """The same hashes as bytes: a window's digest is one join and one sha256."""
         self._history_digest = hashlib.sha256()
         """sha256 over the hashes of the history's messages: extended as they are appended, so
         the digest of a window that is the whole history costs nothing per call."""
@@ -181,6 +183,7 @@ class Recorder:
         the conversation (an injected message does not: it is sent, not remembered)."""
         ref = self._store(message.to_json())
         self._message_hashes.append(ref)
+        self._hash_bytes.append(ref.encode())
         n = len(self._message_hashes)
         if history:
             self._history_digest.update(ref.encode())
@@ -340,7 +343,9 @@ class Recorder:
             messages_hash = digest.hexdigest()
             window = [*self._history_ranges, *self._extra[2]]
         else:
-            messages_hash = messages_digest(h for a, b in window for h in hashes[a - 1 : b])
+            held = self._hash_bytes
+            joined = b"".join(chain.from_iterable(held[a - 1 : b] for a, b in window))
+            messages_hash = hashlib.sha256(joined).hexdigest()  # = messages_digest(...)
         params = self.redactor.redact(params)
         request = request_digest(
             model=model,

@@ -5,16 +5,26 @@ window stay in the file as they were written, each fold is committed with what l
 what was measured and what refused to leave.
 """
 
+from afcore.window._live import LiveWindow
 from afcore.window._strategies import (
     WindowStrategy,
     sliding_window,
     summarize_oldest,
     token_budget,
 )
-from afcore.window._turns import LiveMessage, Refusal, RefusalReason, Turn, plan, segment
+from afcore.window._turns import (
+    LiveMessage,
+    Refusal,
+    RefusalReason,
+    Turn,
+    plan,
+    segment,
+    turn_sizes,
+)
 
 __all__ = [
     "LiveMessage",
+    "LiveWindow",
     "Refusal",
     "RefusalReason",
     "Turn",
@@ -24,4 +34,5 @@ __all__ = [
     "sliding_window",
     "summarize_oldest",
     "token_budget",
+    "turn_sizes",
 ]

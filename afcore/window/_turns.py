@@ -14,7 +14,15 @@ from typing import Literal
 
 from afcore.messages import AssistantMessage, Message, ToolResultMessage
 
-__all__ = ["LiveMessage", "Refusal", "RefusalReason", "Turn", "plan", "segment"]
+__all__ = [
+    "LiveMessage",
+    "Refusal",
+    "RefusalReason",
+    "Turn",
+    "plan",
+    "segment",
+    "turn_sizes",
+]
 
 RefusalReason = Literal["current_request", "unresolved_tool_call", "last_tool_result"]
 """Why a turn old enough to leave the window stays:
@@ -61,36 +69,51 @@ def segment(live: Sequence[LiveMessage]) -> list[Turn]:
     """The turns of the live window, in order. A tool result joins the reply whose call it
     answers; one that answers no reply in the window (its call already left) is a turn of
     its own."""
-    turns: list[Turn] = []
-    open_calls: set[str] = set()
-    for i, item in enumerate(live):
-        m = item.message
-        if isinstance(m, ToolResultMessage) and m.tool_call_id in open_calls and turns:
-            turns[-1] = Turn(turns[-1].start, i)
-            continue
-        turns.append(Turn(i, i))
-        open_calls = {c.id for c in m.tool_calls} if isinstance(m, AssistantMessage) else set()
+    turns, pos = [], 0
+    for size in turn_sizes(live):
+        turns.append(Turn(pos, pos + size - 1))
+        pos += size
     return turns
+
+
+def turn_sizes(live: Sequence[LiveMessage]) -> list[int]:
+    """How many messages each turn of ``live`` holds, oldest first."""
+    from afcore.window._live import LiveWindow  # the one place the rule is written
+
+    window = LiveWindow()
+    for item in live:
+        window.append(item)
+    return window.sizes
 
 
 def plan(
     live: Sequence[LiveMessage],
-    turns: Sequence[Turn],
+    sizes: Sequence[int],
     *,
     keep_recent_turns: int,
     request: int | None,
+    last_result: int | None = -1,
 ) -> Plan:
     """Which turns may leave: every turn older than the last ``keep_recent_turns``, except
-    those that refuse (named). ``request``: the position of the user message the run
-    answers, if it is in the window."""
-    candidates = turns[: max(0, len(turns) - keep_recent_turns)]
-    last_result = max(
-        (i for i, item in enumerate(live) if isinstance(item.message, ToolResultMessage)),
-        default=None,
-    )
+    those that refuse (named). ``sizes``: how many messages each turn holds; ``request``:
+    the position of the user message the run answers, if it is in the window;
+    ``last_result``: the position of the newest tool result (-1: find it). Only the turns
+    old enough to leave are looked at."""
+    if last_result == -1:
+        last_result = next(
+            (
+                i
+                for i in range(len(live) - 1, -1, -1)
+                if isinstance(live[i].message, ToolResultMessage)
+            ),
+            None,
+        )
     out = Plan()
     run: list[Turn] = []
-    for turn in candidates:
+    pos = 0
+    for size in sizes[: max(0, len(sizes) - keep_recent_turns)]:
+        turn = Turn(pos, pos + size - 1)
+        pos += size
         reason = _refuses(live, turn, request, last_result)
         if reason is None:
             run.append(turn)

@@ -28,7 +28,7 @@ from afcore.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from afcore.window import LiveMessage, plan, segment
+from afcore.window import LiveMessage, plan, segment, turn_sizes
 from tests.conftest import fixed_recording
 
 LOREM = "lorem ipsum dolor sit amet " * 12
@@ -146,7 +146,7 @@ def test_turns_that_may_not_leave_refuse_by_name() -> None:
         answer("d"),  # the last tool result
         asks("e"),  # unresolved, and recent
     )
-    cut = plan(window, segment(window), keep_recent_turns=1, request=0)
+    cut = plan(window, turn_sizes(window), keep_recent_turns=1, request=0)
     assert [(r.turn.start, r.reason) for r in cut.refusals] == [
         (0, "current_request"),
         (3, "unresolved_tool_call"),
@@ -154,7 +154,7 @@ def test_turns_that_may_not_leave_refuse_by_name() -> None:
     ]
     assert [[(t.start, t.end) for t in span] for span in cut.spans] == [[(1, 2)]]
     # Nothing recent is a candidate; with no turn kept, the newest refuses as unresolved.
-    cut = plan(window, segment(window), keep_recent_turns=0, request=0)
+    cut = plan(window, turn_sizes(window), keep_recent_turns=0, request=0)
     assert cut.refusals[-1].reason == "unresolved_tool_call"
 
 

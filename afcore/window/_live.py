@@ -1,0 +1,118 @@
+"""The live window of a run with a window strategy, kept up to date as messages arrive and
+folds remove them, so that neither a call nor a strategy's visit walks the whole window in
+Python: the turns, the messages as sent and the window's ranges of message numbers are
+updated in place (a fold costs what leaves and the number of turns, not every message)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from afcore.messages import AssistantMessage, Message, ToolResultMessage
+from afcore.window._turns import LiveMessage
+
+__all__ = ["LiveWindow"]
+
+
+class LiveWindow:
+    def __init__(self) -> None:
+        self.items: list[LiveMessage] = []
+        self.messages: list[Message] = []
+        """The messages as sent, in window order."""
+        self.ranges: list[tuple[int, int]] = []
+        """The messages' numbers as inclusive ranges, in window order."""
+        self.sizes: list[int] = []
+        """How many messages each turn holds, oldest first (see ``_turns``): a fold deletes
+        entries instead of renumbering every turn after it."""
+        self.folded = False
+        """Whether a fold has changed the window: until then it is the whole history."""
+        self._open: set[str] = set()
+        """The tool calls of the newest reply, which its results join."""
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def append(self, item: LiveMessage) -> None:
+        m = item.message
+        if isinstance(m, ToolResultMessage) and m.tool_call_id in self._open and self.sizes:
+            self.sizes[-1] += 1  # a result joins the reply whose call it answers
+        else:
+            self.sizes.append(1)
+            self._open = {c.id for c in m.tool_calls} if isinstance(m, AssistantMessage) else set()
+        self.items.append(item)
+        self.messages.append(m)
+        _extend(self.ranges, item.n)
+
+    def remove(self, first: int, last: int, summary: LiveMessage | None = None) -> None:
+        """Remove positions ``first``..``last`` (whole turns), putting ``summary`` (a turn of
+        its own) in their place."""
+        count = last - first + 1
+        put = [summary] if summary is not None else []
+        self.items[first : last + 1] = put
+        self.messages[first : last + 1] = [s.message for s in put]
+        self.ranges = _cut(self.ranges, first, count, [s.n for s in put])
+        # The turns from position `first` to `last` are whole: find them by their sizes.
+        k = pos = 0
+        while pos < first:
+            pos += self.sizes[k]
+            k += 1
+        j, covered = k, 0
+        while covered < count:
+            covered += self.sizes[j]
+            j += 1
+        self.sizes[k:j] = [1] * len(put)
+        self.folded = True
+
+    def newest_result(self) -> int | None:
+        """The position of the newest tool result (looked for from the end)."""
+        for i in range(len(self.items) - 1, -1, -1):
+            if isinstance(self.messages[i], ToolResultMessage):
+                return i
+        return None
+
+
+def _extend(ranges: list[tuple[int, int]], n: int) -> None:
+    if ranges and ranges[-1][1] == n - 1:
+        ranges[-1] = (ranges[-1][0], n)
+    else:
+        ranges.append((n, n))
+
+
+def _cut(
+    ranges: Sequence[tuple[int, int]], first: int, count: int, put: Sequence[int]
+) -> list[tuple[int, int]]:
+    """``ranges`` (window order) with ``count`` positions from ``first`` replaced by the
+    numbers ``put``: interval arithmetic over the few ranges, not the many messages."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    inserted = False
+    end = first + count  # the first position after the cut
+    for a, b in ranges:
+        size = b - a + 1
+        lo, hi = pos, pos + size  # this range's positions: lo..hi-1
+        if hi <= first or lo >= end:
+            if lo >= end and not inserted:
+                for n in put:
+                    _extend(out, n)
+                inserted = True
+            _join(out, a, b)
+        else:
+            if lo < first:
+                _join(out, a, a + (first - lo) - 1)
+            if not inserted:
+                for n in put:
+                    _extend(out, n)
+                inserted = True
+            if hi > end:
+                _join(out, a + (end - lo), b)
+        pos = hi
+    if not inserted:
+        for n in put:
+            _extend(out, n)
+    return out
+
+
+def _join(out: list[tuple[int, int]], a: int, b: int) -> None:
+    if out and out[-1][1] == a - 1:
+        out[-1] = (out[-1][0], b)
+    else:
+        out.append((a, b))
