@@ -176,6 +176,7 @@ def why(
         root.value = link
     nodes[root.rsid] = root
     edges: list[Edge] = []
+    seen: set[Edge] = set()
     truncated = {"by_depth": 0, "by_nodes": 0}
     queue: deque[tuple[str, int, int, _Ask]] = deque([(root.rsid, line, 0, ask)])
     expanded: set[tuple[int, frozenset[str] | None]] = set()
@@ -188,12 +189,12 @@ def why(
             nodes[rsid], node_line, ask
         ):
             if not walk.known(parent_line):
-                # Count what a limit keeps out without reading it.
-                if d + 1 > depth:
-                    truncated["by_depth"] += 1
-                    continue
-                if len(nodes) >= max_nodes:
-                    truncated["by_nodes"] += 1
+                # A stage not met yet must fit in the limits; what does not is counted,
+                # without reading its line.
+                full = len(nodes) >= max_nodes
+                cut = "by_depth" if d + 1 > depth else "by_nodes" if full else ""
+                if cut:
+                    truncated[cut] += 1
                     continue
             parent = walk.node_at(parent_line)
             if parent.rsid == rsid:
@@ -201,16 +202,10 @@ def why(
                 # call): what it read is what the stage read.
                 queue.append((rsid, parent_line, d, parent_ask))
                 continue
-            if parent.rsid not in nodes:
-                if d + 1 > depth:
-                    truncated["by_depth"] += 1
-                    continue
-                if len(nodes) >= max_nodes:
-                    truncated["by_nodes"] += 1
-                    continue
-                nodes[parent.rsid] = parent
+            nodes.setdefault(parent.rsid, parent)
             edge = Edge(parent.rsid, rsid, kind, edge_key, label)
-            if edge not in edges:
+            if edge not in seen:
+                seen.add(edge)
                 edges.append(edge)
             queue.append((parent.rsid, parent_line, d + 1, parent_ask))
     return Slice(key, root.rsid, nodes, edges, truncated)
