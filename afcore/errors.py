@@ -5,6 +5,12 @@ Every error af raises on purpose is an ``AfError``::
     AfError
     ├── UsageError                  a mistake in using the library (bad arguments, a bad builder)
     ├── ProviderError               a model provider failed to answer
+    │   ├── RateLimitedError        429: too many requests or tokens for now
+    │   ├── ServerError             5xx: the vendor failed
+    │   │   └── OverloadedError     529 / overloaded_error: the vendor is too busy
+    │   ├── BadRequestError         another 4xx: the request, key or model was refused
+    │   ├── ConnectionFailedError   no answer: the network failed or timed out
+    │   ├── StreamCutError          a streamed answer ended or broke part way
     │   └── MockExhaustedError      a scripted mock ran out of replies
     ├── RunError                    a run stopped on an error; the recording says so
     ├── CompactionUnmeasurableError a token-triggered window strategy got no counted tokens
@@ -14,22 +20,31 @@ Every error af raises on purpose is an ``AfError``::
         └── RunNotFoundError        a run id or path that names no recording
 
 Errors carry the context a person needs to act: the path and line of a recording, the
-call number of a provider failure, the stage id where a run stopped.
+call number of a provider failure, the stage id where a run stopped. A provider failure
+also says what the vendor said (status, error type, message) and its ``kind``, the word
+retry rules decide on.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 __all__ = [
     "AfError",
+    "BadRequestError",
     "CompactionUnmeasurableError",
+    "ConnectionFailedError",
     "MockExhaustedError",
+    "OverloadedError",
     "ProviderError",
+    "RateLimitedError",
     "RecordingError",
     "RecordingFormatError",
     "RunError",
     "RunNotFoundError",
+    "ServerError",
+    "StreamCutError",
     "UnsupportedVersionError",
     "UsageError",
 ]
@@ -44,16 +59,81 @@ class UsageError(AfError):
 
 
 class ProviderError(AfError):
-    """A model provider failed to answer a call."""
+    """A model provider failed to answer a call.
 
-    def __init__(self, message: str, *, provider: str = "", call: int | None = None) -> None:
+    ``status`` is the HTTP status when the vendor answered with one, ``error_type`` and
+    ``vendor_message`` what its error body said, ``retry_after`` the seconds it asked to
+    wait. ``mid_stream`` is true when the failure came after the first streamed event: part
+    of the answer may already have been shown, so sending the call again is not the same
+    call.
+    """
+
+    kind: ClassVar[str] = "provider"
+    """A stable word for the kind of failure: what retry rules and recordings name."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        call: int | None = None,
+        status: int | None = None,
+        error_type: str | None = None,
+        vendor_message: str | None = None,
+        retry_after: float | None = None,
+        mid_stream: bool = False,
+    ) -> None:
         super().__init__(message)
         self.provider = provider
         self.call = call
+        self.status = status
+        self.error_type = error_type
+        self.vendor_message = vendor_message
+        self.retry_after = retry_after
+        self.mid_stream = mid_stream
+
+
+class RateLimitedError(ProviderError):
+    """The vendor refused the call for now (429): too many requests or tokens."""
+
+    kind = "rate_limited"
+
+
+class ServerError(ProviderError):
+    """The vendor failed to handle the call (5xx)."""
+
+    kind = "server_error"
+
+
+class OverloadedError(ServerError):
+    """The vendor is too busy to take the call (529, or an `overloaded_error`)."""
+
+    kind = "overloaded"
+
+
+class BadRequestError(ProviderError):
+    """The vendor refused the request itself (a 4xx other than 429): a malformed request,
+    a bad key, an unknown model. Sending it again unchanged fails the same way."""
+
+    kind = "bad_request"
+
+
+class ConnectionFailedError(ProviderError):
+    """No answer came: the connection failed or timed out before the first byte of a reply."""
+
+    kind = "connection"
+
+
+class StreamCutError(ProviderError):
+    """A streamed answer ended or broke after it had begun, so it is incomplete."""
+
+    kind = "stream_cut"
 
 
 class MockExhaustedError(ProviderError):
     """A mock with scripted replies was asked for one more reply than it has."""
+
+    kind = "mock_exhausted"
 
 
 class RunError(AfError):
