@@ -18,7 +18,7 @@ from afcore.errors import (
     UsageError,
 )
 from afcore.loop import RunResult
-from afcore.providers import Provider, mock
+from afcore.providers import Provider, anthropic, mock
 from afcore.recording import RecordingConfig, Redaction
 from afcore.tools import Tool, ToolContext, define_tool
 from afcore.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
@@ -47,6 +47,7 @@ __all__ = [
     "UsageError",
     "WindowStrategy",
     "__version__",
+    "anthropic",
     "define_tool",
     "mock",
     "sliding_window",

@@ -284,9 +284,13 @@ class Usage:
     reported; strategies that need counted tokens refuse estimates."""
 
     input_tokens: int = 0
+    """Every input token of the request, whether the vendor's cache served it or not (so
+    thresholds compare the same thing across vendors that count caching differently)."""
     output_tokens: int = 0
     cache_read_tokens: int = 0
+    """The part of the input read from the vendor's prompt cache."""
     cache_write_tokens: int = 0
+    """The part of the input written to the vendor's prompt cache."""
     estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:

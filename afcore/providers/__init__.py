@@ -1,5 +1,6 @@
-"""Model providers: the interface, and the scripted mock."""
+"""Model providers: the interface, the scripted mock, and Anthropic."""
 
+from afcore.providers._anthropic import AnthropicProvider, anthropic
 from afcore.providers._base import (
     Provider,
     StreamEvent,
@@ -11,6 +12,7 @@ from afcore.providers._base import (
 from afcore.providers._mock import MockProvider, mock
 
 __all__ = [
+    "AnthropicProvider",
     "MockProvider",
     "Provider",
     "StreamEvent",
@@ -18,5 +20,6 @@ __all__ = [
     "TextDelta",
     "ThinkingDelta",
     "ToolCallStart",
+    "anthropic",
     "mock",
 ]
