@@ -18,7 +18,16 @@ from afcore.errors import (
     UsageError,
 )
 from afcore.loop import RunResult
-from afcore.providers import Provider, anthropic, mock
+from afcore.providers import (
+    Provider,
+    anthropic,
+    from_model_id,
+    lmstudio,
+    mock,
+    ollama,
+    openai,
+    openai_compatible,
+)
 from afcore.recording import RecordingConfig, Redaction
 from afcore.tools import Tool, ToolContext, define_tool
 from afcore.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
@@ -49,7 +58,12 @@ __all__ = [
     "__version__",
     "anthropic",
     "define_tool",
+    "from_model_id",
+    "lmstudio",
     "mock",
+    "ollama",
+    "openai",
+    "openai_compatible",
     "sliding_window",
     "summarize_oldest",
     "token_budget",

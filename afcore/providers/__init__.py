@@ -1,4 +1,5 @@
-"""Model providers: the interface, the scripted mock, and Anthropic."""
+"""Model providers: the interface, the scripted mock, Anthropic and OpenAI-compatible
+servers, and model ids as ``provider:model``."""
 
 from afcore.providers._anthropic import AnthropicProvider, anthropic
 from afcore.providers._base import (
@@ -9,11 +10,21 @@ from afcore.providers._base import (
     ThinkingDelta,
     ToolCallStart,
 )
+from afcore.providers._ids import MODEL_ID_PREFIXES, from_model_id
 from afcore.providers._mock import MockProvider, mock
+from afcore.providers._openai import (
+    OpenAICompatibleProvider,
+    lmstudio,
+    ollama,
+    openai,
+    openai_compatible,
+)
 
 __all__ = [
+    "MODEL_ID_PREFIXES",
     "AnthropicProvider",
     "MockProvider",
+    "OpenAICompatibleProvider",
     "Provider",
     "StreamEvent",
     "StreamHandler",
@@ -21,5 +32,10 @@ __all__ = [
     "ThinkingDelta",
     "ToolCallStart",
     "anthropic",
+    "from_model_id",
+    "lmstudio",
     "mock",
+    "ollama",
+    "openai",
+    "openai_compatible",
 ]

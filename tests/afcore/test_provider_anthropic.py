@@ -23,6 +23,7 @@ from afcore import (
     UsageError,
     anthropic,
     define_tool,
+    from_model_id,
 )
 from afcore.messages import (
     AssistantMessage,
@@ -593,15 +594,29 @@ def test_a_missing_key_names_the_variable_to_set() -> None:
         "no Anthropic API key: set the ANTHROPIC_API_KEY environment variable "
         "or pass anthropic(api_key=...)"
     )
+    with pytest.raises(UsageError, match="ANTHROPIC_API_KEY"):
+        from_model_id("anthropic:claude-sonnet-4-5")
 
 
 def test_the_key_comes_from_the_environment_and_is_never_described(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    provider = anthropic()
+    provider, model = from_model_id("anthropic:claude-sonnet-4-5")
+    assert isinstance(provider, AnthropicProvider) and model == "claude-sonnet-4-5"
     assert provider.secrets() == [KEY]
     assert KEY not in orjson.dumps(provider.describe()).decode()
+
+
+def test_an_unknown_prefix_lists_the_valid_ones() -> None:
+    with pytest.raises(UsageError) as info:
+        from_model_id("gemini:gemini-2.5-pro")
+    assert str(info.value) == (
+        "unknown provider 'gemini' in model id 'gemini:gemini-2.5-pro'; "
+        "the valid prefixes are anthropic, lmstudio, ollama, openai"
+    )
+    with pytest.raises(UsageError, match="names no provider"):
+        from_model_id("claude-sonnet-4-5")
 
 
 # Redaction
