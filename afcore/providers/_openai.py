@@ -226,7 +226,7 @@ class OpenAICompatibleProvider(Provider):
         streaming = self._stream if self._stream is not None else on_stream is not None
         content = orjson.dumps(self.build_request(request, stream=streaming))
         client = self._clients.get()
-        place = _place(request)
+        place = _Place(request)
         if not streaming:
             try:
                 answer = await client.post(self.url, content=content, headers=self._headers)
@@ -264,7 +264,7 @@ class OpenAICompatibleProvider(Provider):
             f"{self.name} could not be reached at {self.base_url}: {reason}", provider=self.name
         )
 
-    def _parse(self, data: Any, place: str) -> Response:
+    def _parse(self, data: Any, place: _Place) -> Response:
         if isinstance(data, Mapping) and "error" in data:
             raise stream_error(self.name, data, mid_stream=False)
         choices = data.get("choices") if isinstance(data, Mapping) else None
@@ -294,7 +294,7 @@ class OpenAICompatibleProvider(Provider):
         )
 
     def _tool_call(
-        self, call_id: Any, place: str, rid: Any, index: int, name: str, arguments: str
+        self, call_id: Any, place: _Place, rid: Any, index: int, name: str, arguments: str
     ) -> ToolCall:
         try:
             args = orjson.loads(arguments) if arguments.strip() else {}
@@ -309,11 +309,14 @@ class OpenAICompatibleProvider(Provider):
         if call_id:
             return ToolCall(id=str(call_id), name=name, args=args)
         return ToolCall(
-            id=synthesized_id(place, rid, index, name), name=name, args=args, id_synthesized=True
+            id=synthesized_id(place.key, rid, index, name),
+            name=name,
+            args=args,
+            id_synthesized=True,
         )
 
     async def _read_stream(
-        self, lines: AsyncIterator[str], place: str, on_stream: StreamHandler | None
+        self, lines: AsyncIterator[str], place: _Place, on_stream: StreamHandler | None
     ) -> Response:
         import httpx2
 
@@ -400,7 +403,7 @@ class OpenAICompatibleProvider(Provider):
                     if not call["started"] and call["name"]:
                         call["started"] = True
                         if on_stream is not None:
-                            cid = call["id"] or synthesized_id(place, rid, index, call["name"])
+                            cid = call["id"] or synthesized_id(place.key, rid, index, call["name"])
                             on_stream(ToolCallStart(cid, call["name"]))
         if chunks == 0:
             raise ConnectionFailedError(
@@ -438,12 +441,24 @@ def synthesized_id(place: str, response_id: Any, index: int, name: str) -> str:
     return "call_" + hashlib.sha256(seed).hexdigest()[:24]
 
 
-def _place(request: Request) -> str:
-    """Where in the conversation this call stands: its length and its last message."""
-    if not request.messages:
-        return "0"
-    last = orjson.dumps(request.messages[-1].to_json(), option=orjson.OPT_SORT_KEYS)
-    return f"{len(request.messages)}:{hashlib.sha256(last).hexdigest()[:16]}"
+class _Place:
+    """Where in the conversation a call stands (its length and its last message), worked
+    out only when a tool call needs an id made for it."""
+
+    def __init__(self, request: Request) -> None:
+        self._request = request
+        self._key: str | None = None
+
+    @property
+    def key(self) -> str:
+        if self._key is None:
+            messages = self._request.messages
+            if not messages:
+                self._key = "0"
+            else:
+                last = orjson.dumps(messages[-1].to_json(), option=orjson.OPT_SORT_KEYS)
+                self._key = f"{len(messages)}:{hashlib.sha256(last).hexdigest()[:16]}"
+        return self._key
 
 
 def _message(m: Message) -> dict[str, Any]:
