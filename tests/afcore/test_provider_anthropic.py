@@ -306,6 +306,27 @@ async def test_a_streamed_tool_call_assembles_its_arguments_and_is_announced() -
     assert (response.usage.cache_read_tokens, response.usage.cache_write_tokens) == (90, 5)
 
 
+async def test_redacted_thinking_is_kept_opaque_and_sent_back_as_it_came() -> None:
+    answer = _ok("Done.")
+    answer["response"]["parsed_body"]["content"].insert(
+        0, {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlx"}
+    )
+    replay = Replay([recorded_response(answer), recorded_response(_ok("ok"))])
+    provider = anthropic(api_key=KEY, http_client=replay.client())
+    response = await provider.complete(request(UserMessage("hi")))
+    assert response.content == (
+        ThinkingBlock("", signature="EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlx", redacted=True),
+        TextBlock("Done."),
+    )
+    await provider.complete(
+        request(UserMessage("hi"), AssistantMessage(response.content), UserMessage("more"))
+    )
+    assert replay.body()["messages"][1]["content"] == [
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlx"},
+        {"type": "text", "text": "Done."},
+    ]
+
+
 # Building requests
 
 
