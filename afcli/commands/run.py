@@ -62,6 +62,17 @@ def run(
             show_default=False,
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="PROVIDER:MODEL",
+            help="Call this model instead of the agent's own (anthropic:claude-sonnet-4-5, "
+            "openai:gpt-4o, ollama:llama3.1, lmstudio:...); its key from the environment.",
+            show_default=False,
+        ),
+    ] = None,
     demo: Annotated[
         str | None,
         typer.Option(
@@ -85,6 +96,8 @@ def run(
     from afcore.errors import AfError
 
     built, source, text = _load(agent, message, demo)
+    if model is not None:
+        built = built.with_model(model)  # a missing key or a bad id: a usage error, exit 2
     runnable = _prepare(built, source, out, max_iterations)
 
     err = err_console()

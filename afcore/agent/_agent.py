@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,7 +53,7 @@ class Agent:
     def create(
         cls,
         *,
-        provider: Provider,
+        provider: Provider | None = None,
         model: str,
         max_iterations: int = 10,
         record: bool | str | Path | RecordingConfig = True,
@@ -62,12 +63,19 @@ class Agent:
     ) -> AgentBuilder:
         """Start building an agent.
 
+        ``model``: the model's name; without a ``provider``, a ``provider:model`` id
+        (``anthropic:claude-sonnet-4-5``, ``openai:gpt-4o``, ``ollama:llama3.1``) that
+        builds the provider, its key taken from the environment.
         ``record``: True writes each run to ``$AF_RECORDINGS`` or ``recordings/``; a folder
         writes there; False records nothing; a :class:`RecordingConfig` chooses more.
         ``params`` are sent with every call (``max_tokens``, ``temperature``, ...).
         """
         caller = sys._getframe(1)
         source = f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}"
+        if provider is None:
+            from afcore.providers import from_model_id
+
+            provider, model = from_model_id(model)
         return AgentBuilder(
             provider=provider,
             model=model,
@@ -92,6 +100,17 @@ class Agent:
 
     last_result: RunResult | None
     """How the last finished run ended (status, answer, iterations, usage, recording)."""
+
+    def with_model(self, model_id: str) -> Agent:
+        """A copy of this agent that calls the model a ``provider:model`` id names (its
+        tools, injections and strategy unchanged): run a scripted agent against a real
+        model, or one model's agent against another."""
+        from afcore.providers import from_model_id
+
+        provider, model = from_model_id(model_id)
+        other = copy.copy(self)
+        other.provider, other.model, other.last_result = provider, model, None
+        return other
 
     @property
     def last_recording(self) -> Path | None:

@@ -206,6 +206,18 @@ class AgentBuilder:
         self._configure = fn
         return self
 
+    def thinking(self, *, budget: int) -> AgentBuilder:
+        """Ask the model to think before it answers, with up to ``budget`` tokens (providers
+        that support it; the thinking is recorded with its signature and sent back as the
+        vendor requires). ``max_tokens`` is raised above the budget when it is not."""
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1024:
+            raise UsageError(f"thinking(budget=...) takes a token count >= 1024, got {budget!r}")
+        self._params["thinking"] = budget
+        max_tokens = self._params.get("max_tokens")
+        if not isinstance(max_tokens, int) or max_tokens <= budget:
+            self._params["max_tokens"] = budget + 4096
+        return self
+
     def window(self, strategy: WindowStrategy) -> AgentBuilder:
         """Keep the live context window in budget with ``strategy``: ``sliding_window(...)``,
         ``token_budget(...)`` or ``summarize_oldest(...)``. One per agent. Messages that

@@ -288,3 +288,14 @@ def test_progress_states_the_true_size_of_a_long_result(invoke: Invoke, tmp_path
     shown = result.split(" · ")[-1].split("…")[0]
     assert set(shown) == {"x"}
     assert result.endswith(f"… ({100_000 - len(shown):,} more chars)")
+
+
+def test_run_model_names_the_provider_and_its_key(invoke: Invoke) -> None:
+    missing = invoke("run", "--model", "anthropic:claude-sonnet-4-5", env={"ANTHROPIC_API_KEY": ""})
+    assert missing.code == 2
+    assert "set the ANTHROPIC_API_KEY environment variable" in missing.err
+    unknown = invoke("run", "--model", "acme:big")
+    assert (
+        unknown.code == 2
+        and "the valid prefixes are anthropic, lmstudio, ollama, openai" in unknown.err
+    )

@@ -348,3 +348,34 @@ def test_recording_file_is_not_left_open() -> None:
         agent.run("go")
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) <= before + 1
+
+
+def test_a_model_id_builds_its_provider_and_a_missing_key_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(UsageError, match="set the ANTHROPIC_API_KEY environment variable"):
+        Agent.create(model="anthropic:claude-sonnet-4-5")
+    with pytest.raises(UsageError, match="the valid prefixes are anthropic, lmstudio"):
+        Agent.create(model="acme:big-model")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000000000000000")
+    agent = Agent.create(model="anthropic:claude-sonnet-4-5", record=False).build()
+    assert (agent.provider.name, agent.model) == ("anthropic", "claude-sonnet-4-5")
+    # Another agent's tools and parts, against a model named by id.
+    scripted = Agent.create(provider=mock(reply="hi"), model="m").tool(echo_tool()).build()
+    real = scripted.with_model("ollama:llama3.1")
+    assert (real.provider.name, real.model, list(real.tools)) == ("ollama", "llama3.1", ["echo"])
+    assert (scripted.provider.name, scripted.model) == ("mock", "m")
+
+
+def test_thinking_asks_for_a_budget_and_room_above_it() -> None:
+    agent = Agent.create(provider=mock(reply="x"), model="m").thinking(budget=2048).build()
+    assert dict(agent.params) == {"thinking": 2048, "max_tokens": 6144}
+    roomy = (
+        Agent.create(provider=mock(reply="x"), model="m", params={"max_tokens": 20_000})
+        .thinking(budget=2048)
+        .build()
+    )
+    assert roomy.params["max_tokens"] == 20_000
+    with pytest.raises(UsageError, match="token count >= 1024"):
+        Agent.create(provider=mock(reply="x"), model="m").thinking(budget=100)
