@@ -1,5 +1,6 @@
 """What ``af run`` prints on stderr while the agent runs, read from the records as they are
-written (the ``observe=`` callback of ``Agent.run``)."""
+written (the ``observe=`` callback of ``Agent.run``), and the model's words as they stream
+in (its ``stream=`` callback)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from collections import OrderedDict
 from typing import Any
 
 from rich.console import Console
+from rich.status import Status
 from rich.text import Text
 
 from afcli._folds import SUMMARIZER, checked, fold_number, fold_text, reasons_text
 from afcli._render import args_text, fit, ms_text, plural, safe, status_style, usage_text
+from afcore.providers import TextDelta, ThinkingDelta, ToolCallStart
 
 __all__ = ["Progress"]
 
@@ -69,6 +72,58 @@ class Progress:
         """what the last inject stage changed, shown under the call it composed"""
         self._summarizing: dict[str, int] = {}
         """a summarize stage's rsid -> the fold it summarizes for"""
+        self._pending = ""
+        """streamed words not yet printed: a line is printed when it is whole"""
+        self._pending_style = ""
+        self._streamed = False
+        """whether the model's text for the current call was streamed (then not repeated)"""
+        self.footer: Status | None = None
+        """A status line kept under the output (on a terminal): iteration, call, tokens."""
+        self._tokens = [0, 0]
+        self._where = ""
+        self.answer_streamed = False
+        """Whether the last reply, the answer when the run ends on one, was streamed here."""
+
+    def stream(self, event: object) -> None:
+        """The model's reply as it arrives: text, thinking (dimmed), tool calls starting.
+        Printed a whole line at a time, so a footer below stays intact."""
+        if self._broken:
+            return
+        try:
+            if isinstance(event, TextDelta | ThinkingDelta):
+                style = "dim italic" if isinstance(event, ThinkingDelta) else ""
+                if style != self._pending_style:
+                    self._flush_stream()
+                    self._pending_style = style
+                self._streamed = self._streamed or isinstance(event, TextDelta)
+                self._pending += event.text
+                *lines, self._pending = self._pending.split("\n")
+                for line in lines:
+                    self._stream_line(line)
+            elif isinstance(event, ToolCallStart):
+                self._flush_stream()
+                self._say(("  … ", "dim"), (safe(event.name), "cyan"), (" starting", "dim"))
+        except Exception as e:
+            self._broken = True
+            self.console.print(
+                Text(f"(progress display stopped: {type(e).__name__}: {safe(str(e))})", "dim")
+            )
+
+    def _stream_line(self, line: str) -> None:
+        mark = "  ┆ " if self._pending_style else "  │ "
+        self.console.print(Text.assemble((mark, "dim"), (safe(line), self._pending_style)))
+
+    def _flush_stream(self) -> None:
+        if self._pending:
+            self._stream_line(self._pending)
+            self._pending = ""
+
+    def _update_footer(self) -> None:
+        if self.footer is not None:
+            tin, tout = self._tokens
+            self.footer.update(
+                Text(f"{self._where} · {tin:,} in / {tout:,} out tokens so far", "dim")
+            )
 
     def __call__(self, record: dict[str, Any]) -> None:
         # An exception here would stop the run it only watches: report it once, carry on.
@@ -128,6 +183,8 @@ class Progress:
                 (f" · {safe(str(r.get('model', '')))}", "dim"),
             )
         elif t == "call":
+            self._where = f"iteration {r.get('iter')} · call {r.get('call')}"
+            self._update_footer()
             sent = sum(b - a + 1 for a, b in r.get("window", []))
             tools = _count(self._value({"ref": r.get("tools")}))
             self._say(
@@ -230,6 +287,13 @@ class Progress:
                 return
 
     def _reply(self, r: dict[str, Any]) -> None:
+        self._flush_stream()
+        streamed, self._streamed = self._streamed, False
+        self.answer_streamed = streamed and not r.get("tool_calls")
+        usage = r.get("usage") or {}
+        self._tokens[0] += usage.get("input_tokens", 0) if isinstance(usage, dict) else 0
+        self._tokens[1] += usage.get("output_tokens", 0) if isinstance(usage, dict) else 0
+        self._update_footer()
         self._say(
             ("  model ", "dim"),
             usage_text(r.get("usage")),
@@ -241,7 +305,7 @@ class Progress:
             return
         texts = [b for b in message.get("content", []) if b.get("type") == "text"]
         text = "".join(b.get("text", "") for b in texts)
-        if text and r.get("tool_calls"):
+        if text and r.get("tool_calls") and not streamed:
             # The final answer goes to stdout; here only what the model says on its way.
             total = sum(b.get("_chars", len(b.get("text", ""))) for b in texts)
             self._say(("  says ", "dim"), tail=text, total=total)

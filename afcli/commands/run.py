@@ -62,6 +62,12 @@ def run(
             show_default=False,
         ),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Print only the answer: no progress, no streamed words."
+        ),
+    ] = False,
     model: Annotated[
         str | None,
         typer.Option(
@@ -102,8 +108,17 @@ def run(
 
     err = err_console()
     interrupted = False
+    progress = None if quiet or json_output else Progress(err)
     try:
-        runnable.run(text, observe=Progress(err))
+        if progress is None:
+            runnable.run(text)
+        elif err.is_terminal:
+            # A footer under the streamed output: where the run is and what it has used.
+            with err.status(Text("starting", "dim"), spinner="dots") as footer:
+                progress.footer = footer
+                runnable.run(text, observe=progress, stream=progress.stream)
+        else:
+            runnable.run(text, observe=progress, stream=progress.stream)
     except KeyboardInterrupt:
         interrupted = True
     except AfError:
@@ -114,10 +129,14 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
 
     error = _error_text(result)
+    stdout = out_console()
     if json_output:
         print_json(_outcome(result, error))
-    elif result.status == "answer":
-        out_console().print(Text(safe(result.answer)), soft_wrap=True)
+    elif result.status == "answer" and not (
+        # Streamed to this very terminal already: not twice.
+        progress is not None and progress.answer_streamed and err.is_terminal and stdout.is_terminal
+    ):
+        stdout.print(Text(safe(result.answer)), soft_wrap=True)
 
     if result.status == "max_iterations":
         err.print(
@@ -139,7 +158,7 @@ def run(
     if interrupted and result.status != "interrupted":
         # Ctrl-C landed while nothing awaited: the run finished before it could be stopped.
         err.print(Text.assemble(("interrupted", "bold yellow"), " after the run had finished"))
-    if result.recording is not None:
+    if result.recording is not None and not quiet:
         # Never broken across lines: it is there to be copied.
         err.print(Text.assemble(("recording ", "dim"), safe(str(result.recording))), soft_wrap=True)
 

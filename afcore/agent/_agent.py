@@ -16,7 +16,7 @@ from afcore.injections._engine import InjectionEngine
 from afcore.injections._model import ConfigureContext
 from afcore.loop._run import RunResult, run_loop
 from afcore.messages import SystemSegment, ToolSpec
-from afcore.providers._base import Provider
+from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._writer import NullRecorder, Recorder, RecordObserver
@@ -124,18 +124,22 @@ class Agent:
         state: dict[str, Any] | None = None,
         identity: Any = None,
         observe: RecordObserver | None = None,
+        stream: StreamHandler | None = None,
     ) -> str:
         """Run the agent on ``message`` and return its answer.
 
         The run ends on an answer, at max_iterations (the last text the model wrote is
         returned, and ``last_result.status`` says ``max_iterations``), or on an error, which is
         recorded and then raised. ``observe`` sees each record as it is written (it needs
-        recording on).
+        recording on); ``stream`` sees the model's text, thinking and tool calls as they
+        arrive (the recording keeps each reply whole, not its pieces).
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(message, state=state, identity=identity, observe=observe))
+            return asyncio.run(
+                self.arun(message, state=state, identity=identity, observe=observe, stream=stream)
+            )
         raise UsageError("run() was called inside a running event loop; await arun(...) instead")
 
     async def arun(
@@ -145,13 +149,16 @@ class Agent:
         state: dict[str, Any] | None = None,
         identity: Any = None,
         observe: RecordObserver | None = None,
+        stream: StreamHandler | None = None,
     ) -> str:
         """The async form of :meth:`run`."""
         if not isinstance(message, str):
             raise UsageError(
                 f"run(...) takes the user's message as a string, got {type(message).__name__}"
             )
-        result = await self.arun_result(message, state=state, identity=identity, observe=observe)
+        result = await self.arun_result(
+            message, state=state, identity=identity, observe=observe, stream=stream
+        )
         return result.answer
 
     async def arun_result(
@@ -161,6 +168,7 @@ class Agent:
         state: dict[str, Any] | None = None,
         identity: Any = None,
         observe: RecordObserver | None = None,
+        stream: StreamHandler | None = None,
     ) -> RunResult:
         """Like :meth:`arun`, returning the whole :class:`RunResult`."""
         config = self.recording
@@ -180,7 +188,7 @@ class Agent:
                 observers=(observe,) if observe else (),
             )
         return await run_loop(
-            self, message, rec, run_id, state if state is not None else {}, identity
+            self, message, rec, run_id, state if state is not None else {}, identity, stream
         )
 
     def _finished(self, result: RunResult) -> None:

@@ -45,6 +45,7 @@ from afcore.messages import (
     Usage,
     UserMessage,
 )
+from afcore.providers._base import StreamHandler
 from afcore.recording._hashing import content_hash
 from afcore.recording._writer import Recorder, ranges
 from afcore.tools._tool import Tool, ToolContext
@@ -112,6 +113,7 @@ class _Run:
     """What the provider reported for the agent's last call (not a summarizer's)."""
     last_call: int = 0
     """The number of the agent's last call (summarizer calls are numbered among them)."""
+    stream: StreamHandler | None = None
 
 
 async def run_loop(
@@ -121,8 +123,10 @@ async def run_loop(
     run_id: str,
     state: dict[str, Any],
     identity: Any = None,
+    stream: StreamHandler | None = None,
 ) -> RunResult:
-    """Run one turn of ``agent`` on ``message``, writing to ``rec``. Closes ``rec``."""
+    """Run one turn of ``agent`` on ``message``, writing to ``rec``. Closes ``rec``.
+    ``stream`` sees each agent call's reply as it arrives."""
     run = _Run(
         agent=agent,
         rec=rec,
@@ -132,6 +136,7 @@ async def run_loop(
         loop_thread=threading.get_ident(),
         model=agent.model,
         base=agent.system,
+        stream=stream,
     )
     clock = agent.recording.clock if agent.recording else time.perf_counter
     started = clock()
@@ -401,7 +406,7 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     clock = agent.recording.clock if agent.recording else time.perf_counter
     t0 = clock()
     try:
-        response = await agent.provider.complete(request)
+        response = await agent.provider.complete(request, on_stream=run.stream)
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise
     except Exception as e:

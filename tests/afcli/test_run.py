@@ -299,3 +299,40 @@ def test_run_model_names_the_provider_and_its_key(invoke: Invoke) -> None:
         unknown.code == 2
         and "the valid prefixes are anthropic, lmstudio, ollama, openai" in unknown.err
     )
+
+
+def test_run_streams_the_models_words_and_quiet_prints_only_the_answer(invoke: Invoke) -> None:
+    ran = invoke("run")
+    assert ran.code == 0, ran.err
+    assert "  │ Let me check the weather in Lisbon and find places to visit." in ran.err
+    assert "  … weather starting" in ran.err
+    # Streamed text is not repeated as a one-line summary.
+    assert "says Let me check" not in ran.err
+    quiet = invoke("run", "--quiet")
+    assert quiet.code == 0 and quiet.err == ""
+    assert quiet.out.startswith("The forecast for Lisbon")
+
+
+def test_streamed_thinking_is_dimmed_and_lines_are_whole() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from afcli._progress import Progress
+    from afcore.providers import TextDelta, ThinkingDelta
+
+    buffer = StringIO()
+    progress = Progress(Console(file=buffer, width=100, color_system=None))
+    for event in (
+        ThinkingDelta("weigh"),
+        ThinkingDelta("ing it\n"),
+        TextDelta("first li"),
+        TextDelta("ne\nsecond [bold]x[/] \x1b[31m"),
+    ):
+        progress.stream(event)
+    progress._flush_stream()
+    assert buffer.getvalue().splitlines() == [
+        "  ┆ weighing it",
+        "  │ first line",
+        "  │ second [bold]x[/] \\x1b[31m",
+    ]
