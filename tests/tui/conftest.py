@@ -1,0 +1,6 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "recordings"

@@ -1,0 +1,104 @@
+"""The Lens's data: the timeline of calls, and each call's view, which must be what `af show
+--call` says of it while reading only the records the call depends on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from afcli._runview import call_detail
+from afcore.recording import verify
+from bench.big_recording import write
+from tests.tui.conftest import SAMPLES
+from tui.data import call_view
+from tui.recording import LensRecording, open_lens
+from tui.timeline import Timeline, build
+
+SAMPLE_FILES = sorted(SAMPLES.glob("sample-*.jsonl"))
+
+
+def timeline_of(rec: LensRecording) -> Timeline:
+    timeline = Timeline()
+    for _ in build(rec, timeline):
+        pass
+    return timeline
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Small recordings of the bench's generator, in both its shapes."""
+    folder = tmp_path_factory.mktemp("big")
+    return [
+        write(folder, mb=1.5, shape="prose", run_id="prose"),
+        write(folder, mb=0.5, shape="short-lines", run_id="short"),
+    ]
+
+
+def test_samples_are_there() -> None:
+    names = {p.stem for p in SAMPLE_FILES}
+    assert {"sample-trip", "sample-trip-rain", "sample-compaction", "sample-sliding"} <= names
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.stem)
+def test_every_call_is_what_af_show_says(path: Path) -> None:
+    rec = open_lens(path)
+    timeline = timeline_of(rec)
+    assert [m.n for m in timeline.marks] == rec.call_numbers
+    for mark in timeline.marks:
+        view = call_view(rec, timeline, mark.n)
+        assert view.problem is None
+        assert view.detail == call_detail(rec, mark.n), f"call {mark.n}"
+
+
+def test_generated_recordings_verify_and_show_the_same(generated: list[Path]) -> None:
+    for path in generated:
+        rec = open_lens(path)
+        report = verify(rec)
+        assert report.ok, report.problems
+        timeline = timeline_of(rec)
+        assert len(timeline.marks) > 15
+        assert any(m.folds for m in timeline.marks)
+        # Every call late in the run, and the first: the walk is shortest there.
+        for mark in [timeline.marks[0], *timeline.marks[-12:]]:
+            assert call_view(rec, timeline, mark.n).detail == call_detail(rec, mark.n)
+
+
+def test_prose_has_summarizer_calls_and_short_lines_stay_short(generated: list[Path]) -> None:
+    prose, short = generated
+    assert any(not m.agent for m in timeline_of(open_lens(prose)).marks)
+    # One tool call in forty has an argument the schema refuses.
+    assert any(m.trouble == "rejected" for m in timeline_of(open_lens(short)).marks)
+    longest = max(len(line) for line in short.read_bytes().splitlines())
+    assert longest < 10_000
+
+
+def test_timeline_marks_the_trip() -> None:
+    timeline = timeline_of(open_lens(SAMPLES / "sample-trip.jsonl"))
+    marks = timeline.marks
+    assert all(m.agent and m.turn == 1 and m.replied for m in marks)
+    assert [m.asked > 0 for m in marks] == [True] * (len(marks) - 1) + [False]
+    assert any(m.trouble == "rejected" for m in marks)  # the convert_currency argument
+
+
+def test_prefix_open_indexes_only_the_first_bytes(generated: list[Path]) -> None:
+    prose = generated[0]
+    whole = open_lens(prose)
+    part = open_lens(prose, upto=200_000)
+    assert part.partial and not whole.partial
+    assert 0 < part.call_count < whole.call_count
+    assert part.indexed_bytes < whole.indexed_bytes == prose.stat().st_size
+    assert part.torn_tail is None  # a prefix ends where a line ends
+    first = part.call_numbers[0]
+    assert call_view(part, timeline_of(part), first).detail == call_detail(whole, first)
+
+
+def test_events_after_a_call(generated: list[Path]) -> None:
+    rec = open_lens(SAMPLES / "sample-compaction.jsonl")
+    timeline = timeline_of(rec)
+    folded = next(m for m in timeline.marks if m.folds)
+    kinds = [e["kind"] for e in call_view(rec, timeline, folded.n).events]
+    assert "fold" in kinds
+    asked = next(m for m in timeline.marks if m.agent and m.asked)
+    before_fold = call_view(rec, timeline, asked.n)
+    assert any(e["kind"] == "tool" and e["status"] == "ok" for e in before_fold.events)
