@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
-from afcli.commands import ls, run, schema, show, verify, why
+from afcli.commands import lens, ls, run, schema, show, verify, why
 
 __all__ = ["app", "main"]
 
@@ -54,6 +54,7 @@ app.command("show")(show.show)
 app.command("verify")(verify.verify)
 app.command("schema")(schema.schema)
 app.command("why")(why.why)
+app.command("lens")(lens.lens)
 
 
 def main() -> None:

@@ -1,0 +1,142 @@
+"""Hostile and broken recordings in the Lens: model and tool text with markup, escape
+sequences, control characters, bidi overrides and a 1 MB line is shown literally and never
+acted on; a torn file opens and says so; a record of an unknown type is shown raw; a window
+naming more messages than the file holds is refused, not expanded."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from afcore import Agent, define_tool, mock
+from tests.conftest import fixed_recording
+from tests.tui.conftest import SAMPLES, lens, main, position, screen_text
+from tui.items import ItemList
+from tui.viewer import Viewer
+
+MARKUP = "[bold red]alert[/] [link=https://evil.example]click[/link] [@click=app.quit]quit[/]"
+ANSI = "\x1b[31mred\x1b[0m\x1b[2J"
+CONTROLS = "bell\x07 back\x08 bidi\u202eevil\u202c"
+HUGE = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("hostile")
+    echo = define_tool(
+        "echo",
+        "Echo [bold]this[/bold].",
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        lambda args, ctx: ANSI + "x" * HUGE,
+    )
+    replies: list[object] = [
+        {
+            "content": f"{MARKUP} {ANSI} {CONTROLS}",
+            "tool_calls": [{"id": "h1", "name": "echo", "args": {"text": "[b]x[/b]"}}],
+        },
+        f"done {MARKUP}",
+    ]
+    agent = (
+        Agent.create(provider=mock(replies=replies), model="m", record=fixed_recording(folder))
+        .system(f"System {MARKUP}")
+        .tool(echo)
+        .build()
+    )
+    agent.run(f"user {MARKUP}")
+    assert agent.last_recording is not None
+    return agent.last_recording
+
+
+async def test_markup_and_escapes_are_shown_literally(hostile: Path) -> None:
+    async with lens(hostile) as (app, pilot):
+        text = screen_text(app)
+        assert "[bold red]alert[/]" in text
+        assert "[link=https://evil.example]click[/link]" in text
+        assert "[@click=app.quit]quit[/]" in text
+        assert "\\x1b[31mred\\x1b[0m" in text and "\x1b" not in text
+        assert "bell\\x07" in text and "\\u202eevil\\u202c" in text
+        assert "Echo [bold]this[/bold]." in text
+
+
+async def test_clicking_markup_does_nothing(hostile: Path) -> None:
+    async with lens(hostile) as (app, pilot):
+        text = screen_text(app).splitlines()
+        y = next(i for i, line in enumerate(text) if "[@click=app.quit]" in line)
+        x = text[y].index("[@click=app.quit]") + 3
+        await pilot.click(offset=(x, y))
+        await pilot.pause()
+        assert app.is_running
+
+
+async def test_a_1_mb_line_is_cut_and_opens_whole(hostile: Path) -> None:
+    async with lens(hostile) as (app, pilot):
+        text = screen_text(app)
+        assert "more chars" in text  # the tool result, cut in the response
+        await pilot.press("right")  # the call whose window holds the result
+        await pilot.pause()
+        slots = main(app).query_one("#slots", ItemList)
+        assert slots.go_to("msg:3")
+        started = time.perf_counter()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, Viewer)
+        assert time.perf_counter() - started < 3
+        await pilot.press("end")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, Viewer)
+
+
+async def test_a_torn_file_opens_and_says_so(tmp_path: Path) -> None:
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"".join(lines[:-1]) + lines[-1][:25])
+    async with lens(torn) as (app, pilot):
+        text = screen_text(app)
+        assert f"line {len(lines)} is torn (25 bytes)" in text
+        assert "incomplete: no run_end" in text
+        assert position(app).startswith("call 1/5")
+
+
+async def test_an_unknown_record_is_shown_raw(tmp_path: Path) -> None:
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"t":"reply"'))
+    strange = {"t": "telemetry", "cpu": 0.5, "note": "[bold]hi[/bold]\x1b[1m"}
+    lines.insert(at + 1, orjson.dumps(strange) + b"\n")
+    path = tmp_path / "unknown.jsonl"
+    path.write_bytes(b"".join(lines))
+    async with lens(path) as (app, pilot):
+        text = screen_text(app)
+        assert "1 record of types this af does not know" in text
+        assert "unknown record" in text and '{"t":"telemetry","cpu":0.5,' in text
+        assert "\\u001b[1m" in text  # wrapped across lines: the pieces
+
+
+@pytest.mark.parametrize(
+    ("last", "said"),
+    [(10**12, "cannot be rebuilt"), (10**30, "not a valid call")],
+    ids=["10**12", "10**30"],
+)
+async def test_a_window_naming_too_many_messages_is_refused(
+    tmp_path: Path, last: int, said: str
+) -> None:
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"'))
+    call = orjson.loads(lines[at])
+    call["window"] = [[1, last]]
+    lines[at] = json.dumps(call, separators=(",", ":")).encode() + b"\n"  # orjson stops at 2**64
+    path = tmp_path / "huge-window.jsonl"
+    path.write_bytes(b"".join(lines))
+    started = time.perf_counter()
+    async with lens(path) as (app, pilot):
+        assert said in screen_text(app)
+        assert "✗ cannot be read" in position(app)
+        await pilot.press("right")
+        await pilot.pause()
+        assert position(app).startswith("call 2/5 · iteration 2 · turn 1 · ✓ verified")
+    assert time.perf_counter() - started < 5

@@ -1,0 +1,246 @@
+"""The Lens driven by keys and the mouse, headless: scrubbing, jumping, seams, the viewer,
+search, why, help, quit, and following a recording while it is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Log, Tree
+
+from bench.big_recording import write
+from tests.tui.conftest import SAMPLES, lens, main, position, screen_text
+from tui.app import LensApp
+from tui.help import Help
+from tui.items import ItemList
+from tui.search import SearchScreen
+from tui.viewer import Viewer
+from tui.why import WhyScreen
+
+TRIP = SAMPLES / "sample-trip.jsonl"
+COMPACTION = SAMPLES / "sample-compaction.jsonl"
+
+
+def slots(app: LensApp) -> ItemList:
+    return main(app).query_one("#slots", ItemList)
+
+
+async def test_first_call_is_on_screen() -> None:
+    async with lens(TRIP) as (app, _):
+        assert position(app).startswith("call 1/5 · iteration 1 · turn 1 · ✓ verified")
+        text = screen_text(app)
+        assert "SYSTEM" in text and "MESSAGES" in text and "TOOLS" in text
+        assert "I have a free Saturday in Lisbon" in text
+        assert "RESPONSE" in text and '→ weather(city="Lisbon")' in text
+
+
+async def test_scrubbing_with_arrows_and_letters() -> None:
+    async with lens(TRIP) as (app, pilot):
+        await pilot.press("right", "right")
+        await pilot.pause()
+        assert position(app).startswith("call 3/5")
+        await pilot.press("l", "left", "h")
+        await pilot.pause()
+        assert position(app).startswith("call 2/5")
+        await pilot.press("end")
+        await pilot.pause()
+        assert position(app).startswith("call 5/5")
+        await pilot.press("right")  # past the end: stays
+        await pilot.pause()
+        assert position(app).startswith("call 5/5")
+        await pilot.press("home")
+        await pilot.pause()
+        assert position(app).startswith("call 1/5")
+
+
+async def test_typing_a_number_goes_to_that_call() -> None:
+    async with lens(COMPACTION) as (app, pilot):
+        await pilot.press("1", "2")
+        assert "go to call 12" in position(app)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert position(app).startswith("call 12/14")
+        await pilot.press("9", "9", "enter")
+        await pilot.pause()
+        assert position(app).startswith("call 12/14")  # there is no call 99: it says so
+        await pilot.press("3", "escape", "enter")
+        await pilot.pause()
+        assert position(app).startswith("call 12/14")
+
+
+async def test_clicking_a_mark_selects_its_call() -> None:
+    async with lens(TRIP) as (app, pilot):
+        # Marks are on the scrubber's second line, one column each after a padding column.
+        await pilot.click("Scrubber", offset=(1 + 3, 1))
+        await pilot.pause()
+        assert position(app).startswith("call 4/5")
+
+
+async def test_a_seam_opens_to_show_the_folded_messages() -> None:
+    async with lens(COMPACTION) as (app, pilot):
+        await pilot.press("9", "enter")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "── 6 messages folded by summarize_oldest at iteration 5 (fold 1) ──" in text
+        assert slots(app).go_to("seam:1")
+        await pilot.press("enter")
+        await pilot.pause()
+        folded = [i for i in slots(app).items if i.startswith("folded:1:")]
+        assert folded == [f"folded:1:{n}" for n in range(2, 8)]
+        await pilot.press("enter")  # closes again
+        await pilot.pause()
+        assert not any(i.startswith("folded:") for i in slots(app).items)
+
+
+async def test_enter_on_a_long_text_opens_all_of_it() -> None:
+    async with lens(COMPACTION) as (app, pilot):
+        await pilot.press("6", "enter")  # the summarizer's call: sent a long transcript
+        await pilot.pause()
+        assert "the summarizer's call" in position(app)
+        assert slots(app).go_to("msg:11")
+        assert slots(app).current is not None and slots(app).current.full is not None
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, Viewer)
+        shown = app.screen.query_one(Log).lines
+        assert sum(len(line) for line in shown) > 3000
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, Viewer)
+
+
+async def test_sections_and_focus() -> None:
+    async with lens(TRIP) as (app, pilot):
+        await pilot.press("m")
+        assert slots(app).current is not None and slots(app).current.id == "msg:1"
+        await pilot.press("t")
+        assert slots(app).current is not None and slots(app).current.id.startswith("tool:")
+        await pilot.press("tab")
+        assert app.focused is main(app).query_one("#events", ItemList)
+
+
+async def test_search_lists_matches_and_enter_goes_there() -> None:
+    async with lens(TRIP) as (app, pilot):
+        await pilot.press("slash")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen)
+        await pilot.press(*"convert_currency")
+        search = app.screen
+        await pilot.pause(0.4)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert search.matches, screen_text(app)
+        results = search.query_one(ItemList)
+        places = [m.place for m in search.matches.values()]
+        assert any(p.call == 4 for p in places)  # the call that first had the tool
+        await pilot.press("enter")  # from the query to the results
+        target = search.matches[results.current.id]  # type: ignore[union-attr]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, SearchScreen)
+        assert position(app).startswith(f"call {target.place.call}/5")
+
+
+async def test_search_ignores_keys_and_hashes() -> None:
+    async with lens(TRIP) as (app, pilot):
+        await pilot.press("slash", *"role")
+        await pilot.pause(0.4)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen)
+        # "role" is a key of every message; no text holds it.
+        assert not app.screen.matches
+
+
+async def test_why_shows_the_slice_and_enter_goes_to_a_stage() -> None:
+    async with lens(TRIP) as (app, pilot):
+        await pilot.press("end", "m")  # the last call's messages
+        await pilot.pause()
+        assert slots(app).go_to("msg:2")  # the currency instruction, injected by a rule
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, WhyScreen)
+        tree = app.screen.query_one(Tree)
+        text = screen_text(app)
+        assert "why message:2" in text and "inject#1" in text
+        assert "decided" in text
+        seed = next(n for n in _nodes(tree.root) if "seed#0" in str(n.label))
+        tree.select_node(seed)
+        await pilot.pause()
+        assert not isinstance(app.screen, WhyScreen)
+        assert position(app).startswith("call 1/5")
+
+
+def _nodes(node):  # type: ignore[no-untyped-def]
+    yield node
+    for child in node.children:
+        yield from _nodes(child)
+
+
+async def test_help_and_quit() -> None:
+    async with lens(TRIP) as (app, pilot):
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, Help)
+        assert "the summarizer's call" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0 and not app.is_running
+
+
+async def test_follow_shows_calls_as_they_land(tmp_path: Path) -> None:
+    lines = TRIP.read_bytes().splitlines(keepends=True)
+    calls = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"')]
+    live = tmp_path / "live.jsonl"
+    live.write_bytes(b"".join(lines[: calls[1]]))  # the run has made one call
+    import tui.app
+
+    every, tui.app.FOLLOW_EVERY = tui.app.FOLLOW_EVERY, 0.05
+    try:
+        async with lens(live, follow=True) as (app, pilot):
+            assert position(app).startswith("call 1/1")
+            assert "following" in screen_text(app)
+            with live.open("ab") as f:
+                f.write(b"".join(lines[calls[1] : calls[3]]))
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if position(app).startswith("call 3/3"):
+                    break
+            # At the newest call, the Lens moves on with the run.
+            assert position(app).startswith("call 3/3")
+            await pilot.press("home")
+            with live.open("ab") as f:
+                f.write(b"".join(lines[calls[3] :]))
+            for _ in range(40):
+                await pilot.pause(0.05)
+                if "answer after" in screen_text(app):
+                    break
+            assert position(app).startswith("call 1/5")  # elsewhere, it stays put
+            assert "answer after 5 iterations" in screen_text(app)
+    finally:
+        tui.app.FOLLOW_EVERY = every
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> Path:
+    return write(tmp_path, mb=3, shape="prose", run_id="big")
+
+
+async def test_a_big_file_shows_its_first_call_then_indexes_the_rest(big: Path) -> None:
+    import tui.app
+
+    path = big
+    prefix, tui.app.PREFIX = tui.app.PREFIX, 400_000
+    try:
+        async with lens(path) as (app, pilot):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert "+" not in position(app).split()[1]
+            await pilot.press("end")
+            await pilot.pause()
+            last = main(app).timeline.marks[-1].n
+            assert position(app).startswith(f"call {last}/{last}")
+    finally:
+        tui.app.PREFIX = prefix

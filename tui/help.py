@@ -1,0 +1,61 @@
+"""``?``: the keys, and what the scrubber's marks mean."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from tui.scrubber import LEGEND
+
+__all__ = ["KEYS", "Help"]
+
+KEYS: list[tuple[str, str]] = [
+    ("← → or h l", "the call before, the call after"),
+    ("Home End", "the first call, the last call"),
+    ("12 Enter", "go to call 12 (type the number, then Enter; Esc forgets it)"),
+    ("↑ ↓ PgUp PgDn", "move in the list that has the focus"),
+    ("Tab", "the other list (slots, response and events)"),
+    ("s m t", "jump to SYSTEM, MESSAGES, TOOLS"),
+    ("Enter", "open the item: all of a long text, a fold's messages, a call"),
+    ("w", "why: the causal slice of the item (Enter on a stage goes to its call)"),
+    ("/", "search every text in the recording (Enter on a result goes there)"),
+    ("?", "this help"),
+    ("q", "quit"),
+    ("mouse", "click a mark to go to its call, an item to open it; the wheel scrolls"),
+]
+
+
+class Help(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape", "dismiss", "Back"),
+        Binding("q", "dismiss", "Back", show=False),
+        Binding("question_mark", "dismiss", "Back", show=False),
+    ]
+    DEFAULT_CSS = """
+    Help { align: center middle; }
+    Help > VerticalScroll { width: 90; max-width: 96%; height: auto; max-height: 90%;
+        border: round $accent; background: $surface; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        keys = Table.grid(padding=(0, 2))
+        keys.add_column(style="bold cyan", no_wrap=True)
+        keys.add_column()
+        for key, what in KEYS:
+            keys.add_row(key, what)
+        marks = Table.grid(padding=(0, 2))
+        marks.add_column(no_wrap=True)
+        marks.add_column()
+        for char, style, what in LEGEND:
+            marks.add_row(Text(char, style=style), what)
+        with VerticalScroll():
+            yield Static(Text("af lens: keys", style="bold"))
+            yield Static(keys)
+            yield Static(Text("\nthe scrubber's marks", style="bold"))
+            yield Static(marks)
+            yield Static(Text("\nEsc: back", style="dim"))

@@ -1,0 +1,216 @@
+"""``/``: search every text in the recording, messages, segments, tool specs and results,
+decisions, events, and list where each match is shown; Enter on one goes there.
+
+The file is scanned in chunks for the text as JSON writes it (case ignored for ASCII), off the
+screen's thread, without mapping the file into memory; each line that matches is then parsed
+to keep only matches in a string (not in a key or a hash) and to cut a snippet around it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widgets import Input, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from afcli._render import line as one_line
+from afcli._render import safe
+from afcore.errors import RecordingError
+from tui.items import Item, ItemList
+from tui.locate import Place, locate
+from tui.recording import LensRecording
+from tui.timeline import Timeline
+
+__all__ = ["Match", "SearchScreen", "search"]
+
+CHUNK = 8 * 1024 * 1024
+RESULTS = 500
+"""Matches listed at most."""
+
+
+@dataclass(frozen=True)
+class Match:
+    line: int
+    place: Place
+    snippet: str
+
+
+def _pattern(query: str) -> re.Pattern[bytes]:
+    # The text as it stands in the file: JSON-escaped (quotes, backslashes, newlines).
+    escaped = orjson.dumps(query)[1:-1]
+    return re.compile(re.escape(escaped), re.IGNORECASE)
+
+
+def search(
+    rec: LensRecording,
+    timeline: Timeline,
+    query: str,
+    stop: Callable[[], bool] = lambda: False,
+) -> Iterator[tuple[float, list[Match]]]:
+    """The matches of ``query``, a batch at a time with the share of the file scanned."""
+    if not query:
+        return
+    pattern = _pattern(query)
+    wanted = query.lower()
+    size = rec.indexed_bytes
+    found = 0
+    last = 0
+    with open(rec.path, "rb") as f:
+        fd = f.fileno()
+        pos = 0
+        while pos < size and found < RESULTS and not stop():
+            chunk = os.pread(fd, min(CHUNK, size - pos), pos)
+            if not chunk:
+                break
+            end = chunk.rfind(b"\n") + 1 if pos + len(chunk) < size else len(chunk)
+            if end <= 0:
+                end = len(chunk)  # one line longer than a chunk: scanned in pieces
+            batch: list[Match] = []
+            for hit in pattern.finditer(chunk, 0, end):
+                line = rec.line_at(pos + hit.start())
+                if line <= last or line > rec.line_count:
+                    continue
+                last = line
+                match = _match(rec, timeline, line, wanted)
+                if match is not None:
+                    batch.append(match)
+                    found += 1
+                    if found >= RESULTS:
+                        break
+            pos += end
+            yield min(pos / max(size, 1), 1.0), batch
+
+
+def _match(rec: LensRecording, timeline: Timeline, line: int, wanted: str) -> Match | None:
+    try:
+        data = rec.raw(line)
+    except (ValueError, RecordingError):
+        return None
+    snippet = _snippet(data, wanted)
+    if snippet is None:
+        return None  # the text is in a key or a hash, not in anything written
+    place = locate(rec, timeline, line)
+    if place is None:
+        return None
+    return Match(line, place, snippet)
+
+
+def _snippet(value: Any, wanted: str) -> str | None:
+    """A short stretch around the first string in ``value`` that holds ``wanted``."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            at = v.lower().find(wanted)
+            if at >= 0:
+                start = max(0, at - 40)
+                head = ("…" if start else "") + v[start : at + len(wanted) + 60]
+                return one_line(head, 110)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return None
+
+
+class SearchScreen(ModalScreen[Match | None]):
+    BINDINGS = [Binding("escape", "dismiss", "Back")]
+    DEFAULT_CSS = """
+    SearchScreen { align: center middle; }
+    SearchScreen > Vertical { width: 96%; height: 90%; border: round $accent;
+        background: $surface; }
+    SearchScreen Static { height: 1; padding: 0 1; }
+    """
+
+    def __init__(self, rec: LensRecording, timeline: Timeline, query: str = "") -> None:
+        super().__init__()
+        self.rec = rec
+        self.timeline = timeline
+        self.query_text = query
+        self.matches: dict[str, Match] = {}
+        self._pending: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Input(
+                value=self.query_text,
+                placeholder="search every text in the recording",
+                id="query",
+            )
+            yield Static(Text("type to search · Enter: the results · Esc: back"), id="status")
+            yield ItemList(id="results")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+        if self.query_text:
+            self.start(self.query_text)
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if self._pending is not None:
+            self._pending.stop()
+        value = event.value
+        self._pending = self.set_timer(0.25, lambda: self.start(value))
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        results = self.query_one(ItemList)
+        if results.option_count:
+            results.focus()
+
+    def start(self, query: str) -> None:
+        self.query_text = query
+        self.matches = {}
+        self.query_one(ItemList).fill([], keep=False)
+        self._status(f"searching for {one_line(query, 60)}…" if query else "type to search")
+        self._scan(query)
+
+    @work(thread=True, exclusive=True, group="search")
+    def _scan(self, query: str) -> None:
+        worker = get_current_worker()
+        for done, batch in search(self.rec, self.timeline, query, lambda: worker.is_cancelled):
+            if worker.is_cancelled:
+                return
+            self.app.call_from_thread(self._add, query, batch, done)
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._add, query, [], 1.0)
+
+    def _add(self, query: str, batch: list[Match], done: float) -> None:
+        if query != self.query_text:
+            return
+        results = self.query_one(ItemList)
+        for m in batch:
+            item = Item(f"r{len(self.matches)}")
+            self.matches[item.id] = m
+            text = Text(f"call {m.place.call}", style="bold cyan")
+            text.append(f" · {safe(m.place.what)} · line {m.line}\n", style="dim")
+            text.append(m.snippet)
+            results.items[item.id] = item
+            results.add_option(Option(text, id=item.id))
+        if results.highlighted is None and results.option_count:
+            results.highlighted = 0
+        count = len(self.matches)
+        full = " (the first ones; say more to narrow it)" if count >= RESULTS else ""
+        where = "" if done >= 1.0 else f" · searching {done:.0%}"
+        self._status(f"{count:,} matches{full}{where} · Enter goes there · Esc: back")
+
+    def _status(self, text: str) -> None:
+        self.query_one("#status", Static).update(Text(text, style="dim"))
+
+    @on(ItemList.OptionSelected)
+    def _chosen(self, event: ItemList.OptionSelected) -> None:
+        if event.option.id is not None and event.option.id in self.matches:
+            self.dismiss(self.matches[event.option.id])

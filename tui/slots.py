@@ -1,0 +1,339 @@
+"""The three slots of the selected call, exactly as sent: SYSTEM (each segment with its source
+in the gutter, its cache policy, and what is new since the agent's call before), MESSAGES (the
+window, each message with its role and the stage that wrote it, tool calls and their results
+paired, a seam where a fold took messages out, which opens to show them) and TOOLS (each with
+its source, and what came and went).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from afcli._folds import reasons_text, seam_text
+from afcli._render import as_dict, as_text, plural, safe
+from afcore.errors import RecordingError
+from tui.data import CallView
+from tui.items import Item, heading, row, rule
+from tui.recording import LensRecording
+from tui.text import args_line, preview, source_label
+
+__all__ = ["FOLDED_SHOWN", "slot_entries"]
+
+FOLDED_SHOWN = 200
+"""Messages an open seam lists at most."""
+
+Entry = tuple[RenderableType, Item | None]
+
+
+def slot_entries(
+    view: CallView, rec: LensRecording, opened: set[int], width: int
+) -> Iterator[Entry]:
+    d = view.detail
+    if d is None:
+        yield Text(f"✗ {safe(view.problem or 'this call cannot be read')}", style="red"), None
+        return
+    if d["system"] is None:
+        yield (
+            Text(
+                f"✗ the request cannot be rebuilt from this file: {safe(str(d['problem']))}",
+                style="red",
+            ),
+            None,
+        )
+        return
+    if view.note:
+        yield Text(safe(view.note), style="yellow"), None
+    previous = d["previous_call"]
+    since = f" since call {previous}" if previous is not None else ""
+    removed = d["removed"] or {"system": [], "messages": [], "tools": []}
+    yield from _system(d, removed, since)
+    yield Text(""), None
+    yield from _messages(d, removed, since, rec, opened, width)
+    yield Text(""), None
+    yield from _tools(d, removed, since)
+
+
+def _changes(items: list[dict[str, Any]], since: str) -> Text:
+    new = sum(1 for i in items if i.get("change") == "new")
+    changed = sum(1 for i in items if i.get("change") == "changed")
+    parts = [f"{new} new" if new else "", f"{changed} changed" if changed else ""]
+    said = ", ".join(p for p in parts if p)
+    return Text(f" · {said}{since}" if said and since else "", style="yellow")
+
+
+def _badge(change: Any) -> Text:
+    return Text(f"\n{change}", style="bold yellow") if change else Text("")
+
+
+def _why_line(item: dict[str, Any]) -> Text | None:
+    """For injected context: the trigger, the cache policy and why it fired."""
+    if item.get("source") in (None, "base", "configure", "static"):
+        return None
+    parts = [as_text(item.get("trigger"))]
+    if item.get("cache"):
+        parts.append(f"cache {as_text(item['cache'])}")
+    reason = as_text(item.get("reason"))
+    if reason and reason != parts[0]:
+        parts.append(reason)
+    said = " · ".join(p for p in parts if p)
+    return Text(f"{safe(said)[:600]}", style="dim italic") if said else None
+
+
+def _system(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[Entry]:
+    system = d["system"]
+    total = sum(len(s["text"]) for s in system)
+    note = Text(f"{plural(len(system), 'segment')} · {total:,} chars", style="dim")
+    note.append_text(_changes(system, since))
+    yield heading("SYSTEM", note), None
+    for seg in system:
+        src = seg.get("source")
+        gutter = Text(source_label(src, seg.get("id"), seg.get("trigger")), style="magenta")
+        if seg.get("cache"):
+            gutter.append(f"\ncache {safe(as_text(seg['cache']))}", style="dim")
+        gutter.append_text(_badge(seg.get("change")))
+        body, hidden = preview(seg["text"])
+        why = _why_line(seg)
+        shown: RenderableType = Group(why, body) if why is not None else body
+        key = f"system:{seg['id']}" if seg.get("id") else f"call:{d['call']}"
+        item = Item(
+            f"seg:{seg['position']}",
+            full=seg["text"] if hidden else None,
+            title=f"call {d['call']} · system segment {seg['position']}",
+            why=key,
+        )
+        yield row(gutter, shown), item
+        if seg["cache_breakpoint"]:
+            yield rule("cache breakpoint"), None
+    for gone in removed["system"]:
+        label = source_label(gone.get("source"), gone.get("id"))
+        yield Text(f"  gone{since}: {label}", style="yellow"), None
+
+
+def _messages(
+    d: dict[str, Any],
+    removed: dict[str, Any],
+    since: str,
+    rec: LensRecording,
+    opened: set[int],
+    width: int,
+) -> Iterator[Entry]:
+    messages = d["messages"]
+    ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d["window"])
+    note = Text(f"{plural(len(messages), 'message')} · window {ranges}", style="dim")
+    note.append_text(_changes(messages, since))
+    yield heading("MESSAGES", note), None
+    seams: dict[int | None, list[dict[str, Any]]] = {}
+    for f in d.get("folds") or []:
+        seams.setdefault(f.get("before"), []).append(f)
+    results = _results(messages)
+    calls = _calls(messages)
+    for msg in messages:
+        for f in seams.pop(msg["n"], []):
+            yield from _seam(f, rec, opened)
+        yield _message(d, msg, results, calls, width)
+    for f in seams.pop(None, []) + [f for fs in seams.values() for f in fs]:
+        yield from _seam(f, rec, opened)
+    for gone in removed["messages"]:
+        if gone.get("fold") is not None:
+            continue  # its seam says where it went
+        what = f"#{gone['n']}"
+        if gone.get("source"):
+            what += f" {source_label(gone.get('source'), gone.get('id'))}"
+        yield Text(f"  gone{since}: {what}", style="yellow"), None
+
+
+def _results(messages: list[dict[str, Any]]) -> dict[str, int]:
+    """tool call id -> the message in the window that answers it."""
+    return {
+        as_text(m.get("tool_call_id")): m["n"]
+        for m in messages
+        if m.get("role") == "tool" and m.get("tool_call_id")
+    }
+
+
+def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+    """tool call id -> the assistant message that asked for it, and the tool's name."""
+    out: dict[str, tuple[int, str]] = {}
+    for m in messages:
+        content = m.get("content")
+        for block in content if isinstance(content, list) else []:
+            b = as_dict(block)
+            if b.get("type") == "tool_call" and b.get("id"):
+                out[as_text(b["id"])] = (m["n"], as_text(b.get("name")))
+    return out
+
+
+def _message(
+    d: dict[str, Any],
+    msg: dict[str, Any],
+    results: dict[str, int],
+    calls: dict[str, tuple[int, str]],
+    width: int,
+) -> Entry:
+    role = as_text(msg.get("role")) or "?"
+    gutter = Text(f"#{msg['n']} ", style="dim")
+    gutter.append(safe(role), style="bold")
+    if role == "tool":
+        gutter.append(f" {safe(as_text(msg.get('name')))}", style="cyan")
+        if msg.get("is_error"):
+            gutter.append(" error", style="red")
+    if msg.get("source") is not None:
+        label = source_label(msg["source"], msg.get("id"), msg.get("trigger"))
+        gutter.append(f"\n{label}", style="magenta")
+    if msg.get("writer"):
+        gutter.append(f"\n{safe(msg['writer'])}", style="dim")
+    gutter.append_text(_badge(msg.get("change")))
+    parts: list[RenderableType] = []
+    why = _why_line(msg)
+    if why is not None:
+        parts.append(why)
+    if role == "tool":
+        asked = calls.get(as_text(msg.get("tool_call_id")))
+        if asked is not None:
+            parts.append(Text(f"← answers {safe(asked[1])} asked in #{asked[0]}", style="dim"))
+        else:
+            parts.append(Text("← its call is not in this window", style="yellow"))
+    full, hidden_total = "", 0
+    content = msg.get("content")
+    for part in content if isinstance(content, list) else [content]:
+        b = as_dict(part)
+        if isinstance(part, dict) and b.get("type") == "tool_call":
+            answered = results.get(as_text(b.get("id")))
+            call = Text.assemble(
+                ("→ ", "cyan"),
+                (safe(as_text(b.get("name"))), "bold cyan"),
+                ("(", "dim"),
+                args_line(b.get("args"), max(width - 40, 30)),
+                (")", "dim"),
+            )
+            call.append(
+                f"  ⇢ #{answered}" if answered is not None else "  ⇢ no result in this window",
+                style="dim" if answered is not None else "yellow",
+            )
+            parts.append(call)
+            continue
+        if isinstance(part, dict) and b.get("type") == "thinking":
+            size = len(as_text(b.get("thinking")))
+            parts.append(Text(f"(thinking, {size:,} chars)", style="dim italic"))
+            continue
+        text = as_text(b.get("text")) if b.get("type") == "text" else as_text(part)
+        shown, hidden = preview(text)
+        parts.append(shown)
+        full += text
+        hidden_total += hidden
+    item = Item(
+        f"msg:{msg['n']}",
+        full=full if hidden_total else None,
+        title=f"call {d['call']} · message #{msg['n']} ({safe(role)})",
+        why=f"message:{msg['n']}",
+    )
+    return row(gutter, Group(*parts)), item
+
+
+def _seam(f: dict[str, Any], rec: LensRecording, opened: set[int]) -> Iterator[Entry]:
+    number = f["fold"]
+    is_open = number in opened
+    text = Text(seam_text(f), style="bold yellow")
+    text.append("  ▾ Enter hides them" if is_open else "  ▸ Enter shows them", style="dim")
+    reasons = reasons_text(f)
+    lines: list[RenderableType] = [text]
+    if reasons:
+        lines.append(Text(f"   {reasons}", style="dim"))
+    yield Group(*lines), Item(f"seam:{number}", seam=number, why=f"fold:{number}")
+    if not is_open:
+        return
+    shown = 0
+    for a, b in f["messages"]:
+        for m in range(a, b + 1):
+            if shown >= FOLDED_SHOWN:
+                left = f["count"] - shown
+                yield Text(f"   … and {left:,} more folded messages", style="dim"), None
+                return
+            shown += 1
+            yield _folded(rec, number, m)
+    yield Text("   ── end of fold ──", style="dim yellow"), None
+
+
+def _folded(rec: LensRecording, fold: int, n: int) -> Entry:
+    """A message a fold took out of the window, read back from the file."""
+    try:
+        msg = as_dict(rec.message(n))
+        writer = rec.message_writer(n)
+    except (KeyError, IndexError, ValueError, RecordingError) as e:
+        return Text(f"   #{n}: cannot be read ({safe(str(e))})", style="red"), None
+    role = as_text(msg.get("role")) or "?"
+    gutter = Text(f"#{n} ", style="dim")
+    gutter.append(safe(role), style="dim bold")
+    gutter.append(f"\n{safe(writer)}\nfolded", style="dim yellow")
+    content = msg.get("content")
+    texts = []
+    for part in content if isinstance(content, list) else [content]:
+        b = as_dict(part)
+        if b.get("type") == "tool_call":
+            texts.append(f"→ {as_text(b.get('name'))}({args_line(b.get('args'), 200)})")
+        elif b.get("type") == "text":
+            texts.append(as_text(b.get("text")))
+        elif b.get("type") == "thinking":
+            texts.append(f"(thinking, {len(as_text(b.get('thinking'))):,} chars)")
+        else:
+            texts.append(as_text(part))
+    text = "\n".join(texts)
+    body, hidden = preview(text, lines=6)
+    body.stylize("dim")
+    item = Item(
+        f"folded:{fold}:{n}",
+        full=text if hidden else None,
+        title=f"message #{n} ({role}), folded in fold {fold}",
+        why=f"message:{n}",
+    )
+    return row(gutter, body), item
+
+
+def _tools(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[Entry]:
+    tools = d["tools"]
+    note = Text(plural(len(tools), "tool"), style="dim")
+    note.append_text(_changes(tools, since))
+    added = [t["name"] for t in tools if t.get("change") == "new"]
+    gone = [t["name"] for t in removed["tools"]]
+    if since and (added or gone):
+        moves = " ".join(
+            [f"+{safe(as_text(t))}" for t in added] + [f"-{safe(as_text(t))}" for t in gone]
+        )
+        note.append(f" · {moves}", style="yellow")
+    yield heading("TOOLS", note), None
+    for spec in tools:
+        source, id = as_text(spec.get("source")), spec.get("id")
+        if source == "skill" and id == "read_skill":
+            gutter = Text("skill catalog", style="magenta")
+        else:
+            gutter = Text(source_label(source, id), style="magenta")
+        gutter.append_text(_badge(spec.get("change")))
+        schema = as_dict(spec.get("input_schema"))
+        required = schema.get("required")
+        needed = (
+            {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+        )
+        params = ", ".join(
+            f"{k}{'' if k in needed else '?'}" for k in as_dict(schema.get("properties"))
+        )
+        head = Text.assemble(
+            (safe(as_text(spec.get("name"))), "bold cyan"), ("(", "dim"), safe(params), (")", "dim")
+        )
+        description, hidden = preview(as_text(spec.get("description")), lines=4)
+        item = Item(
+            f"tool:{as_text(spec.get('name'))}",
+            full=as_text(spec.get("description")) if hidden else None,
+            title=f"call {d['call']} · tool {safe(as_text(spec.get('name')))}",
+            why=f"tools@{d['call']}",
+        )
+        description.stylize("dim")
+        yield row(gutter, Group(head, description)), item
+        if spec["cache_breakpoint"]:
+            yield rule("cache breakpoint"), None
+    for t in removed["tools"]:
+        label = source_label(t.get("source"), t.get("id"))
+        yield Text(f"  gone{since}: {safe(as_text(t['name']))} ({label})", style="yellow"), None
