@@ -16,6 +16,8 @@ __all__ = [
     "RECORD_ADAPTER",
     "AgentInfo",
     "ArgsInvalid",
+    "AttemptDecision",
+    "AttemptInfo",
     "Blob",
     "ContextEvicted",
     "Call",
@@ -30,6 +32,7 @@ __all__ = [
     "Reply",
     "ReplyToolCall",
     "RunConfig",
+    "SkippedProvider",
     "RunEnd",
     "Segment",
     "SourceInfo",
@@ -88,6 +91,10 @@ class RunConfig(_Model):
     window: dict[str, Any] | None = None
     """The window strategy, if any: `{"strategy", "keep_recent_turns", "threshold_tokens"?,
     "summarizer"?, "model"?}`. Its folds are the `fold:<n>` writes of `window` stages."""
+    reliability: dict[str, Any] | None = None
+    """The reliability rules, if any: `{"pre_check": [{"rule", "then", "delay"?}],
+    "post_decide": [...], "providers": [{"provider", "model"?}], "fallback"?,
+    "circuit_breaker"?: {"failures", "cooldown"}, "max_attempts"}`."""
 
 
 class RedactionInfo(_Model):
@@ -188,6 +195,66 @@ class ErrorInfo(_Model):
     """The error's class name (`MockExhaustedError`, `ProviderError`, ...)."""
     message: str
     """The error's message."""
+    reason: str | None = None
+    """The kind word rules decide on: a provider error's (`rate_limited`, `overloaded`,
+    `stream_cut`, ...; `unknown` for another exception), or a ReliabilityFailFastError's
+    (`mid-stream-not-retryable`, `attempts-exhausted`, ...). Written by agents with
+    reliability rules."""
+    status: int | None = None
+    """The HTTP status of a provider error, when the vendor gave one."""
+    mid_stream: bool = False
+    """True when the call failed after its reply had begun streaming."""
+
+
+class AttemptDecision(_Model):
+    """What was decided after (or before) an attempt at a model call, by a reliability rule
+    or by af."""
+
+    verb: str
+    """`continue`, `ok` (the outcome stands: an answer is kept, an error stops the run),
+    `retry` (the same provider again), `retry_other` (the next provider), `fallback` (the
+    fallback provider) or `fail_fast` (the call is given up)."""
+    rule: str | None = None
+    """The rule that decided: its kind, or `pre_check[i]` / `post_decide[i]`. Absent when
+    no rule did (the default)."""
+    kind: str | None = None
+    """For `fail_fast`: why, as a word (the rule's kind, or af's: `mid-stream-not-retryable`,
+    `no-provider-left`, `no-fallback-left`, `attempts-exhausted`, `circuit-open`,
+    `rule-failed`)."""
+    reason: str | None = None
+    """Why, in words, when af decided (a default, an override, a fail-fast)."""
+    asked: str | None = None
+    """The verb asked for, when af overrode it (with `fail_fast`)."""
+    delay: float = 0.0
+    """Seconds waited before the next attempt."""
+
+
+class SkippedProvider(_Model):
+    """A provider passed over before an attempt was made on it."""
+
+    provider: str
+    """The provider's name."""
+    model: str
+    """The model it would have been asked."""
+    via: str
+    """`agent`, `providers[i]` or `fallback`."""
+    decision: AttemptDecision
+    """The pre_check decision that passed it over (`retry_other`, `fallback`)."""
+
+
+class AttemptInfo(_Model):
+    """Which attempt at its iteration's model call a call is (agents with reliability
+    rules). The attempts of one call share its `rsid`."""
+
+    n: int
+    """The attempt's number, from 1."""
+    provider: str
+    """The name of the provider it went to (the model is the call's `model`)."""
+    via: str
+    """`agent` (the agent's own provider), `providers[i]` (the i-th of the reliability
+    providers) or `fallback`."""
+    skipped: list[SkippedProvider] = []
+    """Providers passed over before it (an open circuit breaker, a pre_check rule)."""
 
 
 # -- records ---------------------------------------------------------------------------
@@ -284,6 +351,9 @@ class Call(_Model):
     """Cache breakpoints, provider-neutral: `{"slot", "index"}`."""
     hash: str
     """sha256 of the request, taken when it was sent; see docs/recording-format.md."""
+    attempt: AttemptInfo | None = None
+    """For agents with reliability rules: which attempt this is, and where it went. Its
+    outcome follows: a `reply`, or an `error` event with the decision taken."""
 
 
 class Reply(_Model):
@@ -311,6 +381,10 @@ class Reply(_Model):
     """The model the vendor says answered."""
     ms: float
     """How long the call took, in milliseconds."""
+    decision: AttemptDecision | None = None
+    """For agents with reliability rules, when a rule decided about this answer, or it was
+    refused (any verb but `ok`): then the answer does not join the conversation, its
+    message is stored but in no window, and the attempts go on (or fail fast)."""
 
 
 class ToolStart(_Model):
@@ -373,7 +447,9 @@ class ContextEvicted(_Model):
 
 
 class ErrorEvent(_Model):
-    """An error stopped the run (or a stage); the run_end record that follows says how it ended."""
+    """An error stopped the run, a stage, or one attempt at a model call (agents with
+    reliability rules: `decision` says what came next). The run_end record says how the run
+    ended."""
 
     t: Literal["error"] = "error"
     rsid: str | None = None
@@ -384,6 +460,15 @@ class ErrorEvent(_Model):
     """The model call it concerns, when it concerns one."""
     error: ErrorInfo
     """What went wrong."""
+    ms: float | None = None
+    """For a failed attempt at a model call (agents with reliability rules): how long it
+    took, in milliseconds."""
+    decision: AttemptDecision | None = None
+    """For agents with reliability rules: what was decided after this failed attempt (or,
+    for a fail-fast before any attempt, the decision that gave up)."""
+    attempt: AttemptInfo | None = None
+    """For a fail-fast decided before an attempt was made (`call` absent): the attempt that
+    was not made, and the providers passed over before it."""
 
 
 class RunEnd(_Model):

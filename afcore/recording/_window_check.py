@@ -2,9 +2,10 @@
 the folds before it left, and that every message a fold removed is accounted for.
 
 The live window grows with the conversation (the messages written by `seed`, by the replies
-to the agent's calls, and by tool stages) and changes only at `window` stages: the messages
-a fold names leave, and its summary, if any, takes the place of the first of them. A call's
-window is that live window followed by the injected messages (written by `inject` stages).
+to the agent's calls that were kept, and by tool stages) and changes only at `window`
+stages: the messages a fold names leave, and its summary, if any, takes the place of the
+first of them. A call's window is that live window followed by the injected messages
+(written by `inject` stages).
 Summarizer calls (`summarize#k`) are sent their transcript and checked by their hash only.
 """
 
@@ -45,11 +46,13 @@ class LiveWindow:
         return []
 
     def reply(self, record: Reply) -> None:
+        # An answer a reliability rule refused is kept in the file but joins no window.
+        kept = record.decision is None or record.decision.verb == "ok"
         for w in record.writes:
             n = _number(w.key)
             if n is not None:
                 self.refs[n] = w.ref
-                if record.rsid.startswith("call-llm#"):
+                if record.rsid.startswith("call-llm#") and kept:
                     self.live.append(n)
 
     def call(self, record: Call) -> str | None:

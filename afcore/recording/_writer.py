@@ -325,10 +325,12 @@ class Recorder:
         cache: Sequence[dict[str, Any]],
         extra: Sequence[int] = (),
         reads: Sequence[str] = ("system", "tools", "messages"),
+        attempt: dict[str, Any] | None = None,
     ) -> str:
         """Record a model call as it is sent, and write it out; return the request's hash.
         ``window`` None: the whole history, then ``extra``. ``reads``: the keys the call
-        was composed from (a summarizer's call reads its transcript, not the agent's slots)."""
+        was composed from (a summarizer's call reads its transcript, not the agent's slots).
+        ``attempt``: which attempt at the call this is (agents with reliability rules)."""
         segment_hashes, system_ref = self._slot(system, self._system_slot)
         tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
         hashes = self._message_hashes
@@ -357,23 +359,24 @@ class Recorder:
         )
         digest_hash = request_hash(request)
         self.seq += 1
-        self._emit(
-            {
-                "t": "call",
-                "seq": self.seq,
-                "rsid": rsid,
-                "iter": iteration,
-                "call": call,
-                "reads": self._versions(reads),
-                "model": model,
-                "system": system_ref,
-                "window": [list(r) for r in window],
-                "tools": tools_ref,
-                "params": params,
-                "cache": list(cache),
-                "hash": digest_hash,
-            }
-        )
+        record: dict[str, Any] = {
+            "t": "call",
+            "seq": self.seq,
+            "rsid": rsid,
+            "iter": iteration,
+            "call": call,
+            "reads": self._versions(reads),
+            "model": model,
+            "system": system_ref,
+            "window": [list(r) for r in window],
+            "tools": tools_ref,
+            "params": params,
+            "cache": list(cache),
+            "hash": digest_hash,
+        }
+        if attempt is not None:
+            record["attempt"] = self.redactor.redact(attempt)
+        self._emit(record)
         self.versions[f"call:{call}"] = self.seq
         self.flush()
         return digest_hash
@@ -435,7 +438,10 @@ class Recorder:
         usage: Usage | None,
         model: str | None,
         ms: float,
+        decision: dict[str, Any] | None = None,
     ) -> int:
+        """Record a model's answer. ``decision``: what a reliability rule decided about it,
+        when one did or the answer was refused."""
         self.seq += 1
         record: dict[str, Any] = {
             "t": "reply",
@@ -450,6 +456,8 @@ class Recorder:
             "model": model,
             "ms": round(ms, 3),
         }
+        if decision is not None:
+            record["decision"] = self.redactor.redact(decision)
         self._emit(record)
         self._commit_writes([message_write])
         self.versions[f"reply:{call}"] = self.seq
