@@ -12,6 +12,7 @@ from afcore.errors import (
     ProviderError,
     RateLimitedError,
     RecordingError,
+    ReliabilityFailFastError,
     RunError,
     ServerError,
     StreamCutError,
@@ -29,6 +30,7 @@ from afcore.providers import (
     openai_compatible,
 )
 from afcore.recording import RecordingConfig, Redaction
+from afcore.reliability import circuit_breaker, rule
 from afcore.tools import Tool, ToolContext, define_tool
 from afcore.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
@@ -47,6 +49,7 @@ __all__ = [
     "RecordingConfig",
     "RecordingError",
     "Redaction",
+    "ReliabilityFailFastError",
     "RunError",
     "RunResult",
     "ServerError",
@@ -57,6 +60,7 @@ __all__ = [
     "WindowStrategy",
     "__version__",
     "anthropic",
+    "circuit_breaker",
     "define_tool",
     "from_model_id",
     "lmstudio",
@@ -64,6 +68,7 @@ __all__ = [
     "ollama",
     "openai",
     "openai_compatible",
+    "rule",
     "sliding_window",
     "summarize_oldest",
     "token_budget",

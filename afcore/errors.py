@@ -12,6 +12,7 @@ Every error af raises on purpose is an ``AfError``::
     │   ├── ConnectionFailedError   no answer: the network failed or timed out
     │   ├── StreamCutError          a streamed answer ended or broke part way
     │   └── MockExhaustedError      a scripted mock ran out of replies
+    ├── ReliabilityFailFastError    a reliability rule (or af, for it) stopped a call's attempts
     ├── RunError                    a run stopped on an error; the recording says so
     ├── CompactionUnmeasurableError a token-triggered window strategy got no counted tokens
     └── RecordingError              a recording cannot be read
@@ -41,6 +42,7 @@ __all__ = [
     "RateLimitedError",
     "RecordingError",
     "RecordingFormatError",
+    "ReliabilityFailFastError",
     "RunError",
     "RunNotFoundError",
     "ServerError",
@@ -134,6 +136,38 @@ class MockExhaustedError(ProviderError):
     """A mock with scripted replies was asked for one more reply than it has."""
 
     kind = "mock_exhausted"
+
+
+class ReliabilityFailFastError(AfError):
+    """A model call was given up: a reliability rule decided ``fail_fast``, or af decided it
+    for one (a retry after the reply had begun streaming, no provider left, too many
+    attempts, an open circuit breaker, a rule that raised).
+
+    ``kind`` is a stable word for why: the rule's own ``kind``, or one of af's
+    (``mid-stream-not-retryable``, ``no-provider-left``, ``no-fallback-left``,
+    ``attempts-exhausted``, ``circuit-open``, ``rule-failed``); ``reason`` says it in words.
+    ``error`` is the last attempt's failure (None when it answered and a rule refused the
+    answer, or when no attempt was made), also the exception's ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        reason: str,
+        call: int | None = None,
+        attempts: int = 0,
+        error: BaseException | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.reason = reason
+        self.call = call
+        """The number of the last call attempted (None when no attempt was made)."""
+        self.attempts = attempts
+        """How many attempts this call made."""
+        self.error = error
 
 
 class RunError(AfError):

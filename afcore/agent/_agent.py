@@ -20,6 +20,7 @@ from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._writer import NullRecorder, Recorder, RecordObserver
+from afcore.reliability._policy import Reliability
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._strategies import WindowStrategy
 
@@ -48,6 +49,8 @@ class Agent:
     configure_fn: Callable[[ConfigureContext], Any] | None
     window: WindowStrategy | None
     """How the live window is kept in budget (None: every message stays)."""
+    reliability: Reliability | None
+    """The rules each model call's attempts follow (None: one attempt, its error raised)."""
 
     @classmethod
     def create(

@@ -25,6 +25,14 @@ from afcore.injections._view import RunView
 from afcore.messages import SystemSegment
 from afcore.providers._base import Provider
 from afcore.recording._config import RecordingConfig
+from afcore.reliability._policy import (
+    MAX_ATTEMPTS,
+    CircuitBreaker,
+    ProviderSpec,
+    Reliability,
+    Rule,
+)
+from afcore.reliability._policy import build as build_reliability
 from afcore.tools._providers import ToolProvider
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._strategies import WindowStrategy, summarize_oldest
@@ -90,6 +98,7 @@ class AgentBuilder:
         self._providers: list[ToolProvider] = []
         self._configure: Callable[[ConfigureContext], Any] | None = None
         self._window: WindowStrategy | None = None
+        self._reliability: Reliability | None = None
 
     def name(self, name: str) -> AgentBuilder:
         """The agent's name, shown in recordings and `af ls`."""
@@ -255,6 +264,35 @@ class AgentBuilder:
             )
         )
 
+    def reliability(
+        self,
+        *,
+        pre_check: Sequence[Rule] = (),
+        post_decide: Sequence[Rule] = (),
+        providers: Sequence[ProviderSpec] = (),
+        circuit_breaker: CircuitBreaker | None = None,
+        fallback: ProviderSpec | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> AgentBuilder:
+        """Make each model call as a series of attempts, decided by rules made with
+        ``rule(when, then)``: ``pre_check`` rules before each attempt, ``post_decide`` rules
+        after it. ``providers`` are tried in turn after the agent's own (``retry_other``),
+        ``fallback`` once (``fallback``); each is a provider, a ``provider:model`` id or a
+        ``(provider, model)`` pair. ``circuit_breaker(...)`` skips a provider that keeps
+        failing. A call takes at most ``max_attempts`` attempts. Every attempt is recorded
+        as a call with its outcome. One per agent."""
+        if self._reliability is not None:
+            raise UsageError("reliability(...) was already given: an agent has one set of rules")
+        self._reliability = build_reliability(
+            pre_check=pre_check,
+            post_decide=post_decide,
+            providers=providers,
+            breaker=circuit_breaker,
+            fallback=fallback,
+            max_attempts=max_attempts,
+        )
+        return self
+
     def build(self) -> Agent:
         from afcore.agent._agent import Agent
 
@@ -278,6 +316,7 @@ class AgentBuilder:
             params=self._params,
             recording=self._recording,
             window=self._window,
+            reliability=self._reliability,
         )
 
 

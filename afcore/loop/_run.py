@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from afcore._version import __version__
-from afcore.errors import AfError, ProviderError, RunError, UsageError
+from afcore.errors import (
+    AfError,
+    ProviderError,
+    ReliabilityFailFastError,
+    RunError,
+    UsageError,
+)
 from afcore.injections._engine import READ_SKILL, Composition, TurnState
 from afcore.injections._model import ConfigureContext
 from afcore.loop._window import visit
@@ -143,7 +149,7 @@ async def run_loop(
     status: RunStatus = "error"
     answer: str | None = None
     failure: BaseException | None = None
-    error_info: dict[str, str] | None = None
+    error_info: dict[str, Any] | None = None
     try:
         _start(run, message)
         while True:
@@ -184,7 +190,7 @@ async def run_loop(
         status, failure = "interrupted", e
         raise
     except AfError as e:
-        failure, error_info = e, {"kind": type(e).__name__, "message": str(e)}
+        failure, error_info = e, _error_info(run, e)
         raise
     except Exception as e:  # an error of ours or of the application's: record it, then raise
         failure, error_info = e, {"kind": type(e).__name__, "message": str(e)}
@@ -220,6 +226,23 @@ async def run_loop(
     return result
 
 
+def _error_info(run: _Run, e: AfError) -> dict[str, Any]:
+    """What run_end says about the error that stopped the run; with reliability rules, also
+    the kind word they decide on and the status."""
+    info: dict[str, Any] = {"kind": type(e).__name__, "message": str(e)}
+    if isinstance(e, ReliabilityFailFastError):
+        info["reason"] = e.kind
+    elif isinstance(e, ProviderError) and run.agent.reliability is not None:
+        # A provider's own exception, wrapped: of a kind no rule knows, as rules saw it.
+        wrapped = type(e) is ProviderError and not isinstance(e.__cause__, ProviderError | None)
+        info["reason"] = "unknown" if wrapped else e.kind
+        if e.status is not None:
+            info["status"] = e.status
+        if e.mid_stream:
+            info["mid_stream"] = True
+    return info
+
+
 def _remember(run: _Run, message: Message, rsid: str) -> dict[str, Any]:
     """Add a message to the conversation (and the live window); return its write."""
     run.history.append(message)
@@ -251,6 +274,10 @@ def _start(run: _Run, message: str) -> None:
             config["configure"] = getattr(agent.configure_fn, "__qualname__", "configure")
         if agent.window is not None:
             config["window"] = agent.window.describe()
+        if agent.reliability is not None:
+            config["reliability"] = agent.reliability.describe(
+                lambda p: redactor.redact(p.describe())
+            )
         rec.header(
             {
                 "t": "header",
@@ -374,8 +401,6 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     agent, rec = run.agent, run.rec
     comp, window, extra, injected = _compose(run)
     run.composition = comp
-    run.calls += 1
-    n = run.calls
     rsid = rec.next_rsid("call-llm")
     conversation: list[Message] = run.history
     if run.live is not None and run.live.folded:
@@ -391,49 +416,38 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         params=agent.params,
         cache=comp.cache,
     )
-    rec.call(
-        rsid,
-        run.iteration,
-        n,
-        model=request.model,
-        system=request.system,
-        window=window,
-        extra=extra,
-        tools=request.tools,
-        params=dict(request.params),
-        cache=[c.to_json() for c in request.cache],
-    )
-    clock = agent.recording.clock if agent.recording else time.perf_counter
-    t0 = clock()
-    try:
-        response = await agent.provider.complete(request, on_stream=run.stream)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        raise
-    except Exception as e:
-        error = (
-            e
-            if isinstance(e, ProviderError)
-            else ProviderError(
-                f"{agent.provider.name} failed on call {n}: {type(e).__name__}: {e}",
-                provider=agent.provider.name,
-                call=n,
-            )
+    decision: dict[str, Any] | None = None
+    if agent.reliability is not None:
+        from afcore.loop._attempts import attempt_call
+
+        n, response, ms, decision = await attempt_call(
+            run, agent.reliability, rsid, request, window, extra
         )
-        if isinstance(error, ProviderError) and error.call is None:
-            error.call = n
-        rec.event(
-            {
-                "t": "error",
-                "rsid": rsid,
-                "iter": run.iteration,
-                "call": n,
-                "error": {"kind": type(error).__name__, "message": str(error)},
-            }
-        )
-        if error is e:
+    else:
+        run.calls += 1
+        n = run.calls
+        record_call(run, rsid, n, request, window, extra)
+        clock = agent.recording.clock if agent.recording else time.perf_counter
+        t0 = clock()
+        try:
+            response = await agent.provider.complete(request, on_stream=run.stream)
+        except (asyncio.CancelledError, KeyboardInterrupt):
             raise
-        raise error from e
-    ms = (clock() - t0) * 1000
+        except Exception as e:
+            error = provider_error(e, agent.provider.name, n)
+            rec.event(
+                {
+                    "t": "error",
+                    "rsid": rsid,
+                    "iter": run.iteration,
+                    "call": n,
+                    "error": {"kind": type(error).__name__, "message": str(error)},
+                }
+            )
+            if error is e:
+                raise
+            raise error from e
+        ms = (clock() - t0) * 1000
     assistant = AssistantMessage(response.content)
     run.last_text = response.text or run.last_text
     run.last_usage, run.last_call = response.usage, n
@@ -455,8 +469,49 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         usage=response.usage,
         model=response.model,
         ms=ms,
+        decision=decision,
     )
     return f"reply:{n}", response, [c["k"] for c in tool_calls]
+
+
+def record_call(
+    run: _Run,
+    rsid: str,
+    n: int,
+    request: Request,
+    window: list[tuple[int, int]] | None,
+    extra: list[int],
+    attempt: dict[str, Any] | None = None,
+) -> None:
+    """Record call ``n`` as it is about to be sent."""
+    run.rec.call(
+        rsid,
+        run.iteration,
+        n,
+        model=request.model,
+        system=request.system,
+        window=window,
+        extra=extra,
+        tools=request.tools,
+        params=dict(request.params),
+        cache=[c.to_json() for c in request.cache],
+        attempt=attempt,
+    )
+
+
+def provider_error(e: Exception, provider: str, n: int) -> ProviderError:
+    """``e`` as a ProviderError naming call ``n``: itself when it is one, else one that
+    says what ``provider`` raised."""
+    error = (
+        e
+        if isinstance(e, ProviderError)
+        else ProviderError(
+            f"{provider} failed on call {n}: {type(e).__name__}: {e}", provider=provider, call=n
+        )
+    )
+    if error.call is None:
+        error.call = n
+    return error
 
 
 async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: str) -> None:
