@@ -53,6 +53,18 @@ def _light(value: Any) -> Any:
     return value
 
 
+def _attempt_text(call: dict[str, Any]) -> str:
+    """`` · attempt 2 · backup (providers[0])`` for a call that is not its stage's first
+    attempt on the agent's provider; empty otherwise."""
+    a = call.get("attempt")
+    if not isinstance(a, dict) or (a.get("n") == 1 and a.get("via") == "agent"):
+        return ""
+    where = f" · {safe(str(a.get('provider')))}"
+    if a.get("via") != "agent":
+        where += f" ({safe(str(a.get('via')))})"
+    return f" · attempt {safe(str(a.get('n')))}{where}"
+
+
 class Progress:
     """Call with each record dict; prints a compact line or two for the ones that matter."""
 
@@ -191,6 +203,7 @@ class Progress:
                 (f"iteration {r.get('iter')}", "bold cyan"),
                 (f" · call {r.get('call')} · {plural(sent, 'message')}", "dim"),
                 (f" · {plural(tools, 'tool')}" if tools is not None else "", "dim"),
+                (_attempt_text(r), "yellow"),
             )
             for change in self._context:
                 self.console.print(change)
@@ -219,10 +232,18 @@ class Progress:
         elif t == "tool_progress":
             self._say(("  … ", "dim"), tail=str(r.get("message", "")))
         elif t == "error":
+            # A reply cut off mid-stream: what came of it is shown before why it stopped.
+            self._flush_stream()
+            self._streamed = False
             err = r.get("error") or {}
+            decision = r.get("decision")
+            verb = decision.get("verb") if isinstance(decision, dict) else None
+            # What a reliability rule made of it: the next attempt, or the end of the call.
+            then = f" → {safe(str(verb))}" if verb not in (None, "ok", "fail_fast") else ""
             self._say(
                 ("  ✗ ", "bold red"),
                 (safe(str(err.get("kind", "error"))), "red"),
+                (then, "yellow"),
                 ": ",
                 tail=str(err.get("message", "")),
             )

@@ -14,7 +14,7 @@ from afcli._folds import SUMMARIZER, checked, fold_number
 from afcli._render import as_dict, as_text
 
 if TYPE_CHECKING:
-    from afcore.recording import Commit, Recording, UsageInfo
+    from afcore.recording import AttemptInfo, Call, Commit, ErrorEvent, Recording, UsageInfo
 
 __all__ = ["call_detail", "evidence_text", "open_run", "overview"]
 
@@ -319,9 +319,40 @@ def _response(resolver: _Resolver, reply: Any) -> dict[str, Any]:
         "usage": _usage(reply.usage),
         "model": reply.model,
         "ms": reply.ms,
+        "decision": reply.decision.model_dump(exclude_defaults=True) if reply.decision else None,
     }
     if missing:
         out["missing"] = missing
+    return out
+
+
+def _attempt(info: AttemptInfo | None) -> dict[str, Any] | None:
+    """Which attempt a call is, for agents with reliability rules (None for others)."""
+    if info is None:
+        return None
+    return {
+        "n": info.n,
+        "provider": info.provider,
+        "via": info.via,
+        "skipped": [s.model_dump(exclude_defaults=True) for s in info.skipped],
+    }
+
+
+def _error(record: ErrorEvent) -> dict[str, Any]:
+    """An error event: what failed and, for an attempt at a model call, what came next."""
+    out: dict[str, Any] = {"kind": record.error.kind, "message": record.error.message}
+    for key in ("reason", "status"):
+        value = getattr(record.error, key)
+        if value is not None:
+            out[key] = value
+    if record.error.mid_stream:
+        out["mid_stream"] = True
+    if record.ms is not None:
+        out["ms"] = record.ms
+    if record.decision is not None:
+        out["decision"] = record.decision.model_dump(exclude_defaults=True)
+    if record.attempt is not None:
+        out["attempt"] = _attempt(record.attempt)
     return out
 
 
@@ -350,6 +381,8 @@ def overview(rec: Recording) -> dict[str, Any]:
     injections = _Injections(resolver)
     folds = _Folds(resolver)
     previous_tools: list[str] | None = None
+    by_rsid: dict[str, dict[str, Any]] = {}
+    """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
     for line, record in rec.records():
         if isinstance(record, Call):
             segments = resolver.listed(record.system)
@@ -369,6 +402,8 @@ def overview(rec: Recording) -> dict[str, Any]:
             entry: dict[str, Any] = {
                 "call": record.call,
                 "iteration": record.iter,
+                "rsid": record.rsid,
+                "model": record.model,
                 "line": line,
                 **kind,
                 "system": {
@@ -385,6 +420,7 @@ def overview(rec: Recording) -> dict[str, Any]:
                 if compared
                 else [],
                 "injections": injections.summary(record.iter, sources) if agent else None,
+                "attempt": _attempt(record.attempt),
                 "response": None,
                 "results": [],
                 "invalid_args": [],
@@ -392,6 +428,7 @@ def overview(rec: Recording) -> dict[str, Any]:
             }
             calls.append(entry)
             by_number[record.call] = entry
+            by_rsid[record.rsid] = entry
             if agent:
                 previous_tools = names
         elif isinstance(record, Reply):
@@ -433,12 +470,23 @@ def overview(rec: Recording) -> dict[str, Any]:
                     }
                 )
         elif isinstance(record, ErrorEvent):
-            error = {"kind": record.error.kind, "message": record.error.message}
+            error = _error(record)
             target = by_number.get(record.call) if record.call is not None else None
+            if target is None and record.call is None and record.rsid is not None:
+                # A fail-fast before an attempt was made: it ends its stage's last attempt.
+                target = by_rsid.get(record.rsid)
             (target["errors"] if target is not None else errors).append(error)
         elif isinstance(record, RunEnd):
             end = record
 
+    # How many attempts each call-llm stage made, now that all are known.
+    attempts: dict[str, int] = {}
+    for c in calls:
+        if c["attempt"] is not None:
+            attempts[c["rsid"]] = attempts.get(c["rsid"], 0) + 1
+    for c in calls:
+        if c["attempt"] is not None:
+            c["attempt"]["of"] = attempts[c["rsid"]]
     header = rec.header
     answer = None
     if end is not None and end.answer is not None:
@@ -503,7 +551,8 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
         if isinstance(record, Call):
             if record.call == n:
                 break
-            if not record.rsid.startswith(SUMMARIZER):
+            # The attempts before this one at the same call sent the same request.
+            if not record.rsid.startswith(SUMMARIZER) and record.rsid != call.rsid:
                 previous = record.call
             continue
         for w in record.writes if isinstance(record, Commit | Reply) else ():
@@ -541,6 +590,8 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
         "verified": check.ok,
         "problem": check.problem,
         "response": _response(resolver, reply) if reply is not None else None,
+        "attempt": _attempt_of(rec, call),
+        "errors": _errors_of(rec, call),
     }
     try:
         request = rec.request(n)
@@ -615,6 +666,55 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
         "folds": _seams(folds.folds, recent, window, prior),
     }
     return detail
+
+
+def _attempt_of(rec: Recording, call: Call) -> dict[str, Any] | None:
+    """Which attempt ``call`` is, and how many its stage made (the calls around it with
+    the same rsid)."""
+    from pydantic import ValidationError
+
+    from afcore.errors import RecordingError
+
+    out = _attempt(call.attempt)
+    if out is None:
+        return None
+    numbers = set(rec.call_numbers)
+    count = 1
+    for step in (-1, 1):
+        m = call.call + step
+        while m in numbers:
+            try:
+                if rec.call(m).rsid != call.rsid:
+                    break
+            except (RecordingError, ValidationError):
+                break
+            count += 1
+            m += step
+    return out | {"of": count}
+
+
+def _errors_of(rec: Recording, call: Call) -> list[dict[str, Any]]:
+    """The error events about ``call``: they follow it before the next call or reply."""
+    from afcore.recording import ErrorEvent
+
+    out: list[dict[str, Any]] = []
+    try:
+        line = rec.writer_lines(f"call:{call.call}")[0]
+    except IndexError:
+        return out
+    for at in range(line + 1, rec.line_count + 1):
+        kind = rec.kind(at)
+        if kind in ("call", "reply", "commit", "run_end"):
+            break
+        if kind != "other":
+            continue
+        raw = rec.raw(at)
+        if isinstance(raw, dict) and raw.get("t") == "error" and raw.get("call") == call.call:
+            try:
+                out.append(_error(ErrorEvent.model_validate(raw)))
+            except ValueError:  # a malformed event is verify's to report
+                continue
+    return out
 
 
 def _seams(

@@ -95,20 +95,34 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
         system, tools = c["system"], c["tools"]
         segments = "?" if system["segments"] is None else plural(system["segments"], "segment")
         chars = "?" if system["chars"] is None else f"{system['chars']:,}"
-        console.print(
-            Text.assemble(
-                (f"call {c['call']}", "bold cyan"),
-                (_summarizer_for(c), "bold magenta"),
-                (f" · iteration {c['iteration']}", "cyan"),
-                ("   system ", "dim"),
-                f"{segments}, {chars} chars",
-                ("  messages ", "dim"),
-                f"{c['messages']:,}",
-                ("  tools ", "dim"),
-                "?" if tools is None else f"{tools:,}",
-            )
+        sizes = Text.assemble(
+            ("system ", "dim"),
+            f"{segments}, {chars} chars",
+            ("  messages ", "dim"),
+            f"{c['messages']:,}",
+            ("  tools ", "dim"),
+            "?" if tools is None else f"{tools:,}",
         )
-        if c["injections"] is not None:
+        attempt = _shown_attempt(c)
+        if attempt is None:
+            console.print(
+                Text.assemble(
+                    (f"call {c['call']}", "bold cyan"),
+                    (_summarizer_for(c), "bold magenta"),
+                    (f" · iteration {c['iteration']}", "cyan"),
+                    "   ",
+                    sizes,
+                )
+            )
+        else:
+            _print_hanging(console, _attempt_head(c, attempt), indent=0)
+            for skipped in attempt["skipped"]:
+                console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
+        # Later attempts at a call send what the first sent: its sizes and decisions hold.
+        first = attempt is None or attempt["n"] == 1
+        if attempt is not None and first:
+            console.print(Text("  ") + sizes)
+        if c["injections"] is not None and first:
             decisions = _decisions_text(c["injections"], max(60, width // 2), cap=8)
             _print_hanging(console, decisions, indent=2)
         changes = _tool_changes(c["tools_added"], c["tools_removed"])
@@ -116,7 +130,8 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
             console.print(fit(Text("  tools ", "dim"), changes, width))
         r = c["response"]
         if r is None:
-            console.print(Text("  no reply recorded", "yellow"))
+            if not c["errors"]:
+                console.print(Text("  no reply recorded", "yellow"))
         else:
             console.print(
                 Text.assemble(
@@ -127,6 +142,10 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
             )
             if r.get("missing"):
                 console.print(Text(f"  (reply message missing: {safe(r['missing'])})", "red"))
+            if r.get("decision") and r["decision"].get("verb") != "ok":
+                console.print(
+                    Text.assemble(("  refused ", "yellow"), _decision_text(r["decision"], False))
+                )
             if r["text"] and c["kind"] == "summarizer":
                 console.print(fit(Text("  summary ", "dim"), r["text"], width))
             elif r["text"] and r["tool_calls"]:
@@ -176,6 +195,13 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
         for err in c["errors"]:
             head = Text.assemble(("  ✗ ", "bold red"), (safe(err["kind"]), "red"), ": ")
             console.print(fit(head, err["message"], width))
+            decision = err.get("decision")
+            why = as_text(decision.get("reason")) if isinstance(decision, dict) else ""
+            if why and why not in as_text(err["message"]):
+                # Why af decided what it did (a default, an override): its own words.
+                console.print(fit(Text("    ", ""), why, width), style="dim")
+            for skipped in as_dict(err.get("attempt")).get("skipped") or []:
+                console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
         for f in folds.pop(c["call"], []):
             _print_fold(console, f)
     for rest in folds.values():  # after a call the file does not hold
@@ -205,6 +231,85 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
                 ("  ", ""), (safe(v["error"]["kind"]), "red"), ": ", safe(v["error"]["message"])
             )
         )
+    for err in v["errors"]:
+        # A fail-fast before any attempt at its call: the providers it passed over.
+        for skipped in as_dict(err.get("attempt")).get("skipped") or []:
+            console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
+
+
+def _shown_attempt(c: dict[str, Any]) -> dict[str, Any] | None:
+    """A call's attempt, when there is something to say about it: more than one attempt at
+    its call, a failure, a provider other than the agent's, a provider passed over."""
+    a = c.get("attempt")
+    if not isinstance(a, dict):
+        return None
+    plain = (
+        a.get("n") == 1
+        and a.get("of") == 1
+        and a.get("via") == "agent"
+        and not a.get("skipped")
+        and not c["errors"]
+        and not (c["response"] or {}).get("decision")
+    )
+    return None if plain else a
+
+
+def _attempt_head(c: dict[str, Any], a: dict[str, Any]) -> Text:
+    """``call 3 · attempt 1 of iteration 2 · anthropic:claude-sonnet-4-5 · failed:
+    rate_limited (429) → retry``."""
+    out = Text.assemble(
+        (f"call {c['call']}", "bold cyan"),
+        (f" · attempt {a['n']} of iteration {c['iteration']}", "cyan"),
+        (" · ", "dim"),
+        safe(f"{as_text(a.get('provider'))}:{as_text(c.get('model'))}"),
+    )
+    if a.get("via") != "agent":
+        out.append(f" ({safe(as_text(a.get('via')))})", "dim")
+    failed = next((e for e in c["errors"] if "attempt" not in e), None)
+    if failed is not None:
+        reason = as_text(failed.get("reason")) or as_text(failed.get("kind"))
+        status = f" ({failed['status']})" if isinstance(failed.get("status"), int) else ""
+        mid = ", mid-stream" if failed.get("mid_stream") else ""
+        out.append(" · ", "dim")
+        out.append(f"failed: {safe(reason)}{status}{mid}", "red")
+        decision = failed.get("decision")
+        if isinstance(decision, dict):
+            out.append(" → ", "dim")
+            out.append_text(_decision_text(decision, True))
+    return out
+
+
+def _decision_text(d: dict[str, Any], failed: bool) -> Text:
+    """``retry (rule transient, after 0.5 s)``, ``fail_fast: attempts-exhausted (retry
+    asked by rule transient)``; ``ok`` after a failure is said as what it means."""
+    verb = as_text(d.get("verb"))
+    style = "bold red" if verb == "fail_fast" else "bold yellow"
+    out = Text("error stands" if verb == "ok" and failed else safe(verb), style)
+    if d.get("kind"):
+        out.append(f": {safe(as_text(d['kind']))}", style)
+    notes = []
+    if d.get("asked"):
+        by = f" by rule {as_text(d['rule'])}" if d.get("rule") else ""
+        notes.append(f"{as_text(d['asked'])} asked{by}")
+    elif d.get("rule"):
+        notes.append(f"rule {as_text(d['rule'])}")
+    if isinstance(d.get("delay"), int | float) and d["delay"]:
+        notes.append(f"after {d['delay']:g} s")
+    if notes:
+        out.append(f" ({safe(', '.join(notes))})", "dim")
+    return out
+
+
+def _skipped_text(skipped: dict[str, Any]) -> str:
+    """``mock:m (agent): retry_other, the circuit breaker of mock is open``."""
+    decision = as_dict(skipped.get("decision"))
+    text = f"{as_text(skipped.get('provider'))}:{as_text(skipped.get('model'))}"
+    text += f" ({as_text(skipped.get('via'))}): {as_text(decision.get('verb'))}"
+    if decision.get("rule"):
+        text += f" by rule {as_text(decision['rule'])}"
+    if decision.get("reason"):
+        text += f", {as_text(decision['reason'])}"
+    return text
 
 
 def _summarizer_for(c: dict[str, Any]) -> str:
@@ -261,14 +366,21 @@ def _print_problems(console: Console, v: dict[str, Any]) -> None:
 def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
 
     width = max(console.width, 60)
-    console.print(
-        Text.assemble(
-            (f"call {d['call']}", "bold cyan"),
-            (_summarizer_for(d), "bold magenta"),
-            (f" · iteration {d['iteration']} · {safe(d['rsid'])} · model ", "dim"),
-            safe(d["model"]),
-        )
+    head = Text.assemble(
+        (f"call {d['call']}", "bold cyan"),
+        (_summarizer_for(d), "bold magenta"),
+        (f" · iteration {d['iteration']} · {safe(d['rsid'])} · model ", "dim"),
+        safe(d["model"]),
     )
+    attempt = d.get("attempt")
+    if isinstance(attempt, dict):
+        head.append(f" · attempt {attempt['n']} of {attempt['of']} · provider ", "dim")
+        head.append(safe(as_text(attempt.get("provider"))))
+        if attempt.get("via") != "agent":
+            head.append(f" ({safe(as_text(attempt.get('via')))})", "dim")
+    console.print(head)
+    for skipped in as_dict(attempt).get("skipped") or []:
+        console.print(fit(Text("skipped ", "yellow"), _skipped_text(skipped), width))
     if d["verified"]:
         console.print(
             Text.assemble(
@@ -415,14 +527,27 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
         console.print(Text("  " + args_text(d["params"], width - 4)))
 
     r = d["response"]
+    failures = [e for e in d.get("errors") or [] if "attempt" not in e]
+    for err in failures:
+        status = f" ({err['status']})" if isinstance(err.get("status"), int) else ""
+        section("failed", f"{safe(as_text(err.get('reason') or err['kind']))}{status}", [])
+        print_indented(console, Text(f"{safe(err['kind'])}: {safe(as_text(err['message']))}"))
+        decision = err.get("decision")
+        if isinstance(decision, dict):
+            print_indented(console, Text("→ ", "dim") + _decision_text(decision, True))
+            if decision.get("reason"):
+                print_indented(console, Text(safe(as_text(decision["reason"])), "dim"))
     if r is None:
-        section("response", "none recorded: the run stopped before the reply came", [])
+        if not failures:
+            section("response", "none recorded: the run stopped before the reply came", [])
         return
     section(
         "response",
         f"{safe(str(r['stop_reason']))} · {usage_text(r['usage'])} · {ms_text(r['ms'])}",
         [],
     )
+    if r.get("decision") and r["decision"].get("verb") != "ok":
+        print_indented(console, Text("refused → ", "yellow") + _decision_text(r["decision"], False))
     if r["text"]:
         print_indented(console, block(r["text"]))
     for tc in r["tool_calls"]:
