@@ -350,7 +350,9 @@ class Reliability:
             for i, r in enumerate(listed):
                 entry: dict[str, Any] = {"rule": r.kind or f"{phase}[{i}]", "then": r.then}
                 if callable(r.delay):
-                    entry["delay"] = getattr(r.delay, "__qualname__", "function")
+                    # Worked out at each attempt (the decision records the seconds waited).
+                    name = getattr(r.delay, "__qualname__", "")
+                    entry["delay"] = name if name and "<lambda>" not in name else "computed"
                 elif r.delay:
                     entry["delay"] = r.delay
                 out.append(entry)
