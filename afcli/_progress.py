@@ -315,10 +315,14 @@ class Progress:
         self._tokens[0] += usage.get("input_tokens", 0) if isinstance(usage, dict) else 0
         self._tokens[1] += usage.get("output_tokens", 0) if isinstance(usage, dict) else 0
         self._update_footer()
+        decision = r.get("decision")
+        verb = decision.get("verb") if isinstance(decision, dict) else None
         self._say(
             ("  model ", "dim"),
             usage_text(r.get("usage")),
             (f" · {ms_text(r.get('ms'))} · {safe(str(r.get('stop_reason')))}", "dim"),
+            # A reliability rule refused the answer: the next attempt follows.
+            (f" · refused → {safe(str(verb))}" if verb not in (None, "ok") else "", "yellow"),
         )
         writes = r.get("writes") or [{}]
         message = self._value(writes[0])

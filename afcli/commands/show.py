@@ -142,10 +142,6 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
             )
             if r.get("missing"):
                 console.print(Text(f"  (reply message missing: {safe(r['missing'])})", "red"))
-            if r.get("decision") and r["decision"].get("verb") != "ok":
-                console.print(
-                    Text.assemble(("  refused ", "yellow"), _decision_text(r["decision"], False))
-                )
             if r["text"] and c["kind"] == "summarizer":
                 console.print(fit(Text("  summary ", "dim"), r["text"], width))
             elif r["text"] and r["tool_calls"]:
@@ -276,6 +272,12 @@ def _attempt_head(c: dict[str, Any], a: dict[str, Any]) -> Text:
         if isinstance(decision, dict):
             out.append(" → ", "dim")
             out.append_text(_decision_text(decision, True))
+    refused = as_dict((c["response"] or {}).get("decision"))
+    if refused and refused.get("verb") != "ok":
+        out.append(" · ", "dim")
+        out.append("answer refused", "yellow")
+        out.append(" → ", "dim")
+        out.append_text(_decision_text(refused, False))
     return out
 
 

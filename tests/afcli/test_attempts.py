@@ -193,3 +193,29 @@ def test_a_run_without_reliability_shows_no_attempts(invoke: Invoke, demo: dict[
     assert "attempt" not in ran.out
     view = invoke("show", demo["recording"], "--json").json()
     assert all(c["attempt"] is None for c in view["calls"])
+
+
+def test_show_a_refused_answer(invoke: Invoke, tmp_path: Path) -> None:
+    agent = (
+        Agent.create(
+            provider=scripted(["", "a real answer"], "mock"), model="m", record=tmp_path / "runs"
+        )
+        .reliability(
+            post_decide=[
+                rule(
+                    lambda s: s.response is not None and not s.response.text, "retry", kind="empty"
+                )
+            ]
+        )
+        .build()
+    )
+    assert agent.run("hi") == "a real answer"
+    path = agent.last_recording or ""
+    ran = invoke("show", path, env=WIDE)
+    assert "call 1 · attempt 1 of iteration 1 · mock:m · answer refused → retry (rule empty)" in (
+        ran.out
+    )
+    assert "call 2 · attempt 2 of iteration 1 · mock:m" in ran.out
+    detail = invoke("show", path, "--call", "1", env=WIDE)
+    assert "refused → retry (rule empty)" in detail.out
+    assert invoke("verify", path).code == 0
