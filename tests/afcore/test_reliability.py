@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import orjson
 import pytest
 
@@ -21,6 +22,7 @@ from afcore import (
     ServerError,
     StreamCutError,
     UsageError,
+    anthropic,
     circuit_breaker,
     define_tool,
     mock,
@@ -30,6 +32,7 @@ from afcore import recording as rec
 from afcore.messages import Request, Response, TextBlock
 from afcore.providers import Provider, StreamEvent, StreamHandler, TextDelta
 from afcore.reliability import Attempt
+from tests.afcore.wire_files import broken_after, client_for, sse
 from tests.conftest import fixed_recording
 
 Outcome = BaseException | str | dict[str, Any]
@@ -708,3 +711,89 @@ def test_agents_without_reliability_write_what_they_wrote_before(tmp_path: Path)
     assert "attempt" not in of(path, "call")[0]
     assert "reliability" not in of(path, "header")[0]["config"]
     assert of(path, "run_end")[0]["error"] == {"kind": "ServerError", "message": "down"}
+
+
+# -- through a real provider's transport ----------------------------------------------------
+
+KEY = "sk-ant-api03-" + "Qw3rTy7uIoP9aSdF" * 5 + "-GhJkLm"
+
+
+def vendor_error(status: int, kind: str, **headers: str) -> httpx2.Response:
+    body = {"type": "error", "error": {"type": kind, "message": "Please wait."}}
+    return httpx2.Response(status, json=body, headers=headers)
+
+
+def test_anthropic_429_then_529_are_retried_then_answered(tmp_path: Path) -> None:
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Here at last."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 9, "output_tokens": 4},
+    }
+    answers = [
+        vendor_error(429, "rate_limit_error", **{"retry-after": "0"}),
+        vendor_error(529, "overloaded_error"),
+        httpx2.Response(200, json=answer),
+    ]
+    sent: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return answers.pop(0)
+
+    provider = anthropic(api_key=KEY, http_client=client_for(handler))
+    busy = rule(
+        lambda s: s.error_kind in ("rate_limited", "overloaded"),
+        "retry",
+        kind="busy",
+        delay=lambda s: s.retry_after or 0.0,
+    )
+    agent = build(provider, tmp_path, post_decide=[busy])
+    assert agent.run("hi") == "Here at last."
+    assert len(sent) == 3
+    path = agent.last_recording
+    errors = of(path, "error")
+    assert [(e["call"], e["error"]["status"], e["error"]["reason"]) for e in errors] == [
+        (1, 429, "rate_limited"),
+        (2, 529, "overloaded"),
+    ]
+    assert [e["decision"]["verb"] for e in errors] == ["retry", "retry"]
+    assert of(path, "reply")[0]["call"] == 3
+    assert path is not None and KEY not in path.read_text()
+    verified(path)
+
+
+def test_an_anthropic_stream_cut_mid_way_is_not_sent_again(tmp_path: Path) -> None:
+    start = [
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+        '"type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],'
+        '"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}',
+        'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        '"content_block":{"type":"text","text":""}}',
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"text_delta","text":"Half an ans"}}',
+    ]
+    sent: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=broken_after([sse(start).encode()]),
+        )
+
+    provider = anthropic(api_key=KEY, http_client=client_for(handler))
+    agent = build(provider, tmp_path, post_decide=[retrying("stream_cut")])
+    shown: list[StreamEvent] = []
+    with pytest.raises(ReliabilityFailFastError) as raised:
+        agent.run("hi", stream=shown.append)
+    assert raised.value.kind == "mid-stream-not-retryable" and len(sent) == 1
+    assert shown == [TextDelta("Half an ans")]
+    (error,) = of(agent.last_recording, "error")
+    assert error["error"]["kind"] == "StreamCutError" and error["error"]["mid_stream"] is True
+    assert error["decision"]["asked"] == "retry"
+    verified(agent.last_recording)
