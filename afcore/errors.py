@@ -143,7 +143,8 @@ class ReliabilityFailFastError(AfError):
     for one (a retry after the reply had begun streaming, no provider left, too many
     attempts, an open circuit breaker, a rule that raised).
 
-    ``kind`` is a stable word for why: the rule's own ``kind``, or one of af's
+    ``kind`` is a stable word for why: the rule's own ``kind`` (``rule`` when it has
+    none), or one of af's
     (``mid-stream-not-retryable``, ``no-provider-left``, ``no-fallback-left``,
     ``attempts-exhausted``, ``circuit-open``, ``rule-failed``); ``reason`` says it in words.
     ``error`` is the last attempt's failure (None when it answered and a rule refused the
