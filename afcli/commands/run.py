@@ -68,6 +68,12 @@ def run(
             "--quiet", "-q", help="Print only the answer: no progress, no streamed words."
         ),
     ] = False,
+    lens: Annotated[
+        bool,
+        typer.Option(
+            "--lens", help="Open the Lens on the recording as it is written (af lens --follow)."
+        ),
+    ] = False,
     model: Annotated[
         str | None,
         typer.Option(
@@ -110,7 +116,9 @@ def run(
     interrupted = False
     progress = None if quiet or json_output else Progress(err)
     try:
-        if progress is None:
+        if lens:
+            _run_in_lens(runnable, text)
+        elif progress is None:
             runnable.run(text)
         elif err.is_terminal:
             # A footer under the streamed output: where the run is and what it has used.
@@ -166,6 +174,48 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.status != "answer":
         raise typer.Exit(EXIT_FAILED)
+
+
+def _run_in_lens(agent: Agent, text: str) -> None:
+    """Run ``agent`` in a thread and follow its recording in the Lens. Leaving the Lens
+    leaves the run going: it is waited for (Ctrl-C stops the wait; the file keeps what was
+    written)."""
+    import dataclasses
+    import threading
+    import time
+
+    from afcore.errors import RecordingError
+    from afcore.recording import default_dir, new_run_id
+    from tui.app import open_app
+
+    assert agent.recording is not None  # _prepare made it record
+    run_id = agent.recording.run_id or new_run_id(agent.recording.now())
+    agent.recording = dataclasses.replace(agent.recording, run_id=run_id)
+    path = (agent.recording.dir or default_dir()) / f"{run_id}.jsonl"
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            agent.run(text)
+        except BaseException as e:  # reported by the caller from last_result
+            failure.append(e)
+
+    worker = threading.Thread(target=work, name="af-run", daemon=True)
+    worker.start()
+    # The Lens opens a recording by its header: wait for the first line.
+    deadline = time.monotonic() + 10
+    while not (path.exists() and path.stat().st_size) and worker.is_alive():
+        if time.monotonic() > deadline:
+            raise CliError(f"the run wrote no recording at {path} in 10 s", EXIT_FAILED)
+        time.sleep(0.02)
+    if path.exists() and path.stat().st_size:
+        try:
+            open_app(path, follow=True).run()
+        except RecordingError as e:
+            raise CliError(str(e), EXIT_FAILED) from None
+    worker.join()
+    if failure and agent.last_result is None:
+        raise failure[0]
 
 
 def _load(agent: str | None, message: str | None, demo: str | None) -> tuple[Agent, str, str]:

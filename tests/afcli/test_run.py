@@ -336,3 +336,29 @@ def test_streamed_thinking_is_dimmed_and_lines_are_whole() -> None:
         "  │ first line",
         "  │ second [bold]x[/] \\x1b[31m",
     ]
+
+
+def test_run_lens_follows_the_recording_as_it_is_written(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tui.app
+
+    opened: list[tuple[Path, bool, bool]] = []
+
+    class Shown:
+        def __init__(self, path: Path, follow: bool) -> None:
+            self.path, self.follow = path, follow
+
+        def run(self) -> None:
+            # The Lens opens while the run may still be going: the header is there already.
+            opened.append(
+                (self.path, self.follow, self.path.read_bytes().startswith(b'{"t":"header"'))
+            )
+
+    monkeypatch.setattr(tui.app, "open_app", lambda path, follow=False: Shown(path, follow))
+    ran = invoke("run", "--lens", "--out", tmp_path)
+    assert ran.code == 0, ran.err
+    assert ran.out.startswith("The forecast for Lisbon")
+    ((path, follow, header),) = opened
+    assert follow and header and path.parent == tmp_path
+    assert f"recording {path}" in ran.err
