@@ -35,13 +35,14 @@ def open_lens(path: Path, *, upto: int | None = None) -> LensRecording:
     return LensRecording(path, upto=upto)
 
 
-class _Prefix:
-    """The lines of a file that start before ``limit``: what the reader's index walks when
-    only a prefix is wanted."""
+class _Upto:
+    """The lines of a file that end by ``limit``: what the reader's index walks. ``partial``:
+    a prefix is wanted, so a line without its newline is left for a later, whole open."""
 
-    def __init__(self, file: IO[bytes], limit: int) -> None:
+    def __init__(self, file: IO[bytes], limit: int, partial: bool) -> None:
         self._file = file
         self._limit = limit
+        self._partial = partial
 
     def seek(self, offset: int) -> int:
         return self._file.seek(offset)
@@ -49,22 +50,27 @@ class _Prefix:
     def __iter__(self) -> Iterator[bytes]:
         used = 0
         for raw in self._file:
-            if used >= self._limit or not raw.endswith(b"\n"):
-                # A line still being written, or past the prefix: the full open reads it.
-                return
             used += len(raw)
+            if used > self._limit:
+                return  # written after the file was mapped (a run still going): not yet
+            if self._partial and not raw.endswith(b"\n"):
+                return
             yield raw
+            if used == self._limit and self._partial:
+                return
 
 
 class LensRecording(Recording):
     def __init__(self, path: Path, *, upto: int | None = None, max_line: int = MAX_LINE) -> None:
         self.upto = upto
-        self.size = path.stat().st_size if path.is_file() else 0
+        self.size = 0
+        """the file's size when it was opened"""
         super().__init__(path, max_line=max_line)
         self._values: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
         self._scope: Sequence[int] | None = None
+        self._messages: int | None = None
 
     @contextmanager
     def scoped(self, lines: Sequence[int]) -> Iterator[None]:
@@ -84,10 +90,21 @@ class LensRecording(Recording):
             yield line, self._typed(line - 1)
 
     def _build_index(self) -> None:
-        if self.upto is not None and self.upto < self.size:
-            # The reader indexes the lines it iterates; give it only the prefix's.
-            self._file = _Prefix(self._file, self.upto)  # type: ignore[assignment]
+        # The reader indexes the lines it iterates and reads them from its map of the file:
+        # give it only the lines the map holds (a file still being written grows in between),
+        # and of those only the prefix asked for.
+        self.size = len(self._map)
+        partial = self.upto is not None and self.upto < self.size
+        limit = self.upto if partial and self.upto is not None else self.size
+        self._file = _Upto(self._file, limit, partial)  # type: ignore[assignment]
         super()._build_index()
+
+    @property
+    def message_count(self) -> int:
+        # The reader counts them at each call; this index never changes, so count once.
+        if self._messages is None:
+            self._messages = super().message_count
+        return self._messages
 
     @property
     def partial(self) -> bool:

@@ -102,3 +102,29 @@ def test_events_after_a_call(generated: list[Path]) -> None:
     asked = next(m for m in timeline.marks if m.agent and m.asked)
     before_fold = call_view(rec, timeline, asked.n)
     assert any(e["kind"] == "tool" and e["status"] == "ok" for e in before_fold.events)
+
+
+def test_a_file_that_grows_while_it_is_opened_is_read_as_mapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run still going appends lines between the reader mapping the file and indexing it;
+    what was appended waits for the next open instead of being indexed past the map."""
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    calls = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"')]
+    path = tmp_path / "growing.jsonl"
+    path.write_bytes(b"".join(lines[: calls[2] + 2]))
+    indexed = LensRecording._build_index
+
+    def grows(self: LensRecording) -> None:
+        with path.open("ab") as f:
+            f.write(b"".join(lines[calls[2] + 2 : calls[3] + 1]))
+        indexed(self)
+
+    monkeypatch.setattr(LensRecording, "_build_index", grows)
+    rec = open_lens(path)
+    monkeypatch.undo()
+    timeline = timeline_of(rec)
+    assert rec.call_numbers == [m.n for m in timeline.marks] == [1, 2, 3]
+    assert rec.grown()
+    assert call_view(rec, timeline, 3).detail == call_detail(rec, 3)
+    assert rec.reopen().call_numbers == [1, 2, 3, 4]
