@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -25,21 +26,22 @@ from textual.worker import get_current_worker
 from afcli._render import plural, safe, status_style
 from afcore.errors import RecordingError
 from tui.data import CallView, call_view
-from tui.help import Help
 from tui.items import Item, ItemList
-from tui.locate import locate
 from tui.recording import LensRecording, open_lens
 from tui.response import response_entries
 from tui.scrubber import Scrubber
-from tui.search import Match, SearchScreen
-from tui.slots import slot_entries
+from tui.slots import Rows, slot_entries
 from tui.timeline import Timeline, build
-from tui.viewer import Viewer
-from tui.why import WhyScreen
+
+if TYPE_CHECKING:
+    from tui.search import Match
+
+# The screens a key opens (search, why, help, the viewer) are imported when first opened:
+# the first call is on screen sooner.
 
 __all__ = ["PREFIX", "LensApp", "LensScreen", "open_app"]
 
-PREFIX = 4 * 1024 * 1024
+PREFIX = 1024 * 1024
 """Bytes of the file indexed before the first call is drawn."""
 FOLLOW_EVERY = 0.5
 """Seconds between two looks at a followed file."""
@@ -100,6 +102,8 @@ class LensScreen(Screen[None]):
         self.opened: set[int] = set()
         """folds whose seams are open"""
         self.views: OrderedDict[int, CallView] = OrderedDict()
+        self.rows: Rows = OrderedDict()
+        """messages drawn, kept from call to call"""
         self.shown: tuple[int, int] | None = None
         """(call, fill count) on screen"""
         self.indexing: float | None = None
@@ -118,10 +122,14 @@ class LensScreen(Screen[None]):
     def on_mount(self) -> None:
         for _ in build(self.rec, self.timeline):
             pass
-        self.select(0)
-        self.query_one("#slots", ItemList).focus()
         if self.rec.partial:
             self.indexing = self.rec.indexed_bytes / max(self.rec.size, 1)
+        # A run being followed opens at its newest call, and stays there as calls land.
+        self.select(len(self.timeline.marks) - 1 if self.follow else 0)
+        if self.timeline.marks:
+            self._draw_call(self.timeline.marks[self.index].n)  # now, not after a frame
+        self.query_one("#slots", ItemList).focus()
+        if self.rec.partial:
             self.reindex()
         if self.follow:
             self.set_interval(FOLLOW_EVERY, self._look)
@@ -167,6 +175,7 @@ class LensScreen(Screen[None]):
         at_end = not marks or self.index == len(marks) - 1
         self.rec, self.timeline = rec, timeline
         self.views.clear()
+        self.rows.clear()
         self.indexing = None
         index = timeline.position.get(current, 0) if current is not None else 0
         if self.follow and at_end and timeline.marks:
@@ -210,11 +219,21 @@ class LensScreen(Screen[None]):
         view = self.view(n)
         slots = self.query_one("#slots", ItemList)
         events = self.query_one("#events", ItemList)
-        width = max(slots.size.width - 26, 30)
-        slots.fill(slot_entries(view, self.rec, self.opened, width), keep=True)
-        events.fill(response_entries(view, max(events.size.width, 30)), keep=True)
+        # Before the first layout the lists have no size yet: their share of the screen.
+        left = slots.size.width or self.app.size.width * 3 // 5
+        right = events.size.width or self.app.size.width * 2 // 5
+        entries = slot_entries(view, self.rec, self.opened, max(left - 26, 30), self.rows)
+        slots.fill(entries, keep=True)
+        events.fill(response_entries(view, max(right, 30)), keep=True)
         self.shown = (n, 0)
         self._draw_top()
+
+    def _flush(self) -> None:
+        """Draw the selected call now, if its drawing is still waiting: what a key does to
+        the lists must be done to the call selected, not to the one before."""
+        marks = self.timeline.marks
+        if marks:
+            self._draw_call(marks[self.index].n)
 
     def _draw_empty(self) -> None:
         note = Text("no calls in this recording yet", style="yellow")
@@ -233,8 +252,6 @@ class LensScreen(Screen[None]):
         h = rec.header
         text = Text.assemble(("af lens ", "bold"), (safe(h.run_id), "bold cyan"), "  ")
         text.append(safe(h.agent.name), style="bold")
-        if h.agent.source:
-            text.append(f" ({safe(h.agent.source)})", style="dim")
         text.append(f"  model {safe(h.model)}", style="dim")
         end = rec.end
         if self.indexing is not None:
@@ -329,6 +346,7 @@ class LensScreen(Screen[None]):
         self._draw_top()
 
     def action_enter(self) -> None:
+        self._flush()
         if self.typed:
             n = int(self.typed)
             self.typed = ""
@@ -358,10 +376,13 @@ class LensScreen(Screen[None]):
                 return
 
     def action_section(self, prefix: str) -> None:
+        self._flush()
         slots = self.query_one("#slots", ItemList)
         first = next((i for i in slots.items if i.startswith(prefix)), None)
         if first is not None:
             slots.go_to(first)
+            # The section's heading is the line above its first item: keep it in view.
+            slots.scroll_to(y=max(slots.scroll_y - 1, 0), animate=False, immediate=True)
             slots.focus()
 
     @on(ItemList.OptionSelected)
@@ -379,6 +400,8 @@ class LensScreen(Screen[None]):
         elif item.jump is not None:
             self.go_to(item.jump)
         elif item.full is not None:
+            from tui.viewer import Viewer
+
             self.app.push_screen(Viewer(item.title, item.full))
 
     @on(Scrubber.Picked)
@@ -387,6 +410,10 @@ class LensScreen(Screen[None]):
         self.select(event.index)
 
     def action_why(self) -> None:
+        from tui.locate import locate
+        from tui.why import WhyScreen
+
+        self._flush()
         focused = self.focused
         item: Item | None = focused.current if isinstance(focused, ItemList) else None
         marks = self.timeline.marks
@@ -406,13 +433,21 @@ class LensScreen(Screen[None]):
         self.app.push_screen(WhyScreen(self.rec, key, at), chosen)
 
     def action_search(self) -> None:
+        from tui.search import SearchScreen
+
         def chosen(match: Match | None) -> None:
             if match is not None:
                 self.go_to(match.place.call, match.place.item)
 
         screen = SearchScreen(self.rec, self.timeline, self._last_search)
-        self.app.push_screen(screen, chosen)
-        self._search_screen = screen
+
+        def remember(match: Match | None) -> None:
+            self._last_search = screen.query_text
+            chosen(match)
+
+        self.app.push_screen(screen, remember)
 
     def action_help(self) -> None:
+        from tui.help import Help
+
         self.app.push_screen(Help())

@@ -25,7 +25,7 @@ from afcli._render import as_dict, as_text
 from afcli._runview import call_detail
 from afcore.errors import RecordingError
 from tui.recording import LensRecording
-from tui.timeline import Mark, Timeline
+from tui.timeline import FoldMark, Mark, Timeline
 
 __all__ = ["EVENT_LIMIT", "CallView", "call_view", "walk_lines"]
 
@@ -44,6 +44,10 @@ class CallView:
     more_events: int = 0
     note: str | None = None
     """Something the view leaves out, and why."""
+    earlier: list[FoldMark] = field(default_factory=list)
+    """Folds before the call that its seams do not show (af show marks the folds since the
+    call before, and those whose summary is in the window): the messages they took out left
+    earlier, and the Lens says so with one seam."""
 
 
 def call_view(rec: LensRecording, timeline: Timeline, n: int) -> CallView:
@@ -67,7 +71,9 @@ def call_view(rec: LensRecording, timeline: Timeline, n: int) -> CallView:
         return CallView(mark, None, e.message, events, more)
     except (RecordingError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
         return CallView(mark, None, f"call {n} cannot be read: {e}", events, more)
-    return CallView(mark, detail, None, events, more, note)
+    shown = {f["fold"] for f in detail.get("folds") or []}
+    earlier = [f for f in timeline.folds_before(mark.line) if f.number not in shown]
+    return CallView(mark, detail, None, events, more, note, earlier if mark.agent else [])
 
 
 def _window_problem(rec: LensRecording, n: int) -> str | None:

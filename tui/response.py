@@ -11,19 +11,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
-from rich.console import Group, RenderableType
-from rich.padding import Padding
 from rich.text import Text
+from textual.visual import VisualType
 
 from afcli._folds import fold_text, refusal_texts
 from afcli._render import as_dict, as_text, ms_text, plural, safe, status_style, usage_text
 from tui.data import CallView
-from tui.items import Item, heading
+from tui.items import Item, Part, heading, row
+from tui.slots import ARGS
 from tui.text import args_line, flat, preview
 
 __all__ = ["response_entries"]
 
-Entry = tuple[RenderableType, Item | None]
+Entry = tuple[VisualType, Item | None]
 
 
 def response_entries(view: CallView, width: int) -> Iterator[Entry]:
@@ -33,14 +33,17 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
     tools = [e for e in view.events if e["kind"] == "tool"]
     invalid = {e["call_id"]: e for e in view.events if e["kind"] == "invalid"}
     if d is None:
-        yield heading("RESPONSE", "this call cannot be read"), None
+        yield heading("RESPONSE"), None
+        yield Text("this call cannot be read", style="red"), None
     elif r is None:
-        yield heading("RESPONSE", "none recorded: the run stopped before the reply came"), None
+        yield heading("RESPONSE"), None
+        yield Text("none recorded: the run stopped before the reply came", style="yellow"), None
     else:
-        note = Text(f"{safe(as_text(r['stop_reason']))} · {usage_text(r['usage'])}", style="dim")
+        yield heading("RESPONSE", safe(as_text(r["stop_reason"]))), None
+        note = Text(usage_text(r["usage"]), style="dim")
         if r.get("ms") is not None:
             note.append(f" · {ms_text(r['ms'])}", style="dim")
-        yield heading("RESPONSE", note), None
+        yield note, None
         if r.get("missing"):
             yield Text(f"the reply's message is missing: {safe(r['missing'])}", style="red"), None
         if r["text"]:
@@ -102,10 +105,10 @@ def _tool_call(
         ("→ ", "cyan"),
         (safe(name), "bold cyan"),
         ("(", "dim"),
-        args_line(tc.get("args"), max(width - len(name) - 8, 30)),
+        args_line(tc.get("args"), ARGS),
         (")", "dim"),
     )
-    parts: list[RenderableType] = [head]
+    parts: list[Part] = [head]
     full = None
     key = None
     if result is None:
@@ -115,7 +118,7 @@ def _tool_call(
         full = _result_text(result)
         if result.get("k") is not None:
             key = f"tool:{name}#{result['k']}"
-    return Group(*parts), Item(
+    return row(None, *parts), Item(
         f"call:{i}",
         full=full,
         title=f"call {call} · {safe(name)} result",
@@ -131,9 +134,7 @@ def _result_text(result: dict[str, Any]) -> str | None:
     return text if len(text) > 200 or "\n" in text else None
 
 
-def _result_lines(
-    result: dict[str, Any], invalid: dict[str, dict[str, Any]]
-) -> list[RenderableType]:
+def _result_lines(result: dict[str, Any], invalid: dict[str, dict[str, Any]]) -> list[Part]:
     status = as_text(result.get("status"))
     head = Text.assemble(("  ← ", status_style(status)), (status, status_style(status)))
     if result.get("ms") is not None:
@@ -142,7 +143,7 @@ def _result_lines(
         head.append(f" · message #{result['message']}", style="dim")
     if result.get("unfinished"):
         head.append(" · started, no result recorded", style="yellow")
-    out: list[RenderableType] = [head]
+    out: list[Part] = [head]
     bad = invalid.get(as_text(result.get("call_id")))
     if bad is not None:
         problems = "; ".join(
@@ -155,7 +156,7 @@ def _result_lines(
     content = result.get("content")
     if content is not None:
         shown, _ = preview(as_text(content), chars=300, lines=3)
-        out.append(Padding(shown, (0, 0, 0, 4)))
+        out.append((4, shown))
     return out
 
 
@@ -169,7 +170,7 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
         lines = [head, *_result_lines(e, {})]
         key = f"tool:{name}#{e['k']}.result" if e.get("k") is not None else None
         full = _result_text(e)
-        return Group(*lines), Item(
+        return row(None, *lines), Item(
             f"ev:{e['line']}", full=full, title=f"{safe(name)} result", why=key
         )
     if kind == "route":
@@ -182,7 +183,7 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
         lines += [Text(f"  {t}", style="dim") for t in refusal_texts(f)]
         if e.get("evicted"):
             lines.append(Text(f"  {plural(e['evicted'], 'message')} left the window", style="dim"))
-        return Group(*lines), Item(f"ev:{e['line']}", why=f"fold:{f['fold']}")
+        return row(None, *lines), Item(f"ev:{e['line']}", why=f"fold:{f['fold']}")
     if kind == "evicted":
         said = f"{plural(e['evicted'], 'message')} left the window (fold {e.get('fold')})"
         return Text.assemble(at, (safe(said), "yellow")), None
@@ -199,7 +200,7 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
         return text, Item(f"ev:{e['line']}", full=e["message"], title="error")
     if kind == "answer":
         shown, hidden = preview(as_text(e["value"]), chars=600, lines=6)
-        return Group(Text.assemble(at, ("answer", "bold green")), shown), Item(
+        return row(None, Text.assemble(at, ("answer", "bold green")), shown), Item(
             f"ev:{e['line']}",
             full=as_text(e["value"]) if hidden else None,
             title="the answer",

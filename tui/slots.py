@@ -7,31 +7,41 @@ its source, and what came and went).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from rich.console import Group, RenderableType
 from rich.text import Text
+from textual.visual import VisualType
 
-from afcli._folds import reasons_text, seam_text
+from afcli._folds import checked, fold_text, reasons_text, seam_text
 from afcli._render import as_dict, as_text, plural, safe
 from afcore.errors import RecordingError
 from tui.data import CallView
-from tui.items import Item, heading, row, rule
+from tui.items import Item, Part, Row, heading, row, rule
 from tui.recording import LensRecording
 from tui.text import args_line, preview, source_label
+from tui.timeline import FoldMark
 
-__all__ = ["FOLDED_SHOWN", "slot_entries"]
+__all__ = ["FOLDED_SHOWN", "ROWS_KEPT", "Rows", "slot_entries"]
 
 FOLDED_SHOWN = 200
 """Messages an open seam lists at most."""
 
-Entry = tuple[RenderableType, Item | None]
+ARGS = 400
+"""Characters of a tool call's arguments shown (they wrap); all of them are in the file."""
+ROWS_KEPT = 2000
+"""Messages kept drawn, for the calls around the selection."""
+
+Entry = tuple[VisualType, Item | None]
+Rows = OrderedDict[tuple[Any, ...], tuple["Row", str | None]]
 
 
 def slot_entries(
-    view: CallView, rec: LensRecording, opened: set[int], width: int
+    view: CallView, rec: LensRecording, opened: set[int], width: int, rows: Rows | None = None
 ) -> Iterator[Entry]:
+    """The slots' items; ``rows``: messages already drawn, kept from call to call."""
+    rows = OrderedDict() if rows is None else rows
     d = view.detail
     if d is None:
         yield Text(f"✗ {safe(view.problem or 'this call cannot be read')}", style="red"), None
@@ -52,7 +62,7 @@ def slot_entries(
     removed = d["removed"] or {"system": [], "messages": [], "tools": []}
     yield from _system(d, removed, since)
     yield Text(""), None
-    yield from _messages(d, removed, since, rec, opened, width)
+    yield from _messages(d, removed, since, rec, opened, width, rows, view.earlier)
     yield Text(""), None
     yield from _tools(d, removed, since)
 
@@ -70,17 +80,14 @@ def _badge(change: Any) -> Text:
 
 
 def _why_line(item: dict[str, Any]) -> Text | None:
-    """For injected context: the trigger, the cache policy and why it fired."""
+    """For context an injection put there: why it fired, when that says more than its
+    trigger (the gutter names the trigger and the cache policy)."""
     if item.get("source") in (None, "base", "configure", "static"):
         return None
-    parts = [as_text(item.get("trigger"))]
-    if item.get("cache"):
-        parts.append(f"cache {as_text(item['cache'])}")
-    reason = as_text(item.get("reason"))
-    if reason and reason != parts[0]:
-        parts.append(reason)
-    said = " · ".join(p for p in parts if p)
-    return Text(f"{safe(said)[:600]}", style="dim italic") if said else None
+    trigger, reason = as_text(item.get("trigger")), as_text(item.get("reason"))
+    if not reason or reason in (trigger, "always"):
+        return None
+    return Text(safe(reason)[:600], style="dim italic")
 
 
 def _system(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[Entry]:
@@ -97,7 +104,6 @@ def _system(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[
         gutter.append_text(_badge(seg.get("change")))
         body, hidden = preview(seg["text"])
         why = _why_line(seg)
-        shown: RenderableType = Group(why, body) if why is not None else body
         key = f"system:{seg['id']}" if seg.get("id") else f"call:{d['call']}"
         item = Item(
             f"seg:{seg['position']}",
@@ -105,7 +111,7 @@ def _system(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[
             title=f"call {d['call']} · system segment {seg['position']}",
             why=key,
         )
-        yield row(gutter, shown), item
+        yield (row(gutter, why, body) if why is not None else row(gutter, body)), item
         if seg["cache_breakpoint"]:
             yield rule("cache breakpoint"), None
     for gone in removed["system"]:
@@ -120,6 +126,8 @@ def _messages(
     rec: LensRecording,
     opened: set[int],
     width: int,
+    rows: Rows,
+    earlier: list[FoldMark],
 ) -> Iterator[Entry]:
     messages = d["messages"]
     ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d["window"])
@@ -131,10 +139,18 @@ def _messages(
         seams.setdefault(f.get("before"), []).append(f)
     results = _results(messages)
     calls = _calls(messages)
+    earlier = [f for f in earlier if f.count]
+    # The messages earlier folds took out were where the first message after them is now.
+    first = min((f.first for f in earlier if f.first is not None), default=None)
     for msg in messages:
+        if earlier and first is not None and msg["n"] > first:
+            yield from _earlier(earlier, rec, opened)
+            earlier = []
         for f in seams.pop(msg["n"], []):
             yield from _seam(f, rec, opened)
-        yield _message(d, msg, results, calls, width)
+        yield _message(d, msg, results, calls, width, rows)
+    if earlier:
+        yield from _earlier(earlier, rec, opened)
     for f in seams.pop(None, []) + [f for fs in seams.values() for f in fs]:
         yield from _seam(f, rec, opened)
     for gone in removed["messages"]:
@@ -173,8 +189,53 @@ def _message(
     results: dict[str, int],
     calls: dict[str, tuple[int, str]],
     width: int,
+    rows: Rows,
 ) -> Entry:
     role = as_text(msg.get("role")) or "?"
+    # Calls next to each other share most of their window: a message drawn for one is
+    # drawn for the next unless what is said about it there differs.
+    key = (
+        msg["n"],
+        width,
+        *(msg.get(k) for k in ("change", "source", "id", "trigger", "reason", "cache", "writer")),
+        calls.get(as_text(msg.get("tool_call_id"))),
+        tuple(results.get(id) for id in _asked(msg)),
+    )
+    cached = rows.get(key)
+    if cached is None:
+        cached = _message_row(msg, role, results, calls, width)
+        rows[key] = cached
+        while len(rows) > ROWS_KEPT:
+            rows.popitem(last=False)
+    else:
+        rows.move_to_end(key)
+    drawn, full = cached
+    item = Item(
+        f"msg:{msg['n']}",
+        full=full,
+        title=f"call {d['call']} · message #{msg['n']} ({safe(role)})",
+        why=f"message:{msg['n']}",
+    )
+    return drawn, item
+
+
+def _asked(msg: dict[str, Any]) -> list[str]:
+    """The ids of the tool calls a message asks for."""
+    content = msg.get("content")
+    return [
+        as_text(b.get("id"))
+        for b in (as_dict(x) for x in (content if isinstance(content, list) else []))
+        if b.get("type") == "tool_call"
+    ]
+
+
+def _message_row(
+    msg: dict[str, Any],
+    role: str,
+    results: dict[str, int],
+    calls: dict[str, tuple[int, str]],
+    width: int,
+) -> tuple[Row, str | None]:
     gutter = Text(f"#{msg['n']} ", style="dim")
     gutter.append(safe(role), style="bold")
     if role == "tool":
@@ -187,7 +248,7 @@ def _message(
     if msg.get("writer"):
         gutter.append(f"\n{safe(msg['writer'])}", style="dim")
     gutter.append_text(_badge(msg.get("change")))
-    parts: list[RenderableType] = []
+    parts: list[Part] = []
     why = _why_line(msg)
     if why is not None:
         parts.append(why)
@@ -207,7 +268,7 @@ def _message(
                 ("→ ", "cyan"),
                 (safe(as_text(b.get("name"))), "bold cyan"),
                 ("(", "dim"),
-                args_line(b.get("args"), max(width - 40, 30)),
+                args_line(b.get("args"), ARGS),
                 (")", "dim"),
             )
             call.append(
@@ -225,25 +286,18 @@ def _message(
         parts.append(shown)
         full += text
         hidden_total += hidden
-    item = Item(
-        f"msg:{msg['n']}",
-        full=full if hidden_total else None,
-        title=f"call {d['call']} · message #{msg['n']} ({safe(role)})",
-        why=f"message:{msg['n']}",
-    )
-    return row(gutter, Group(*parts)), item
+    return row(gutter, *parts), full if hidden_total else None
 
 
 def _seam(f: dict[str, Any], rec: LensRecording, opened: set[int]) -> Iterator[Entry]:
     number = f["fold"]
     is_open = number in opened
-    text = Text(seam_text(f), style="bold yellow")
-    text.append("  ▾ Enter hides them" if is_open else "  ▸ Enter shows them", style="dim")
-    reasons = reasons_text(f)
-    lines: list[RenderableType] = [text]
-    if reasons:
-        lines.append(Text(f"   {reasons}", style="dim"))
-    yield Group(*lines), Item(f"seam:{number}", seam=number, why=f"fold:{number}")
+    text = Text("▾ " if is_open else "▸ ", style="bold yellow")
+    text.append(seam_text(f), style="bold yellow")
+    said = reasons_text(f)
+    said += (" · " if said else "") + ("Enter hides them" if is_open else "Enter shows them")
+    lines: list[Part] = [text, (4, Text(said, style="dim"))]
+    yield row(None, *lines), Item(f"seam:{number}", seam=number, why=f"fold:{number}")
     if not is_open:
         return
     shown = 0
@@ -256,6 +310,54 @@ def _seam(f: dict[str, Any], rec: LensRecording, opened: set[int]) -> Iterator[E
             shown += 1
             yield _folded(rec, number, m)
     yield Text("   ── end of fold ──", style="dim yellow"), None
+
+
+EARLIER = -1
+"""The seam number of the folds before the ones a call's own seams show."""
+
+
+def _earlier(folds: list[FoldMark], rec: LensRecording, opened: set[int]) -> Iterator[Entry]:
+    """One seam for the folds before: how many messages they took out, and when."""
+    is_open = EARLIER in opened
+    count = sum(f.count for f in folds)
+    strategies = ", ".join(sorted({safe(f.strategy) for f in folds}))
+    iterations = [f.iteration for f in folds if f.iteration is not None]
+    when = f", iterations {min(iterations)}–{max(iterations)}" if iterations else ""
+    text = Text("▾ " if is_open else "▸ ", style="yellow")
+    text.append(
+        f"── {plural(count, 'message')} left in {plural(len(folds), 'earlier fold')} "
+        f"({strategies}{when})",
+        style="yellow",
+    )
+    hint = Text("Enter hides them" if is_open else "Enter shows them", style="dim")
+    yield row(None, text, (4, hint)), Item("seam:earlier", seam=EARLIER)
+    if not is_open:
+        return
+    shown = 0
+    for mark in folds:
+        f = _fold_value(rec, mark)
+        yield Text(f"   {fold_text(f, compact=True)}", style="dim yellow"), None
+        for a, b in f["messages"]:
+            for m in range(a, b + 1):
+                if shown >= FOLDED_SHOWN:
+                    yield Text(f"   … and {count - shown:,} more", style="dim"), None
+                    return
+                shown += 1
+                yield _folded(rec, mark.number, m)
+    yield Text("   ── end of the earlier folds ──", style="dim yellow"), None
+
+
+def _fold_value(rec: LensRecording, mark: FoldMark) -> dict[str, Any]:
+    """The fold written on ``mark``'s line, its fields checked."""
+    try:
+        writes = as_dict(rec.raw(mark.line)).get("writes") or []
+        value = next(
+            (rec.value(w) for w in writes if as_dict(w).get("key") == f"fold:{mark.number}"),
+            None,
+        )
+    except (KeyError, ValueError, RecordingError):
+        value = None
+    return checked(value, mark.number)
 
 
 def _folded(rec: LensRecording, fold: int, n: int) -> Entry:
@@ -331,7 +433,7 @@ def _tools(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[E
             why=f"tools@{d['call']}",
         )
         description.stylize("dim")
-        yield row(gutter, Group(head, description)), item
+        yield row(gutter, head, description), item
         if spec["cache_breakpoint"]:
             yield rule("cache breakpoint"), None
     for t in removed["tools"]:

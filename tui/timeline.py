@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from afcli._folds import SUMMARIZER
+from afcli._folds import SUMMARIZER, checked, fold_number
 from afcore.errors import RecordingError
 from tui.recording import LensRecording
 
-__all__ = ["Mark", "Timeline", "build"]
+__all__ = ["FoldMark", "Mark", "Timeline", "build"]
 
 _RELEASE_EVERY = 32 * 1024 * 1024
 """Bytes of the file read between two releases of its pages (see LensRecording)."""
@@ -51,6 +51,19 @@ class Mark:
 _TROUBLE = {"": 0, "tool": 1, "rejected": 2, "error": 3}
 
 
+@dataclass(frozen=True, slots=True)
+class FoldMark:
+    """A fold of the window, as the seams of later calls count it."""
+
+    line: int
+    number: int
+    strategy: str
+    iteration: int | None
+    count: int
+    first: int | None
+    """the lowest message number it took out"""
+
+
 @dataclass
 class Timeline:
     marks: list[Mark] = field(default_factory=list)
@@ -63,11 +76,18 @@ class Timeline:
     decision_lines: dict[str, list[int]] = field(default_factory=dict)
     """injection id -> the inject stages that wrote a decision for it"""
     window_lines: list[int] = field(default_factory=list)
+    folds: list[FoldMark] = field(default_factory=list)
+    """every fold of the window, in the order of the file"""
+    fold_lines: list[int] = field(default_factory=list)
     """the window stages (folds) and the summarizer stages"""
     placing: set[int] = field(default_factory=set)
     """lines of the stages whose messages carry a source (inject, window, summarize)"""
     turns: int = 0
     done: bool = False
+
+    def folds_before(self, line: int) -> list[FoldMark]:
+        """The folds written before ``line``."""
+        return self.folds[: bisect.bisect_left(self.fold_lines, line)]
 
     def at(self, n: int) -> Mark | None:
         i = self.position.get(n)
@@ -189,16 +209,27 @@ def _commit(
     elif stage in ("window", "summarize"):
         timeline.window_lines.append(line)
         timeline.placing.add(line)
-        if stage == "window" and last is not None:
+        if stage == "window":
             for w in writes:
-                if isinstance(w, dict) and str(w.get("key", "")).startswith("fold:"):
+                number = fold_number(str(w.get("key", ""))) if isinstance(w, dict) else None
+                if number is None:
+                    continue
+                try:
+                    value = rec.value(w)
+                except (KeyError, ValueError):
+                    value = None
+                fold = checked(value, number)
+                first = min((a for a, _ in fold["messages"]), default=None)
+                timeline.folds.append(
+                    FoldMark(
+                        line, number, fold["strategy"], fold["iteration"], fold["count"], first
+                    )
+                )
+                timeline.fold_lines.append(line)
+                if last is not None:
                     last.folds += 1
-                    try:
-                        value = rec.value(w)
-                    except (KeyError, ValueError):
-                        value = None
-                    count = value.get("count") if isinstance(value, dict) else None
-                    last.folded += count if isinstance(count, int) else 0
+                    last.folded += fold["count"]
+                break
     tool = data.get("tool")
     if isinstance(tool, dict) and current is not None:
         status = tool.get("status")

@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
-from afcli._render import safe
+from afcli._render import plural, safe
 from tui.text import literal
 
 __all__ = ["Viewer", "fold_lines"]
@@ -52,7 +52,7 @@ class Viewer(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             lines = self.text.count("\n") + 1
-            note = f"{len(self.text):,} chars, {lines:,} lines · Esc: back"
+            note = f"{plural(len(self.text), 'char')}, {plural(lines, 'line')} · Esc: back"
             yield Static(literal(f"{self.title_text} · {note}", "bold"), markup=False)
             yield Log(highlight=False)
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 from textual.widgets import Log, Tree
 
 from bench.big_recording import write
 from tests.tui.conftest import SAMPLES, lens, main, position, screen_text
 from tui.app import LensApp
 from tui.help import Help
-from tui.items import ItemList
+from tui.items import ItemList, Row
 from tui.search import SearchScreen
 from tui.viewer import Viewer
 from tui.why import WhyScreen
@@ -23,6 +24,13 @@ COMPACTION = SAMPLES / "sample-compaction.jsonl"
 
 def slots(app: LensApp) -> ItemList:
     return main(app).query_one("#slots", ItemList)
+
+
+def prompt(app: LensApp, item: str) -> str:
+    """An item's text, as it would be without wrapping."""
+    row = slots(app).get_option(item).prompt
+    assert isinstance(row, Row)
+    return " ".join(p.plain if isinstance(p, Text) else p[1].plain for p in row.parts)
 
 
 async def test_first_call_is_on_screen() -> None:
@@ -90,6 +98,20 @@ async def test_a_seam_opens_to_show_the_folded_messages() -> None:
         await pilot.press("enter")  # closes again
         await pilot.pause()
         assert not any(i.startswith("folded:") for i in slots(app).items)
+
+
+async def test_folds_before_the_call_before_are_one_seam() -> None:
+    async with lens(SAMPLES / "sample-sliding.jsonl") as (app, pilot):
+        await pilot.press("end")
+        await pilot.pause()
+        earlier, recent = (prompt(app, "seam:earlier"), prompt(app, "seam:9"))
+        assert "16 messages left in 8 earlier folds (sliding_window, iterations 3–10)" in earlier
+        assert "2 messages dropped by sliding_window at iteration 11 (fold 9)" in recent
+        assert slots(app).go_to("seam:earlier")
+        await pilot.press("enter")
+        await pilot.pause()
+        folded = [i for i in slots(app).items if i.startswith("folded:")]
+        assert len(folded) == 16 and folded[0] == "folded:1:2"
 
 
 async def test_enter_on_a_long_text_opens_all_of_it() -> None:
