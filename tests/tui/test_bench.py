@@ -1,0 +1,24 @@
+"""The opening benchmark's probe of the Lens, on a small file: it must find the first call on
+screen, the last one, and steps back (bench/lens_open.py times it on 300 MB)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.big_recording import QUESTION, write
+from bench.peers.lens_open import probe
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    return write(tmp_path, mb=1, shape="short-lines", run_id="small")
+
+
+async def test_the_probe_sees_the_first_and_the_last_call(small: Path) -> None:
+    found = await probe(small, QUESTION, limit=30)
+    assert isinstance(found["first_call"], float)
+    assert isinstance(found["calls"], int) and found["calls"] > 21
+    assert 0 < found["per_step"] < 1  # type: ignore[operator]
+    assert 0 < found["peak_rss_mb"] < 1000  # type: ignore[operator]
