@@ -32,6 +32,10 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
     r = d["response"] if d is not None else None
     tools = [e for e in view.events if e["kind"] == "tool"]
     invalid = {e["call_id"]: e for e in view.events if e["kind"] == "invalid"}
+    if d is not None and not d["verified"]:
+        # A call that does not verify says so first.
+        yield from _call_facts(d)
+        yield Text(""), None
     if d is None:
         yield heading("RESPONSE"), None
         yield Text("this call cannot be read", style="red"), None
@@ -87,7 +91,7 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
     if d is not None and d.get("injections") is not None:
         yield Text(""), None
         yield from _decisions(d["injections"])
-    if d is not None:
+    if d is not None and d["verified"]:
         yield Text(""), None
         yield from _call_facts(d)
 

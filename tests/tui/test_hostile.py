@@ -140,3 +140,15 @@ async def test_a_window_naming_too_many_messages_is_refused(
         await pilot.pause()
         assert position(app).startswith("call 2/5 · iteration 2 · turn 1 · ✓ verified")
     assert time.perf_counter() - started < 5
+
+
+async def test_a_call_that_does_not_verify_is_marked(tmp_path: Path) -> None:
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b"I have a free Saturday" in line)
+    lines[at] = lines[at].replace(b"free Saturday", b"free Sunday")  # the hash stays
+    path = tmp_path / "changed.jsonl"
+    path.write_bytes(b"".join(lines))
+    async with lens(path) as (app, pilot):
+        assert "✗ not verified" in position(app)
+        text = screen_text(app)
+        assert "✗ not verified: the rebuilt request's" in text  # first in the response
