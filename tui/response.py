@@ -90,7 +90,7 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
             yield Text(f"… and {view.more_events:,} more records", style="dim"), None
     if d is not None and d.get("injections") is not None:
         yield Text(""), None
-        yield from _decisions(d["injections"])
+        yield from _decisions(d["injections"], d)
     if d is not None and d["verified"]:
         yield Text(""), None
         yield from _call_facts(d)
@@ -237,7 +237,16 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
     return text, Item(f"ev:{e['line']}", full=raw if len(raw) > 600 else None, title="record")
 
 
-def _decisions(inj: dict[str, Any]) -> Iterator[Entry]:
+def _decision_key(id: str, d: dict[str, Any]) -> str | None:
+    """What ``w`` asks about a decision that fired: the segment it put in the system prompt,
+    or the message it put in the window."""
+    if any(s.get("id") == id for s in d.get("system") or []):
+        return f"system:{id}"
+    placed = [m["n"] for m in d.get("messages") or [] if m.get("id") == id]
+    return f"message:{placed[-1]}" if placed else None
+
+
+def _decisions(inj: dict[str, Any], detail: dict[str, Any]) -> Iterator[Entry]:
     yield heading("DECISIONS", f"{inj['evaluated']} injections evaluated"), None
     for d in inj["fired"]:
         text = Text.assemble(("fired ", "green"), (safe(as_text(d["id"])), "bold green"))
@@ -246,7 +255,7 @@ def _decisions(inj: dict[str, Any]) -> Iterator[Entry]:
         reason = as_text(d.get("reason"))
         if reason and reason != trigger:
             text.append(f" · {safe(reason)[:400]}", style="dim")
-        yield text, Item(f"dec:{d['id']}", why=f"system:{d['id']}")
+        yield text, Item(f"dec:{d['id']}", why=_decision_key(as_text(d["id"]), detail))
     for d in inj["skipped"]:
         failed = d.get("error") is not None
         text = Text.assemble(

@@ -100,6 +100,18 @@ async def test_a_seam_opens_to_show_the_folded_messages() -> None:
         assert not any(i.startswith("folded:") for i in slots(app).items)
 
 
+async def test_clicking_a_seam_opens_it() -> None:
+    async with lens(COMPACTION) as (app, pilot):
+        await pilot.press("9", "enter", "m")
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        y = next(i for i, line in enumerate(lines) if "▸ ── 6 messages folded" in line)
+        await pilot.click(offset=(4, y))
+        await pilot.pause()
+        assert 1 in main(app).opened
+        assert "▾ ── 6 messages folded" in screen_text(app)
+
+
 async def test_folds_before_the_call_before_are_one_seam() -> None:
     async with lens(SAMPLES / "sample-sliding.jsonl") as (app, pilot):
         await pilot.press("end")
