@@ -205,6 +205,8 @@ class SearchScreen(ModalScreen[Match | None]):
         count = len(self.matches)
         full = " (the first ones; say more to narrow it)" if count >= RESULTS else ""
         where = "" if done >= 1.0 else f" · searching {done:.0%}"
+        if self.rec.partial:
+            where += " of what is indexed so far"
         self._status(f"{count:,} matches{full}{where} · Enter goes there · Esc: back")
 
     def _status(self, text: str) -> None:
