@@ -104,8 +104,8 @@ class LensScreen(Screen[None]):
         self.views: OrderedDict[int, CallView] = OrderedDict()
         self.rows: Rows = OrderedDict()
         """messages drawn, kept from call to call"""
-        self.shown: tuple[int, int] | None = None
-        """(call, fill count) on screen"""
+        self.shown: int | None = None
+        """the call whose items the lists hold"""
         self.indexing: float | None = None
         """share of the file indexed while the whole of it is being read (None: done)"""
         self._loaded = 0
@@ -214,7 +214,7 @@ class LensScreen(Screen[None]):
         marks = self.timeline.marks
         if not marks or marks[self.index].n != n:
             return  # the selection moved on
-        if not force and self.shown is not None and self.shown[0] == n:
+        if not force and self.shown == n:
             return
         view = self.view(n)
         slots = self.query_one("#slots", ItemList)
@@ -225,7 +225,7 @@ class LensScreen(Screen[None]):
         entries = slot_entries(view, self.rec, self.opened, max(left - 26, 30), self.rows)
         slots.fill(entries, keep=True)
         events.fill(response_entries(view, max(right, 30)), keep=True)
-        self.shown = (n, 0)
+        self.shown = n
         self._draw_top()
 
     def _flush(self) -> None:
