@@ -304,6 +304,8 @@ class LensScreen(Screen[None]):
         text.append(f" · iteration {mark.iteration} · turn {mark.turn}", style="")
         if not mark.agent:
             text.append(" · the summarizer's call", style="magenta")
+        if mark.attempt:
+            text.append(f" · {safe(mark.attempt)}", style="cyan")
         view = self.views.get(mark.n)
         if view is not None and view.detail is not None:
             if view.detail["verified"]:

@@ -229,6 +229,7 @@ def _event(
             "line": line,
             "error": as_text(error.get("kind")) or "error",
             "message": as_text(error.get("message")),
+            "decision": as_dict(d.get("decision")),
         }
     if t == "run_end":
         return {"kind": "end", "line": line, "status": as_text(d.get("status")), "record": d}

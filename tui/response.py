@@ -41,7 +41,10 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
         yield Text("this call cannot be read", style="red"), None
     elif r is None:
         yield heading("RESPONSE"), None
-        yield Text("none recorded: the run stopped before the reply came", style="yellow"), None
+        failed = any(e["kind"] == "error" for e in view.events)
+        said = "none: the call failed (see its events)" if failed else "none recorded: the run "
+        said += "" if failed else "stopped before the reply came"
+        yield Text(said, style="yellow"), None
     else:
         yield heading("RESPONSE", safe(as_text(r["stop_reason"]))), None
         note = Text(usage_text(r["usage"]), style="dim")
@@ -201,6 +204,14 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
     if kind == "error":
         text = Text.assemble(at, ("✗ ", "bold red"), (safe(e["error"]), "red"), ": ")
         text.append_text(flat(e["message"], 600))
+        decision = e.get("decision") or {}
+        if decision.get("verb"):
+            # A failed attempt at a model call: what the reliability rules decided next.
+            then = as_text(decision["verb"]).replace("_", " ")
+            by = decision.get("rule") or decision.get("kind") or decision.get("reason")
+            text.append(f"\n  then: {safe(then)}", style="yellow")
+            if by:
+                text.append(f" ({safe(as_text(by))})", style="dim")
         return text, Item(f"ev:{e['line']}", full=e["message"], title="error")
     if kind == "answer":
         shown, hidden = preview(as_text(e["value"]), chars=600, lines=6)

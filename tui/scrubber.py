@@ -25,7 +25,7 @@ LEGEND: list[tuple[str, str, str]] = [
     ("σ", "magenta", "the summarizer's call (the window strategy's)"),
     ("◆", "yellow", "a tool call's arguments were refused"),
     ("◆", "red", "a tool failed"),
-    ("✗", "bold red", "an error stopped the run here"),
+    ("✗", "bold red", "an error at this call (a failed attempt, or what stopped the run)"),
     ("┊", "yellow", "the window was folded here"),
     ("│", "dim", "a new turn (a user message) starts"),
 ]

@@ -46,6 +46,9 @@ class Mark:
     """Folds of the window between this call and the next."""
     folded: int = 0
     """Messages those folds took out of the window."""
+    attempt: str = ""
+    """For a call made as attempts: which one, and where it went (``attempt 2 via
+    providers[0] (openai)``)."""
 
 
 _TROUBLE = {"": 0, "tool": 1, "rejected": 2, "error": 3}
@@ -94,9 +97,10 @@ class Timeline:
         return None if i is None else self.marks[i]
 
     def previous_agent(self, mark: Mark) -> Mark | None:
-        """The agent's last call before ``mark`` (a summarizer's call is not one of them)."""
+        """The agent's last call before ``mark``: a summarizer's call is not one of them, nor
+        an earlier attempt at the same call (it sent the same request)."""
         i = self.position[mark.n]
-        return next((m for m in reversed(self.marks[:i]) if m.agent), None)
+        return next((m for m in reversed(self.marks[:i]) if m.agent and m.rsid != mark.rsid), None)
 
     def next_agent(self, mark: Mark) -> Mark | None:
         i = self.position[mark.n]
@@ -176,6 +180,10 @@ def _mark(data: dict[str, Any], line: int, turn: int) -> Mark | None:
     n, rsid = data.get("call"), data.get("rsid")
     if not isinstance(n, int) or isinstance(n, bool) or not isinstance(rsid, str):
         return None
+    attempt = data.get("attempt")
+    said = ""
+    if isinstance(attempt, dict) and isinstance(attempt.get("n"), int):
+        said = f"attempt {attempt['n']} via {attempt.get('via')} ({attempt.get('provider')})"
     return Mark(
         n=n,
         line=line,
@@ -183,6 +191,7 @@ def _mark(data: dict[str, Any], line: int, turn: int) -> Mark | None:
         rsid=rsid,
         turn=max(turn, 1),
         agent=not rsid.startswith(SUMMARIZER),
+        attempt=said,
     )
 
 

@@ -128,3 +128,45 @@ def test_a_file_that_grows_while_it_is_opened_is_read_as_mapped(
     assert rec.grown()
     assert call_view(rec, timeline, 3).detail == call_detail(rec, 3)
     assert rec.reopen().call_numbers == [1, 2, 3, 4]
+
+
+@pytest.fixture
+def attempts(tmp_path: Path) -> Path:
+    """A run whose second call is rate limited, fails on the server, then moves on to a
+    backup provider, which answers: four calls, two of them failed attempts."""
+    from afcore import Agent, RateLimitedError, ServerError, define_tool, rule
+    from tests.afcli.test_attempts import scripted
+
+    weather = define_tool("weather", "Weather.", {"type": "object"}, lambda a, c: "sunny")
+    call = {"tool_calls": [{"id": "c1", "name": "weather", "args": {}}]}
+    primary = scripted(
+        [call, RateLimitedError("slow down", status=429), ServerError("oops", status=500)], "a"
+    )
+    agent = (
+        Agent.create(provider=primary, model="m", record=tmp_path / "runs")
+        .tool(weather)
+        .reliability(
+            post_decide=[
+                rule(lambda s: s.error_kind == "rate_limited", "retry", kind="transient"),
+                rule(lambda s: s.error_kind == "server_error", "retry_other", kind="5xx"),
+            ],
+            providers=[(scripted(["It is sunny."], "b"), "m2")],
+        )
+        .build()
+    )
+    assert agent.run("Weather?") == "It is sunny."
+    assert agent.last_recording is not None
+    return agent.last_recording
+
+
+def test_attempts_at_a_call(attempts: Path) -> None:
+    rec = open_lens(attempts)
+    timeline = timeline_of(rec)
+    marks = timeline.marks
+    assert [m.trouble for m in marks] == ["", "error", "error", ""]
+    assert marks[3].attempt == "attempt 3 via providers[0] (b)"
+    for mark in marks:
+        view = call_view(rec, timeline, mark.n)
+        assert view.detail == call_detail(rec, mark.n)
+    failed = call_view(rec, timeline, 2).events
+    assert [e["decision"].get("verb") for e in failed if e["kind"] == "error"] == ["retry"]
