@@ -6,6 +6,7 @@ Values are kept whole here; only the human rendering cuts them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,16 @@ def _usage(usage: UsageInfo | None) -> dict[str, Any] | None:
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
     }
+
+
+def window_numbers(window: Any, most: int) -> Iterator[int]:
+    """The message numbers of a window's ranges, none past ``most`` (the file's messages):
+    a file may name ranges no run wrote (``[1, 10**12]``), and reading them must not hang."""
+    for r in window if isinstance(window, list | tuple) else ():
+        if isinstance(r, list | tuple) and len(r) == 2:
+            a, b = r
+            if isinstance(a, int) and isinstance(b, int):
+                yield from range(max(a, 1), min(b, most) + 1)
 
 
 class _Resolver:
@@ -393,8 +404,7 @@ def overview(rec: Recording) -> dict[str, Any]:
             sources = [as_dict(x.get("source")) for x in (segments or []) + (tools or [])]
             sources += [
                 injections.messages[m]
-                for a, b in record.window
-                for m in range(a, b + 1)
+                for m in window_numbers(record.window, rec.message_count)
                 if m in injections.messages
             ]
             # The tools a summarizer is sent (none) are no change to the agent's.
@@ -569,7 +579,7 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
     if kind["kind"] != "agent":
         previous = None  # a summarizer is sent its own transcript: no call before it to compare
     before = _slots(rec, resolver, previous) if previous is not None else None
-    window = [m for a, b in call.window for m in range(a, b + 1)]
+    window = list(window_numbers(call.window, rec.message_count))
     detail: dict[str, Any] = {
         "call": call.call,
         "iteration": call.iter,
@@ -650,8 +660,7 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
         evicted = {
             m: f["fold"]
             for f, _ in recent
-            for a, b in checked(f, 0)["messages"]
-            for m in range(a, b + 1)
+            for m in window_numbers(checked(f, 0)["messages"], rec.message_count)
         }
         for gone in removed["messages"]:
             if gone["n"] in evicted:
@@ -748,7 +757,7 @@ def _dropped_at(f: dict[str, Any], window: list[int], prior: list[int], at: int)
     """The message of ``window`` that followed what fold ``f`` dropped from the window before
     (``prior``); for a fold that dropped nothing, the first written after it (``at``: the
     last message written before it)."""
-    gone = {m for a, b in f["messages"] for m in range(a, b + 1)}
+    gone = set(window_numbers(f["messages"], max([*window, *prior, at, 0])))
     first = next((i for i, m in enumerate(prior) if m in gone), None)
     if first is not None:
         sent = set(window)
@@ -798,7 +807,7 @@ def _slots(rec: Recording, resolver: _Resolver, n: int) -> dict[str, Any] | None
             src = _source_json(seg.source)
             segments[_segment_key(src, text)] = (text, src)
         tools = {t.name: (t.ref, _source_json(t.source)) for t in rec.tools(n)}
-        order = [m for a, b in rec.call(n).window for m in range(a, b + 1)]
+        order = list(window_numbers(rec.call(n).window, rec.message_count))
     except (KeyError, IndexError, TypeError, ValueError, RecordingError):
         return None
     return {"call": n, "segments": segments, "tools": tools, "messages": set(order), "order": order}

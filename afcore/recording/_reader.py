@@ -204,6 +204,7 @@ class Recording:
         with self._file:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
             self._index = _Index()
+            self._messages: int | None = None
             # The index makes many small objects that never form cycles: the cycle
             # collector walking them again and again would make a big file's index
             # quadratic in its size.
@@ -241,10 +242,19 @@ class Recording:
         self._file.seek(0)
         # Lines come from the buffered file (split in C); the map serves reads later.
         last_end = 0
+        mapped = len(self._map)
         for raw in self._file:
             line += 1
             starts.append(pos)
             size = len(raw)
+            if pos + size > mapped:
+                # Written after the file was mapped (a run still going): not readable
+                # through the map, so as if the file ended here, cut short.
+                raw = raw[: mapped - pos]
+                size = len(raw)
+                if not size:
+                    starts.pop()
+                    break
             pos += size
             torn = raw[-1] != 10  # no newline: the last line, maybe cut short
             length = size if torn else size - 1
@@ -548,7 +558,9 @@ class Recording:
 
     @property
     def message_count(self) -> int:
-        return sum(1 for i in self._index.messages if i >= 0)
+        if self._messages is None:  # counted once: the file is read as it was opened
+            self._messages = sum(1 for i in self._index.messages if i >= 0)
+        return self._messages
 
     def _message_entry(self, n: int) -> tuple[str, int]:
         """Message ``n``'s blob id and the line index of the record that wrote it."""
@@ -637,11 +649,20 @@ class Recording:
             "system": [
                 {"text": s.text} if s.ref is None else self.blob(s.ref) for s in self.segments(n)
             ],
-            "messages": [self.message(m) for a, b in call.window for m in range(a, b + 1)],
+            "messages": [self.message(m) for m in self._window(call.window)],
             "tools": [self.blob(t.ref) for t in self.tools(n)],
             "params": call.params,
             "cache": call.cache,
         }
+
+    def _window(self, window: list[tuple[int, int]]) -> Iterator[int]:
+        """A call's message numbers; a range past the file's messages is an IndexError, not
+        a walk through a billion numbers."""
+        count = len(self._index.messages) - 1
+        for a, b in window:
+            if not 1 <= a <= b <= count:
+                raise IndexError(f"the window names messages {a} to {b}; the file has {count}")
+            yield from range(a, b + 1)
 
     def check_call(self, n: int) -> CallCheck:
         """Rebuild call ``n`` and compare its hash with the one taken when it was sent."""

@@ -322,3 +322,19 @@ def test_records_of_the_wrong_shape_never_crash_a_command(
             assert ran.code in (0, 1, 2), args
             assert "unexpectedly" not in ran.err, (args, ran.err)
             no_traceback(ran)
+
+
+def test_a_window_naming_a_trillion_messages_neither_hangs_show_nor_verify(
+    invoke: Invoke, tmp_path: Path, demo: dict[str, Any]
+) -> None:
+    lines = [json.loads(line) for line in lines_of(demo)]
+    for record in lines:
+        if record.get("t") == "call" and record.get("call") == 2:
+            record["window"] = [[1, 10**12]]
+    path = tmp_path / "huge-window.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    for args in (("show", path, "--call", "2"), ("show", path, "--call", "3"), ("verify", path)):
+        ran = invoke(*args)
+        assert ran.code in (0, 1), (args, ran.err)
+        assert "unexpectedly" not in ran.err
+    assert "outside messages" in invoke("verify", path).out
