@@ -110,10 +110,17 @@ def why(
                 _print_keys([(k.key, k.writer, k.what) for k in listed])
             return
         assert key is not None
+        unfinished = (
+            f" (the file ends early, at line {rec.torn_tail.line}: the run may not have finished)"
+            if rec.torn_tail is not None
+            else " (the run did not finish, or is still running)"
+            if rec.end is None
+            else ""
+        )
         try:
             result = slice_of(rec, key, at=at, depth=depth, max_nodes=nodes, full=full)
         except NeverWrittenError as e:
-            raise CliError(str(e), EXIT_FAILED) from None
+            raise CliError(f"{e}{unfinished}", EXIT_FAILED) from None
         except UnknownPositionError as e:
             raise CliError(str(e), EXIT_USAGE) from None
     if json_output:

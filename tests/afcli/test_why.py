@@ -71,3 +71,13 @@ def test_model_text_in_a_slice_is_shown_literally(invoke: Invoke, tmp_path: Path
     ran = invoke("why", agent.last_recording, "answer")
     assert ran.code == 0, ran.err
     assert "[bold red]boom[/]" in ran.out and "\\x1b[31m" in ran.out and "\x1b" not in ran.out
+
+
+def test_a_key_missing_from_a_torn_file_says_the_file_ends_early(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(RAIN.read_bytes()[:3000])
+    ran = invoke("why", torn, "answer")
+    assert ran.code == 1
+    assert "answer was never written (the file ends early, at line" in ran.err
