@@ -28,8 +28,9 @@ retry rules decide on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
     "AfError",
@@ -63,11 +64,16 @@ class UsageError(AfError):
 class ProviderError(AfError):
     """A model provider failed to answer a call.
 
-    ``status`` is the HTTP status when the vendor answered with one, ``error_type`` and
-    ``vendor_message`` what its error body said, ``retry_after`` the seconds it asked to
-    wait. ``mid_stream`` is true when the failure came after the first streamed event: part
-    of the answer may already have been shown, so sending the call again is not the same
-    call.
+    ``status`` is the HTTP status when the vendor answered with one (or, for an error sent
+    inside a stream, the status the error named), ``error_type`` and ``vendor_message``
+    what its error body said, ``retry_after`` the seconds it asked to wait. ``mid_stream``
+    is true when the failure came after the first streamed event: part of the answer may
+    already have been shown, so sending the call again is not the same call.
+
+    ``request_id`` is the vendor's id for the request (to find it in the vendor's logs);
+    ``details`` the other fields of the vendor's error object, as it sent them (a code,
+    ``failed_generation``, ``metadata``, ...); ``refused_fields`` the request fields the
+    server said it does not accept, when it said which.
     """
 
     kind: ClassVar[str] = "provider"
@@ -84,6 +90,9 @@ class ProviderError(AfError):
         vendor_message: str | None = None,
         retry_after: float | None = None,
         mid_stream: bool = False,
+        request_id: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        refused_fields: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.provider = provider
@@ -93,6 +102,21 @@ class ProviderError(AfError):
         self.vendor_message = vendor_message
         self.retry_after = retry_after
         self.mid_stream = mid_stream
+        self.request_id = request_id
+        self.details: dict[str, Any] = dict(details) if details else {}
+        self.refused_fields = refused_fields
+
+    def vendor_json(self) -> dict[str, Any]:
+        """What the vendor said beyond the message, for the recording's error events: its
+        error type, its request id and the other fields of its error object, when given."""
+        out: dict[str, Any] = {}
+        if self.error_type is not None:
+            out["error_type"] = self.error_type
+        if self.request_id is not None:
+            out["request_id"] = self.request_id
+        if self.details:
+            out["details"] = self.details
+        return out
 
 
 class RateLimitedError(ProviderError):
