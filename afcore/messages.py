@@ -22,6 +22,7 @@ __all__ = [
     "Block",
     "CacheBreakpoint",
     "Message",
+    "OpaqueBlock",
     "Request",
     "Response",
     "Source",
@@ -88,7 +89,29 @@ class ToolCall:
         return out
 
 
-Block: TypeAlias = TextBlock | ThinkingBlock | ToolCall
+@dataclass(frozen=True, slots=True)
+class OpaqueBlock:
+    """Content a vendor sent that af has no type for (a server tool's call or its result, a
+    content part of a kind af does not read), kept as the vendor sent it: the recording
+    holds it, and the vendor whose wire it came from gets it back as it was."""
+
+    wire: str
+    """Whose wire format ``data`` is in: `anthropic` (the Messages API) or `openai` (Chat
+    Completions)."""
+    data: Mapping[str, JSON]
+    """The block as the vendor sent it."""
+    type: Literal["opaque"] = "opaque"
+
+    @property
+    def kind(self) -> str:
+        """The vendor's name for the block's type."""
+        return str(self.data.get("type", "?"))
+
+    def to_json(self) -> dict[str, JSON]:
+        return {"type": "opaque", "wire": self.wire, "data": dict(self.data)}
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | ToolCall | OpaqueBlock
 
 
 def block_from_json(data: Mapping[str, JSON]) -> Block:
@@ -108,6 +131,8 @@ def block_from_json(data: Mapping[str, JSON]) -> Block:
             args=dict(data["args"]),
             id_synthesized=bool(data.get("id_synthesized", False)),
         )
+    if kind == "opaque":
+        return OpaqueBlock(wire=data["wire"], data=dict(data["data"]))
     raise ValueError(f"unknown content block type {kind!r}")
 
 
@@ -232,13 +257,19 @@ class ToolSpec:
     description: str
     input_schema: Mapping[str, JSON]
     source: Source = BASE
+    strict: bool = False
+    """Ask the vendor to hold the model's arguments to the schema exactly (vendors that
+    support it; the schema must then follow their rules for strict schemas)."""
 
     def to_json(self) -> dict[str, JSON]:
-        return {
+        out: dict[str, JSON] = {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
         }
+        if self.strict:
+            out["strict"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,12 +353,18 @@ class Response:
 
     content: tuple[Block, ...]
     stop_reason: str
-    """Normalized: `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`, `refusal`, or the
-    vendor's own word when it has no equivalent."""
+    """Normalized: `end_turn`, `tool_use`, `max_tokens` (the answer was cut),
+    `stop_sequence`, `refusal`, `pause_turn` (the vendor paused a long turn: send the reply
+    back to continue it), or the vendor's own word when it has no equivalent."""
     usage: Usage | None = None
     model: str | None = None
     """The model the vendor says answered, when it says."""
     response_id: str | None = None
+    """The vendor's id for this response (`msg_...`, `chatcmpl-...`), to find it in the
+    vendor's logs."""
+    unsent_params: tuple[str, ...] = ()
+    """Request params the provider did not send, having no way to say them to this server
+    (`thinking` to a server with no thinking parameter)."""
 
     @property
     def text(self) -> str:

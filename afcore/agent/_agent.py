@@ -111,6 +111,7 @@ class Agent:
         from afcore.providers import from_model_id
 
         provider, model = from_model_id(model_id)
+        provider.check_params(self.params)
         other = copy.copy(self)
         other.provider, other.model, other.last_result = provider, model, None
         return other

@@ -296,6 +296,14 @@ class AgentBuilder:
     def build(self) -> Agent:
         from afcore.agent._agent import Agent
 
+        # A param a provider is known to be unable to send (a thinking budget to a server
+        # that takes none) is refused now rather than at the first call, or dropped unsaid.
+        self._provider.check_params(self._params)
+        if self._reliability is not None:
+            others = [*self._reliability.providers, self._reliability.fallback]
+            for target in others:
+                if target is not None:
+                    target.provider.check_params(self._params)
         engine = InjectionEngine(
             base=self._system,
             tools=list(self._tools.values()),

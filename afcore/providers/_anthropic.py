@@ -19,23 +19,33 @@ from afcore.messages import (
     Block,
     CacheBreakpoint,
     Message,
+    OpaqueBlock,
     Request,
     Response,
     TextBlock,
     ThinkingBlock,
     ToolCall,
     ToolResultMessage,
+    ToolSpec,
     Usage,
     UserMessage,
 )
 from afcore.providers._base import (
     Provider,
+    StreamEvent,
     StreamHandler,
     TextDelta,
     ThinkingDelta,
     ToolCallStart,
 )
-from afcore.providers._wire import PerLoop, first_line, reserved_params, status_error, stream_error
+from afcore.providers._wire import (
+    PerLoop,
+    first_line,
+    header_request_id,
+    reserved_params,
+    status_error,
+    stream_error,
+)
 
 if TYPE_CHECKING:
     import anthropic as sdk
@@ -173,14 +183,7 @@ class AnthropicProvider(Provider):
             )
         if request.tools:
             body["tools"] = _blocks_marked(
-                [
-                    {
-                        "name": t.name,
-                        "description": t.description,
-                        "input_schema": dict(t.input_schema),
-                    }
-                    for t in request.tools
-                ],
+                [_tool(t) for t in request.tools],
                 marks.get("tools", ()),
             )
         if thinking is not None:
@@ -209,8 +212,8 @@ class AnthropicProvider(Provider):
             # fields, so a field this SDK version does not name still reaches the API.
             if not streaming:
                 message = await client.messages.create(**core, stream=False, extra_body=body)
-                return parse_message(message)
-            events = await client.messages.create(**core, stream=True, extra_body=body)
+            else:
+                events = await client.messages.create(**core, stream=True, extra_body=body)
         except sdk.APIStatusError as e:
             raise status_error(self.name, e.status_code, e.body, headers=e.response.headers) from e
         except (sdk.APIConnectionError, httpx2.TransportError) as e:
@@ -218,13 +221,21 @@ class AnthropicProvider(Provider):
                 f"{self.name} could not be reached at {self.base_url}: {_reason(e)}",
                 provider=self.name,
             ) from e
+        except (ValueError, TypeError, AttributeError, KeyError) as e:
+            # The SDK could not read what came back (a body that is not the JSON it expects).
+            raise ProviderError(
+                f"{self.name} answered with a body af cannot read: {_reason(e)}",
+                provider=self.name,
+            ) from e
+        if not streaming:
+            return parse_message(message)
         return await self._read_stream(events, on_stream)
 
     async def _read_stream(self, events: Any, on_stream: StreamHandler | None) -> Response:
         import anthropic as sdk
         import httpx2
 
-        state = _StreamState(on_stream)
+        state = _StreamState()
         iterator = events.__aiter__()
         try:
             while True:
@@ -234,20 +245,29 @@ class AnthropicProvider(Provider):
                     break
                 except sdk.APIStatusError as e:
                     # An `error` event inside a 200 stream.
-                    raise stream_error(self.name, e.body, mid_stream=state.events > 0) from e
-                except (httpx2.TransportError, sdk.APIConnectionError, ValueError) as e:
-                    if state.events == 0:
-                        raise ConnectionFailedError(
-                            f"{self.name} closed the stream before it began: {_reason(e)}",
-                            provider=self.name,
-                        ) from e
-                    raise StreamCutError(
-                        f"{self.name}'s stream broke after {state.events} events: {_reason(e)}",
+                    raise stream_error(
+                        self.name,
+                        e.body,
+                        mid_stream=state.events > 0,
+                        request_id=header_request_id(e.response.headers),
+                    ) from e
+                except (httpx2.TransportError, sdk.APIConnectionError) as e:
+                    raise self._broken(state, e) from e
+                except Exception as e:
+                    # Bytes the SDK's event reader could not make sense of.
+                    raise self._broken(state, e) from e
+                try:
+                    emitted = state.handle(event)
+                except (AttributeError, TypeError, KeyError, ValueError) as e:
+                    raise ProviderError(
+                        f"{self.name} streamed a {_event_type(event)} event af cannot read: "
+                        f"{_reason(e)}",
                         provider=self.name,
-                        mid_stream=True,
+                        mid_stream=state.events > 1,
                     ) from e
                 # Outside the try: an exception from the stream handler is the caller's own.
-                state.handle(event)
+                if emitted is not None and on_stream is not None:
+                    on_stream(emitted)
         finally:
             await events.close()
         if state.events == 0:
@@ -261,6 +281,25 @@ class AnthropicProvider(Provider):
                 mid_stream=True,
             )
         return state.response()
+
+    def _broken(self, state: _StreamState, e: BaseException) -> ProviderError:
+        if state.events == 0:
+            return ConnectionFailedError(
+                f"{self.name} closed the stream before it began: {_reason(e)}",
+                provider=self.name,
+            )
+        return StreamCutError(
+            f"{self.name}'s stream broke after {state.events} events: {_reason(e)}",
+            provider=self.name,
+            mid_stream=True,
+        )
+
+
+def _event_type(event: Any) -> str:
+    kind = getattr(event, "type", None)
+    if kind is None and isinstance(event, Mapping):
+        kind = event.get("type")
+    return str(kind) if isinstance(kind, str) else "malformed"
 
 
 def _reason(e: BaseException) -> str:
@@ -296,6 +335,17 @@ def _thinking(value: Any, max_tokens: Any) -> dict[str, Any] | None:
     return thinking
 
 
+def _tool(t: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": t.name,
+        "description": t.description,
+        "input_schema": dict(t.input_schema),
+    }
+    if t.strict:
+        out["strict"] = True
+    return out
+
+
 def _cache_marks(cache: Sequence[CacheBreakpoint]) -> dict[str, set[int]]:
     # The API's cache prefix runs tools, system, messages; past the marker limit, the
     # latest markers are kept since they cover the longest prefixes.
@@ -322,6 +372,11 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
                 out.append({"type": "text", "text": b.text})
         elif isinstance(b, ToolCall):
             out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.args})
+        elif isinstance(b, OpaqueBlock):
+            # A server tool's call or result goes back as it came (a paused turn needs it);
+            # another vendor's content means nothing here.
+            if b.wire == "anthropic":
+                out.append(dict(b.data))
         elif b.redacted:
             if b.signature:
                 out.append({"type": "redacted_thinking", "data": b.signature})
@@ -375,143 +430,229 @@ def _messages(messages: Sequence[Message], marks: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _usage(u: Any) -> Usage:
+def _usage(u: Any) -> Usage | None:
     """af counts every input token of the request as input, cached or not; the API counts
     the uncached remainder, so the cache reads and writes are added back."""
-    read = u.cache_read_input_tokens or 0
-    write = u.cache_creation_input_tokens or 0
+    if u is None:
+        return None
+    read = _count(getattr(u, "cache_read_input_tokens", None))
+    write = _count(getattr(u, "cache_creation_input_tokens", None))
     return Usage(
-        input_tokens=(u.input_tokens or 0) + read + write,
-        output_tokens=u.output_tokens or 0,
+        input_tokens=_count(getattr(u, "input_tokens", None)) + read + write,
+        output_tokens=_count(getattr(u, "output_tokens", None)),
         cache_read_tokens=read,
         cache_write_tokens=write,
     )
 
 
-def _block(b: Any) -> Block | None:
+def _count(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"a token count that is not an integer: {value!r}")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is {type(value).__name__}, not text")
+    return value
+
+
+def _raw(b: Any) -> dict[str, Any]:
+    """A block as the vendor sent it (the SDK keeps the fields it did not know)."""
+    if isinstance(b, Mapping):
+        return dict(b)
+    raw: dict[str, Any] = b.to_dict(mode="json")
+    return raw
+
+
+def _block(b: Any) -> Block:
     kind = b.type
     if kind == "text":
-        return TextBlock(b.text)
+        return TextBlock(_text(b.text, "a text block's text"))
     if kind == "tool_use":
-        return ToolCall(id=b.id, name=b.name, args=dict(b.input or {}))
+        args = b.input if b.input is not None else {}
+        if not isinstance(args, Mapping):
+            raise TypeError(f"tool call {b.id!r} has input that is not a JSON object")
+        return ToolCall(
+            id=_text(b.id, "a tool call's id"),
+            name=_text(b.name, "a tool call's name"),
+            args=dict(args),
+        )
     if kind == "thinking":
-        return ThinkingBlock(b.thinking, signature=b.signature or None)
+        signature = b.signature or None
+        return ThinkingBlock(
+            _text(b.thinking, "a thinking block's text"),
+            signature=_text(signature, "a signature") if signature is not None else None,
+        )
     if kind == "redacted_thinking":
         # The encrypted thinking is opaque: kept where a signature goes, to be sent back.
-        return ThinkingBlock("", signature=b.data, redacted=True)
-    return None  # server tool blocks: af asks for none, and has no place for them
+        return ThinkingBlock("", signature=_text(b.data, "redacted thinking"), redacted=True)
+    # Server tools' calls and results (web search, code execution, MCP, ...): kept as they
+    # came, for the recording and to be sent back.
+    return OpaqueBlock("anthropic", _raw(b))
+
+
+def _stop_reason(reason: Any, content: Sequence[Block]) -> str:
+    if reason is None or reason == "":
+        return "tool_use" if any(isinstance(b, ToolCall) for b in content) else "end_turn"
+    reason = _text(reason, "the stop reason")
+    # The context window filled up: the answer was cut, as by max_tokens.
+    return "max_tokens" if reason == "model_context_window_exceeded" else reason
 
 
 def parse_message(message: Any) -> Response:
-    """A :class:`Response` from the SDK's ``Message``."""
-    content = tuple(b for b in map(_block, message.content) if b is not None)
-    return Response(
-        content=content,
-        stop_reason=message.stop_reason or "end_turn",
-        usage=_usage(message.usage),
-        model=message.model,
-        response_id=message.id,
-    )
+    """A :class:`Response` from the SDK's ``Message``. A message of a shape af cannot read
+    is a :class:`ProviderError` that says what was wrong."""
+    try:
+        blocks = message.content
+        if not isinstance(blocks, list):
+            raise TypeError("its content is not a list of blocks")
+        content = tuple(_block(b) for b in blocks)
+        return Response(
+            content=content,
+            stop_reason=_stop_reason(message.stop_reason, content),
+            usage=_usage(message.usage),
+            model=_optional_text(message.model),
+            response_id=_optional_text(message.id),
+        )
+    except (AttributeError, TypeError, KeyError, ValueError) as e:
+        raise ProviderError(
+            f"anthropic answered with a message af cannot read: {_reason(e)}",
+            provider="anthropic",
+        ) from e
+
+
+def _optional_text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 class _StreamState:
-    """A message assembled from its stream events, reporting progress as it goes."""
+    """A message assembled from its stream events."""
 
-    def __init__(self, on_stream: StreamHandler | None) -> None:
-        self.on_stream = on_stream
+    def __init__(self) -> None:
         self.events = 0
         self.stopped = False
         self.model: str | None = None
         self.id: str | None = None
         self.start_usage: Any = None
         self.delta_usage: Any = None
-        self.stop_reason: str | None = None
+        self.stop_reason: Any = None
         self.blocks: dict[int, dict[str, Any]] = {}
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Any) -> StreamEvent | None:
+        """Take one event in; return what it shows of the reply, if anything. Raises
+        AttributeError, TypeError, KeyError or ValueError for an event of a shape af does
+        not know."""
         self.events += 1
         kind = event.type
-        emit = self.on_stream
         block: dict[str, Any]
         if kind == "content_block_delta":
             open_block = self.blocks.get(event.index)
             if open_block is None:
-                return
+                return None
             block = open_block
             delta = event.delta
             dtype = delta.type
             if dtype == "text_delta":
-                block["text"].append(delta.text)
-                if emit is not None and delta.text:
-                    emit(TextDelta(delta.text))
-            elif dtype == "input_json_delta":
-                block["json"].append(delta.partial_json)
+                text = _text(delta.text, "a text delta")
+                block["text"].append(text)
+                return TextDelta(text) if text and block["type"] == "text" else None
+            if dtype == "input_json_delta":
+                block["json"].append(_text(delta.partial_json, "a tool call's JSON delta"))
             elif dtype == "thinking_delta":
-                block["text"].append(delta.thinking)
-                if emit is not None and delta.thinking:
-                    emit(ThinkingDelta(delta.thinking))
+                text = _text(delta.thinking, "a thinking delta")
+                block["text"].append(text)
+                return ThinkingDelta(text) if text and block["type"] == "thinking" else None
             elif dtype == "signature_delta":
-                block["signature"] = (block.get("signature") or "") + delta.signature
+                block["signature"] = (block.get("signature") or "") + _text(
+                    delta.signature, "a signature delta"
+                )
+            # Other deltas (citations, ...) carry nothing af keeps.
         elif kind == "content_block_start":
             b = event.content_block
-            btype = b.type
+            btype = _text(b.type, "a content block's type")
             block = {"type": btype, "text": [], "json": []}
+            self.blocks[_index(event.index)] = block
             if btype == "text":
-                block["text"].append(b.text)
-                if emit is not None and b.text:
-                    emit(TextDelta(b.text))
-            elif btype == "thinking":
-                block["text"].append(b.thinking)
+                text = _text(b.text, "a text block's text")
+                block["text"].append(text)
+                return TextDelta(text) if text else None
+            if btype == "thinking":
+                block["text"].append(_text(b.thinking, "a thinking block's text"))
                 block["signature"] = b.signature or ""
             elif btype == "redacted_thinking":
-                block["signature"] = b.data
+                block["signature"] = _text(b.data, "redacted thinking")
             elif btype == "tool_use":
-                block.update(id=b.id, name=b.name, input=b.input)
-                if emit is not None:
-                    emit(ToolCallStart(b.id, b.name))
-            self.blocks[event.index] = block
+                block.update(
+                    id=_text(b.id, "a tool call's id"),
+                    name=_text(b.name, "a tool call's name"),
+                    input=b.input,
+                )
+                return ToolCallStart(block["id"], block["name"])
+            else:
+                block["raw"] = _raw(b)
         elif kind == "message_start":
             m = event.message
-            self.model, self.id, self.start_usage = m.model, m.id, m.usage
+            self.model = _optional_text(m.model)
+            self.id = _optional_text(m.id)
+            self.start_usage = m.usage
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self.delta_usage = event.usage
         elif kind == "message_stop":
             self.stopped = True
+        return None
 
     def response(self) -> Response:
-        content: list[Block] = []
-        for index in sorted(self.blocks):
-            b = self.blocks[index]
-            btype = b["type"]
-            if btype == "text":
-                content.append(TextBlock("".join(b["text"])))
-            elif btype == "thinking":
-                content.append(
-                    ThinkingBlock("".join(b["text"]), signature=b.get("signature") or None)
+        try:
+            content = tuple(self._block(self.blocks[i]) for i in sorted(self.blocks))
+            return Response(
+                content=content,
+                stop_reason=_stop_reason(self.stop_reason, content),
+                usage=self._usage(),
+                model=self.model,
+                response_id=self.id,
+            )
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            raise ProviderError(
+                f"anthropic streamed a message af cannot read: {_reason(e)}",
+                provider="anthropic",
+                mid_stream=True,
+            ) from e
+
+    def _block(self, b: dict[str, Any]) -> Block:
+        btype = b["type"]
+        if btype == "text":
+            return TextBlock("".join(b["text"]))
+        if btype == "thinking":
+            signature = b.get("signature") or None
+            return ThinkingBlock(
+                "".join(b["text"]),
+                signature=_text(signature, "a signature") if signature is not None else None,
+            )
+        if btype == "redacted_thinking":
+            return ThinkingBlock("", signature=b["signature"], redacted=True)
+        raw = "".join(b["json"])
+        if btype == "tool_use":
+            try:
+                args = orjson.loads(raw) if raw else b.get("input") or {}
+            except orjson.JSONDecodeError:
+                args = None
+            if not isinstance(args, Mapping):
+                raise ValueError(
+                    f"tool call {b['id']} was streamed with arguments that are not a JSON object"
                 )
-            elif btype == "redacted_thinking":
-                content.append(ThinkingBlock("", signature=b["signature"], redacted=True))
-            elif btype == "tool_use":
-                raw = "".join(b["json"])
-                try:
-                    args = orjson.loads(raw) if raw else dict(b.get("input") or {})
-                except orjson.JSONDecodeError:
-                    args = None
-                if not isinstance(args, dict):
-                    raise ProviderError(
-                        f"anthropic streamed tool call {b['id']} with arguments that are not "
-                        "a JSON object",
-                        provider="anthropic",
-                    )
-                content.append(ToolCall(id=b["id"], name=b["name"], args=args))
-        return Response(
-            content=tuple(content),
-            stop_reason=self.stop_reason or "end_turn",
-            usage=self._usage(),
-            model=self.model,
-            response_id=self.id,
-        )
+            return ToolCall(id=b["id"], name=b["name"], args=dict(args))
+        data = b["raw"]
+        if raw:
+            # A server tool's call streams its input like a tool call's.
+            try:
+                data["input"] = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise ValueError(f"a {btype} block's input is not JSON") from e
+        return OpaqueBlock("anthropic", data)
 
     def _usage(self) -> Usage | None:
         start, delta = self.start_usage, self.delta_usage
@@ -523,7 +664,7 @@ class _StreamState:
             for u in (delta, start):
                 value = getattr(u, name, None) if u is not None else None
                 if value is not None:
-                    return int(value)
+                    return _count(value)
             return 0
 
         read, write = pick("cache_read_input_tokens"), pick("cache_creation_input_tokens")
@@ -533,3 +674,9 @@ class _StreamState:
             cache_read_tokens=read,
             cache_write_tokens=write,
         )
+
+
+def _index(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"a content block index that is not an integer: {value!r}")
+    return value

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +59,12 @@ class Provider(ABC):
         self, request: Request, *, on_stream: StreamHandler | None = None
     ) -> Response:
         """Send one request and return the whole response. Raise ``ProviderError`` on failure."""
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        """Refuse, with a :class:`UsageError`, params this provider is known to be unable to
+        send (a thinking budget to a server that takes none). Agents call it when they are
+        built, so the mistake shows before any call. The default refuses nothing."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """What the recording's header says about this provider. Never include credentials."""

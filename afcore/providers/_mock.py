@@ -213,17 +213,20 @@ def _usage(usage: Mapping[str, int] | None, where: str) -> Usage | None:
 
 def _chars(message: object) -> int:
     if isinstance(message, AssistantMessage):
-        return sum(
-            len(b.text)
-            if isinstance(b, TextBlock)
-            else len(str(b.args)) + len(b.name)
-            if isinstance(b, ToolCall)
-            else len(b.thinking)
-            for b in message.content
-        )
+        return sum(_block_chars(b) for b in message.content)
     if isinstance(message, ToolResultMessage):
         return len(message.content)
     return len(getattr(message, "content", ""))
+
+
+def _block_chars(b: Block) -> int:
+    if isinstance(b, TextBlock):
+        return len(b.text)
+    if isinstance(b, ToolCall):
+        return len(str(b.args)) + len(b.name)
+    if isinstance(b, ThinkingBlock):
+        return len(b.thinking)
+    return len(str(b.data))
 
 
 def _estimate(request: Request, response: Response, *, counted: bool = False) -> Usage:

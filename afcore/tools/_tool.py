@@ -55,6 +55,8 @@ def define_tool(
     description: str,
     input_schema: Mapping[str, Any],
     execute: Execute,
+    *,
+    strict: bool = False,
 ) -> Tool:
     """Define a tool.
 
@@ -62,6 +64,12 @@ def define_tool(
     (a string as it is, anything else as JSON). An exception it raises becomes an error
     result the model reads, and the run goes on. ``input_schema`` is a JSON Schema that
     the arguments are validated against before ``execute`` runs.
+
+    ``strict=True`` asks the vendor to make the model's arguments follow the schema
+    exactly (``strict`` on the tool, for Anthropic and OpenAI-compatible servers); the
+    vendor then holds the schema to its rules for strict schemas (OpenAI's want
+    ``additionalProperties: false`` and every property required) and refuses the call
+    when it breaks them. af validates the arguments either way.
     """
     if not isinstance(name, str) or not name or len(name) > 128:
         raise UsageError(f"define_tool(): name must be a non-empty string, got {name!r}")
@@ -71,6 +79,8 @@ def define_tool(
         raise UsageError(f"define_tool({name!r}): input_schema must be a JSON Schema object")
     if not callable(execute):
         raise UsageError(f"define_tool({name!r}): execute must be callable as execute(args, ctx)")
+    if not isinstance(strict, bool):
+        raise UsageError(f"define_tool({name!r}): strict is True or False, got {strict!r}")
     schema = dict(input_schema)
     try:
         orjson.dumps(schema)
@@ -95,5 +105,5 @@ def define_tool(
         is_async=inspect.iscoroutinefunction(execute)
         or inspect.iscoroutinefunction(getattr(execute, "__call__", None)),  # noqa: B004
         validator=cls(schema),
-        spec=ToolSpec(name=name, description=description, input_schema=schema),
+        spec=ToolSpec(name=name, description=description, input_schema=schema, strict=strict),
     )
