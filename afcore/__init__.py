@@ -23,11 +23,13 @@ from afcore.providers import (
     Provider,
     anthropic,
     from_model_id,
+    gemini,
     lmstudio,
     mock,
     ollama,
     openai,
     openai_compatible,
+    openrouter,
 )
 from afcore.recording import RecordingConfig, Redaction
 from afcore.reliability import circuit_breaker, rule
@@ -63,11 +65,13 @@ __all__ = [
     "circuit_breaker",
     "define_tool",
     "from_model_id",
+    "gemini",
     "lmstudio",
     "mock",
     "ollama",
     "openai",
     "openai_compatible",
+    "openrouter",
     "rule",
     "sliding_window",
     "summarize_oldest",

@@ -1,5 +1,6 @@
 """Model providers: the interface, the scripted mock, Anthropic and OpenAI-compatible
-servers, and model ids as ``provider:model``."""
+servers (with presets for OpenAI, OpenRouter, Gemini, Ollama and LM Studio), and model ids
+as ``provider:model``."""
 
 from afcore.providers._anthropic import AnthropicProvider, anthropic
 from afcore.providers._base import (
@@ -14,10 +15,13 @@ from afcore.providers._ids import MODEL_ID_PREFIXES, from_model_id
 from afcore.providers._mock import MockProvider, mock
 from afcore.providers._openai import (
     OpenAICompatibleProvider,
+    ThinkingParam,
+    gemini,
     lmstudio,
     ollama,
     openai,
     openai_compatible,
+    openrouter,
 )
 
 __all__ = [
@@ -29,13 +33,16 @@ __all__ = [
     "StreamEvent",
     "StreamHandler",
     "TextDelta",
+    "ThinkingParam",
     "ThinkingDelta",
     "ToolCallStart",
     "anthropic",
     "from_model_id",
+    "gemini",
     "lmstudio",
     "mock",
     "ollama",
     "openai",
     "openai_compatible",
+    "openrouter",
 ]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from afcore.errors import UsageError
 from afcore.providers._anthropic import anthropic
 from afcore.providers._base import Provider
-from afcore.providers._openai import lmstudio, ollama, openai
+from afcore.providers._openai import gemini, lmstudio, ollama, openai, openrouter
 
 __all__ = ["MODEL_ID_PREFIXES", "from_model_id"]
 
@@ -16,6 +16,8 @@ _FACTORIES: dict[str, Callable[[str], Provider]] = {
     "openai": lambda model: openai(model=model),
     "ollama": lambda model: ollama(model=model),
     "lmstudio": lambda model: lmstudio(model=model),
+    "openrouter": lambda model: openrouter(model=model),
+    "gemini": lambda model: gemini(model=model),
 }
 
 MODEL_ID_PREFIXES: tuple[str, ...] = tuple(sorted(_FACTORIES))
@@ -24,8 +26,9 @@ MODEL_ID_PREFIXES: tuple[str, ...] = tuple(sorted(_FACTORIES))
 
 def from_model_id(model_id: str) -> tuple[Provider, str]:
     """The provider and the model a ``provider:model`` id names, e.g.
-    ``anthropic:claude-sonnet-4-5``, ``openai:gpt-4o``, ``ollama:llama3.1:8b`` (the model
-    is everything after the first colon).
+    ``anthropic:claude-sonnet-4-5``, ``openai:gpt-4o``, ``ollama:llama3.1:8b``,
+    ``openrouter:anthropic/claude-sonnet-4.5``, ``gemini:gemini-2.5-flash`` (the model is
+    everything after the first colon).
 
     Raises :class:`UsageError` for an id without a known prefix (the message lists the
     valid ones) and, before any call is made, for a provider whose key is not set (the

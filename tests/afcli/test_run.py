@@ -297,7 +297,8 @@ def test_run_model_names_the_provider_and_its_key(invoke: Invoke) -> None:
     unknown = invoke("run", "--model", "acme:big")
     assert (
         unknown.code == 2
-        and "the valid prefixes are anthropic, lmstudio, ollama, openai" in unknown.err
+        and "the valid prefixes are anthropic, gemini, lmstudio, ollama, openai, openrouter"
+        in unknown.err
     )
 
 

@@ -356,7 +356,7 @@ def test_a_model_id_builds_its_provider_and_a_missing_key_names_the_variable(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(UsageError, match="set the ANTHROPIC_API_KEY environment variable"):
         Agent.create(model="anthropic:claude-sonnet-4-5")
-    with pytest.raises(UsageError, match="the valid prefixes are anthropic, lmstudio"):
+    with pytest.raises(UsageError, match="the valid prefixes are anthropic, gemini, lmstudio"):
         Agent.create(model="acme:big-model")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0000000000000000")
     agent = Agent.create(model="anthropic:claude-sonnet-4-5", record=False).build()

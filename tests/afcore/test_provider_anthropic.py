@@ -631,10 +631,10 @@ def test_the_key_comes_from_the_environment_and_is_never_described(
 
 def test_an_unknown_prefix_lists_the_valid_ones() -> None:
     with pytest.raises(UsageError) as info:
-        from_model_id("gemini:gemini-2.5-pro")
+        from_model_id("bedrock:claude-sonnet-4-5")
     assert str(info.value) == (
-        "unknown provider 'gemini' in model id 'gemini:gemini-2.5-pro'; "
-        "the valid prefixes are anthropic, lmstudio, ollama, openai"
+        "unknown provider 'bedrock' in model id 'bedrock:claude-sonnet-4-5'; "
+        "the valid prefixes are anthropic, gemini, lmstudio, ollama, openai, openrouter"
     )
     with pytest.raises(UsageError, match="names no provider"):
         from_model_id("claude-sonnet-4-5")
