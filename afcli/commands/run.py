@@ -146,6 +146,14 @@ def run(
     ):
         stdout.print(Text(safe(result.answer)), soft_wrap=True)
 
+    if result.status == "answer" and result.stop_reason == "max_tokens":
+        err.print(
+            Text.assemble(
+                ("cut: ", "bold yellow"),
+                "the answer stopped at the model's max_tokens limit and is incomplete "
+                "(raise max_tokens in the agent's params)",
+            )
+        )
     if result.status == "max_iterations":
         err.print(
             Text.assemble(
@@ -287,6 +295,7 @@ def _outcome(result: RunResult, error: str | None) -> dict[str, Any]:
         "run_id": result.run_id,
         "recording": str(result.recording) if result.recording else None,
         "status": result.status,
+        "stop_reason": result.stop_reason,
         "answer": result.answer,
         "iterations": result.iterations,
         "calls": result.calls,

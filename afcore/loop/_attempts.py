@@ -254,6 +254,7 @@ def _error_json(error: ProviderError, s: Attempt) -> dict[str, Any]:
         out["status"] = error.status
     if s.mid_stream:
         out["mid_stream"] = True
+    out.update(error.vendor_json())
     return out
 
 
@@ -300,4 +301,6 @@ def _refused(run: _Run, rsid: str, n: int, response: Response, ms: float, verdic
         model=response.model,
         ms=ms,
         decision=verdict.to_json(),
+        response_id=response.response_id,
+        unsent_params=response.unsent_params,
     )

@@ -53,6 +53,7 @@ from afcore.messages import (
 )
 from afcore.providers._base import StreamHandler
 from afcore.recording._hashing import content_hash
+from afcore.recording._models import FORMAT_VERSION
 from afcore.recording._writer import Recorder, ranges
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
@@ -80,6 +81,9 @@ class RunResult:
     run_id: str
     recording: Path | None
     error: BaseException | None = field(default=None, repr=False)
+    stop_reason: str | None = None
+    """Why the model stopped its last reply (`end_turn`, `max_tokens` when the answer was
+    cut short, ...); None when no reply came."""
 
 
 @dataclass
@@ -96,6 +100,7 @@ class _Run:
     tool_counts: dict[str, int] = field(default_factory=dict)
     loop_thread: int = 0
     last_text: str = ""
+    last_stop: str | None = None
     model: str = ""
     base: tuple[SystemSegment, ...] = ()
     """The base system segments: the builder's, or what configure() resolved for this run."""
@@ -159,14 +164,21 @@ async def run_loop(
             run.iteration += 1
             reply_seq_key, response, ks = await _call_model(run)
             calls = response.tool_calls
+            # A paused turn is not an answer: its reply is in the history, and the next
+            # call sends it back for the vendor to go on (within the iteration budget).
+            paused = not calls and response.stop_reason == "pause_turn"
+            route = "tools" if calls else "continue" if paused else "answer"
             route_rsid = rec.next_rsid("route")
             rec.commit(
                 route_rsid,
                 "route",
                 run.iteration,
                 reads=(reply_seq_key,),
-                writes=[rec.write("route", "tools" if calls else "answer", trusted=True)],
+                writes=[rec.write("route", route, trusted=True)],
             )
+            if paused:
+                rec.sync()
+                continue
             if not calls:
                 answer = response.text
                 fin = rec.next_rsid("finalize")
@@ -221,6 +233,7 @@ async def run_loop(
             run_id=run.run_id,
             recording=rec.path,
             error=failure,
+            stop_reason=run.last_stop,
         )
         agent._finished(result)
     return result
@@ -230,6 +243,8 @@ def _error_info(run: _Run, e: AfError) -> dict[str, Any]:
     """What run_end says about the error that stopped the run; with reliability rules, also
     the kind word they decide on and the status."""
     info: dict[str, Any] = {"kind": type(e).__name__, "message": str(e)}
+    if isinstance(e, ProviderError):
+        info.update(e.vendor_json())
     if isinstance(e, ReliabilityFailFastError):
         info["reason"] = e.kind
     elif isinstance(e, ProviderError) and run.agent.reliability is not None:
@@ -282,7 +297,7 @@ def _start(run: _Run, message: str) -> None:
             {
                 "t": "header",
                 "format": "af.recording",
-                "version": "1.0",
+                "version": FORMAT_VERSION,
                 "run_id": run.run_id,
                 "started_at": agent.recording.now().isoformat(timespec="milliseconds")
                 if agent.recording
@@ -441,7 +456,11 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
                     "rsid": rsid,
                     "iter": run.iteration,
                     "call": n,
-                    "error": {"kind": type(error).__name__, "message": str(error)},
+                    "error": {
+                        "kind": type(error).__name__,
+                        "message": str(error),
+                        **error.vendor_json(),
+                    },
                 }
             )
             if error is e:
@@ -450,6 +469,7 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         ms = (clock() - t0) * 1000
     assistant = AssistantMessage(response.content)
     run.last_text = response.text or run.last_text
+    run.last_stop = response.stop_reason
     run.last_usage, run.last_call = response.usage, n
     if response.usage is not None:
         run.usage = run.usage + response.usage
@@ -470,6 +490,8 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         model=response.model,
         ms=ms,
         decision=decision,
+        response_id=response.response_id,
+        unsent_params=response.unsent_params,
     )
     return f"reply:{n}", response, [c["k"] for c in tool_calls]
 

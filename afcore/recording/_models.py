@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 FORMAT = "af.recording"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 """major.minor: a reader refuses a newer major version and reads any minor version of its own."""
 
 
@@ -204,6 +204,15 @@ class ErrorInfo(_Model):
     """The HTTP status of a provider error, when the vendor gave one."""
     mid_stream: bool = False
     """True when the call failed after its reply had begun streaming."""
+    error_type: str | None = None
+    """For a provider error: the vendor's word for it (`rate_limit_error`,
+    `invalid_request_error`, ...), when it said one. (Since 1.1.)"""
+    request_id: str | None = None
+    """For a provider error: the vendor's id for the request, to find it in the vendor's
+    logs. (Since 1.1.)"""
+    details: dict[str, Any] | None = None
+    """For a provider error: the other fields of the vendor's error object, as it sent them
+    (a code, `failed_generation`, `metadata`, ...). (Since 1.1.)"""
 
 
 class AttemptDecision(_Model):
@@ -372,13 +381,21 @@ class Reply(_Model):
     writes: list[Write]
     """The assistant message written (`message:<n>`)."""
     stop_reason: str
-    """Why the model stopped: `end_turn`, `tool_use`, `max_tokens`, ..."""
+    """Why the model stopped: `end_turn`, `tool_use`, `max_tokens` (the answer was cut
+    short), `stop_sequence`, `refusal`, `pause_turn` (the vendor paused a long turn; the loop
+    sends the reply back to continue it), or the vendor's own word."""
     tool_calls: list[ReplyToolCall] = []
     """The tool calls the reply asked for, in order."""
     usage: UsageInfo | None = None
     """Tokens used, as reported (or estimated, and marked so)."""
     model: str | None = None
     """The model the vendor says answered."""
+    response_id: str | None = None
+    """The vendor's id for the response (`msg_...`, `chatcmpl-...`, `gen-...`), to find it in
+    the vendor's logs. (Since 1.1.)"""
+    unsent_params: list[str] = []
+    """Params of the call the provider did not send, having no way to say them to its
+    server (`thinking` to a server with no thinking parameter). (Since 1.1.)"""
     ms: float
     """How long the call took, in milliseconds."""
     decision: AttemptDecision | None = None

@@ -439,9 +439,12 @@ class Recorder:
         model: str | None,
         ms: float,
         decision: dict[str, Any] | None = None,
+        response_id: str | None = None,
+        unsent_params: Sequence[str] = (),
     ) -> int:
         """Record a model's answer. ``decision``: what a reliability rule decided about it,
-        when one did or the answer was refused."""
+        when one did or the answer was refused; ``response_id``, the vendor's id for it;
+        ``unsent_params``, params the provider could not send."""
         self.seq += 1
         record: dict[str, Any] = {
             "t": "reply",
@@ -454,8 +457,12 @@ class Recorder:
             "tool_calls": tool_calls,
             "usage": usage.to_json() if usage is not None else None,
             "model": model,
-            "ms": round(ms, 3),
         }
+        if response_id is not None:
+            record["response_id"] = self.redactor.redact(response_id)
+        if unsent_params:
+            record["unsent_params"] = list(unsent_params)
+        record["ms"] = round(ms, 3)
         if decision is not None:
             record["decision"] = self.redactor.redact(decision)
         self._emit(record)
