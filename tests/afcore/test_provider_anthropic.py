@@ -159,10 +159,6 @@ def _check_sent(sent: dict[str, Any], recorded: dict[str, Any]) -> None:
         blocks = sent.pop("system")
         assert [b["type"] for b in blocks] == ["text"] * len(blocks)
         assert "".join(b["text"] for b in blocks) == expected.pop("system")
-    for tool in expected.get("tools", []):
-        # af's tool specs have no strict flag: the one thing in these recordings af does
-        # not send.
-        tool.pop("strict", None)
     assert sent == expected
 
 
@@ -174,7 +170,8 @@ async def test_a_recorded_conversation_is_sent_and_parsed_as_recorded(name: str)
     provider = anthropic(api_key=KEY, http_client=replay.client())
     system = [SystemSegment(first["system"])] if "system" in first else []
     tools = [
-        ToolSpec(t["name"], t["description"], t["input_schema"]) for t in first.get("tools", [])
+        ToolSpec(t["name"], t["description"], t["input_schema"], strict=t.get("strict", False))
+        for t in first.get("tools", [])
     ]
     params: dict[str, Any] = {k: first[k] for k in ("tool_choice", "cache_control") if k in first}
     if "thinking" in first:

@@ -80,23 +80,48 @@ def request(*messages: Message, **fields: Any) -> Request:
 # Replaying recorded conversations
 
 
+def _text_of(content: Any) -> tuple[str, str]:
+    """(thinking, text) of a message's content, a string or typed parts, read here
+    independently of the provider."""
+    if content is None or isinstance(content, str):
+        return "", content or ""
+    thinking, text = [], []
+    for part in content:
+        if part["type"] == "text":
+            text.append(part["text"])
+        elif part["type"] == "thinking":
+            thinking.extend(p["text"] for p in part["thinking"])
+    return "".join(thinking), "".join(text)
+
+
 def _streamed_completion(body: str) -> dict[str, Any]:
-    """The completion an event stream spells out, put together independently of the
-    provider: content and each tool call's arguments concatenated by index."""
+    """What an event stream spells out, put together independently of the provider: the
+    completion (content, reasoning and each tool call's arguments concatenated by index), or
+    the error it carried and whether chunks came before it."""
     out: dict[str, Any] = {"choices": [{"message": {}, "finish_reason": None}]}
     message = out["choices"][0]["message"]
     calls: dict[int, dict[str, Any]] = {}
+    chunks, event = 0, None
     for line in body.splitlines():
+        if line.startswith("event: "):
+            event = line[len("event: ") :]
+            continue
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue
         chunk = orjson.loads(line[len("data: ") :])
+        if event == "error" or chunk.get("error"):
+            return {"error": chunk["error"], "after": chunks, "x_groq": out.get("x_groq")}
+        chunks += 1
         out["id"], out["model"] = chunk["id"], chunk["model"]
+        out.setdefault("x_groq", chunk.get("x_groq"))
         if chunk.get("usage"):
             out["usage"] = chunk["usage"]
         for choice in chunk["choices"]:
             delta = choice["delta"]
-            if delta.get("content"):
-                message["content"] = message.get("content", "") + delta["content"]
+            thinking, text = _text_of(delta.get("content"))
+            thinking += delta.get("reasoning") or delta.get("reasoning_content") or ""
+            message["content"] = message.get("content", "") + text
+            message["reasoning"] = message.get("reasoning", "") + thinking
             for tc in delta.get("tool_calls", []):
                 call = calls.setdefault(tc["index"], {"id": "", "function": {"arguments": ""}})
                 call["id"] = tc.get("id") or call["id"]
@@ -112,14 +137,18 @@ def _streamed_completion(body: str) -> dict[str, Any]:
     return out
 
 
-FINISH = {"stop": "end_turn", "tool_calls": "tool_use"}
+FINISH = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 
 
 def _check_response(response: Any, completion: dict[str, Any]) -> None:
     message = completion["choices"][0]["message"]
+    thinking, text = _text_of(message.get("content"))
+    thinking += message.get("reasoning") or message.get("reasoning_content") or ""
     expected: list[Block] = []
-    if message.get("content"):
-        expected.append(TextBlock(message["content"]))
+    if thinking:
+        expected.append(ThinkingBlock(thinking))
+    if text:
+        expected.append(TextBlock(text))
     calls = message.get("tool_calls") or []
     got_calls = response.tool_calls
     assert len(got_calls) == len(calls)
@@ -133,101 +162,186 @@ def _check_response(response: Any, completion: dict[str, Any]) -> None:
             ToolCall(got.id, fn["name"], orjson.loads(fn["arguments"]), got.id_synthesized)
         )
     assert response.content == tuple(expected)
-    assert response.stop_reason == FINISH[completion["choices"][0]["finish_reason"]]
-    assert response.model == completion["model"] and response.response_id == completion["id"]
+    finish = completion["choices"][0]["finish_reason"]
+    if finish:
+        assert response.stop_reason == FINISH[finish]
+    else:  # missing or empty: said by the content
+        assert response.stop_reason == ("tool_use" if calls else "end_turn")
+    assert response.model == completion["model"]
+    assert response.response_id == (completion["id"] or None)
     usage = completion["usage"]
     assert response.usage is not None and not response.usage.estimated
     assert response.usage.input_tokens == usage["prompt_tokens"]
     assert response.usage.output_tokens == usage["completion_tokens"]
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
-    assert response.usage.cache_read_tokens == cached
+    details = usage.get("prompt_tokens_details") or {}
+    assert response.usage.cache_read_tokens == details.get("cached_tokens", 0)
+    assert response.usage.cache_write_tokens == details.get("cache_write_tokens", 0)
+
+
+def _check_error(error: ProviderError, said: dict[str, Any]) -> None:
+    """The typed error for an error the stream carried: of the class its status says, with
+    every field of the vendor's error object kept."""
+    vendor = said["error"]
+    status = vendor.get("status_code") or (
+        vendor["code"] if isinstance(vendor.get("code"), int) else None
+    )
+    assert error.status == status
+    if status is not None and 400 <= status < 500 and status != 429:
+        assert type(error) is BadRequestError and error.kind == "bad_request"
+    assert error.mid_stream == (said["after"] > 0)
+    assert error.error_type == vendor.get("type")
+    assert error.vendor_message == vendor["message"]
+    assert error.details == {k: v for k, v in vendor.items() if k not in ("type", "message")}
+    if said.get("x_groq"):
+        assert error.request_id == said["x_groq"]["id"]
+
+
+def _strip_think(content: Any) -> tuple[str | None, str]:
+    """An assistant message's content as af sends it, and the thinking the recording's
+    client sent back inside it as `<think>...</think>` (Chat Completions has no field for
+    thinking, so af does not send it back)."""
+    if isinstance(content, str) and content.startswith("<think>"):
+        inner = content.removeprefix("<think>").split("</think>", 1)
+        return (inner[1].strip() or None), inner[0].strip()
+    return content, ""
 
 
 def _normalized(body: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     """A request body with what differs only in spelling made equal: a missing assistant
     content and a null one, arguments as parsed JSON, the ids the recording's client made
-    for id-less calls replaced by af's, and tools without the strict flag (af's tool specs
-    have none: the one thing in these recordings af does not send)."""
+    for id-less calls replaced by af's. Two differences are af's choices and are stated
+    here: a user message's text parts are one string (af's messages are text, and it puts
+    no cache markers on parts), and thinking sent back as `<think>` text is left out."""
     body = copy.deepcopy(body)
     for m in body["messages"]:
+        if m["role"] == "user" and isinstance(m["content"], list):
+            m["content"] = "".join(p["text"] for p in m["content"])
         if m["role"] == "assistant":
-            m.setdefault("content", None)
+            m["content"] = _strip_think(m.get("content"))[0]
             for call in m.get("tool_calls", []):
                 call["id"] = ids.get(call["id"], call["id"])
                 call["function"]["arguments"] = orjson.loads(call["function"]["arguments"])
         if m["role"] == "tool":
             m["tool_call_id"] = ids.get(m["tool_call_id"], m["tool_call_id"])
-    for tool in body.get("tools", []):
-        tool["function"].pop("strict", None)
     return body
 
 
-@pytest.mark.parametrize("name", names("openai"))
-async def test_a_recorded_conversation_is_sent_and_parsed_as_recorded(name: str) -> None:
-    interactions = load("openai", name)
+def _from_wire(wire: dict[str, Any], history: list[Message]) -> Message:
+    """af's message for one the recording sent that af did not parse itself (a request that
+    starts over, or a reply af raised an error for)."""
+    if wire["role"] == "user":
+        return UserMessage(_normalized({"messages": [wire]}, {})["messages"][0]["content"])
+    if wire["role"] == "tool":
+        called = {
+            c.id: c.name for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls
+        }
+        return ToolResultMessage(
+            wire["tool_call_id"], called[wire["tool_call_id"]], wire["content"]
+        )
+    text, thinking = _strip_think(wire.get("content"))
+    blocks: list[Block] = [ThinkingBlock(thinking)] if thinking else []
+    if text:
+        blocks.append(TextBlock(text))
+    for call in wire.get("tool_calls", []):
+        fn = call["function"]
+        blocks.append(ToolCall(call["id"], fn["name"], orjson.loads(fn["arguments"])))
+    return AssistantMessage(tuple(blocks))
+
+
+_COMPOSED = ("model", "messages", "tools", "stream", "stream_options")
+
+
+@pytest.mark.parametrize(
+    ("vendor", "name"),
+    [("openai", n) for n in names("openai")]
+    + [("openai_compatible", n) for n in names("openai_compatible")],
+)
+async def test_a_recorded_conversation_is_sent_and_parsed_as_recorded(
+    vendor: str, name: str
+) -> None:
+    """Each turn of the recording: the request af builds equals the recorded one field by
+    field, and what the vendor answered is parsed into what it says (or into the typed
+    error it carried)."""
+    interactions = load(vendor, name)
     first = interactions[0]["request"]
-    base_url = first["uri"].removesuffix("/chat/completions")
+    base_url = first["uri"].split("#")[0].removesuffix("/chat/completions")
     replay = Replay(recorded_response(i) for i in interactions)
-    provider = openai_compatible(base_url, api_key=KEY, http_client=replay.client())
-    body = first["parsed_body"]
-    system = [SystemSegment(m["content"]) for m in body["messages"] if m["role"] == "system"]
-    tools = [
-        ToolSpec(f["name"], f["description"], f["parameters"])
-        for f in (t["function"] for t in body.get("tools", []))
+    streamed = [
+        i["request"]["parsed_body"] for i in interactions if i["request"]["parsed_body"]["stream"]
     ]
-    params = {k: body[k] for k in ("tool_choice", "n") if k in body}
-    history: list[Message] = []
+    provider = openai_compatible(
+        base_url,
+        api_key=KEY,
+        http_client=replay.client(),
+        stream_options=all("stream_options" in b for b in streamed),
+    )
     ids: dict[str, str] = {}  # the recording's id for a call -> af's
-    covered = len(system)
+    previous: list[dict[str, Any]] | None = None  # the last request's messages
+    history: list[Message] = []
+    reply: AssistantMessage | None = None  # af's parse of the last answer
     for interaction in interactions:
         recorded = interaction["request"]["parsed_body"]
-        for wire in recorded["messages"][covered:]:
-            if wire["role"] == "assistant":
-                # The reply af parsed last time, as the recording's client sent it back:
-                # learn which of its ids stand for af's.
-                mine = history[-1]
-                assert isinstance(mine, AssistantMessage)
-                for theirs, ours in zip(wire.get("tool_calls", []), mine.tool_calls, strict=True):
+        body = recorded
+        system = [SystemSegment(m["content"]) for m in body["messages"] if m["role"] == "system"]
+        wire = [m for m in body["messages"] if m["role"] != "system"]
+        tools = [
+            ToolSpec(f["name"], f["description"], f["parameters"], strict=f.get("strict", False))
+            for f in (t["function"] for t in body.get("tools", []))
+        ]
+        params = {k: v for k, v in body.items() if k not in _COMPOSED}
+        continues = previous is not None and wire[: len(previous)] == previous
+        if not continues:
+            history = []
+        for at in range(len(history), len(wire)):
+            message = wire[at]
+            if message["role"] == "assistant" and reply is not None and at == len(previous or ()):
+                # The reply af parsed, as the recording's client sent it back: learn which of
+                # its ids stand for af's, and that the thinking it sent back is af's.
+                for theirs, ours in zip(
+                    message.get("tool_calls", []), reply.tool_calls, strict=True
+                ):
                     ids[theirs["id"]] = ours.id
-            elif wire["role"] == "tool":
-                call_id = ids.get(wire["tool_call_id"], wire["tool_call_id"])
-                called = {
-                    c.id: c.name
-                    for m in history
-                    if isinstance(m, AssistantMessage)
-                    for c in m.tool_calls
-                }
-                history.append(ToolResultMessage(call_id, called[call_id], wire["content"]))
+                thinking = "".join(
+                    b.thinking for b in reply.content if isinstance(b, ThinkingBlock)
+                )
+                assert _strip_think(message.get("content"))[1] == thinking.strip()
+                history.append(reply)
+            elif message["role"] == "tool":
+                call_id = ids.get(message["tool_call_id"], message["tool_call_id"])
+                history.append(_from_wire({**message, "tool_call_id": call_id}, history))
             else:
-                assert wire["role"] == "user"
-                history.append(UserMessage(wire["content"]))
+                history.append(_from_wire(message, history))
+        previous, reply = wire, None
+
         events: list[StreamEvent] = []
-        response = await provider.complete(
-            Request(
-                model=recorded["model"],
-                system=system,
-                messages=list(history),
-                tools=tools,
-                params=params,
-            ),
-            on_stream=events.append if recorded["stream"] else None,
+        answer = interaction["response"]
+        said = answer.get("parsed_body") or _streamed_completion(answer["body"]["string"])
+        request = Request(
+            model=body["model"], system=system, messages=list(history), tools=tools, params=params
         )
+        on_stream = events.append if body["stream"] else None
+        if "error" in said:
+            with pytest.raises(ProviderError) as info:
+                await provider.complete(request, on_stream=on_stream)
+            _check_error(info.value, said)
+        else:
+            response = await provider.complete(request, on_stream=on_stream)
+            _check_response(response, said)
+            if body["stream"]:
+                assert "".join(e.text for e in events if isinstance(e, TextDelta)) == response.text
+                assert [e for e in events if isinstance(e, ToolCallStart)] == [
+                    ToolCallStart(c.id, c.name) for c in response.tool_calls
+                ]
+                thinking = "".join(e.text for e in events if isinstance(e, ThinkingDelta))
+                assert thinking == "".join(
+                    b.thinking for b in response.content if isinstance(b, ThinkingBlock)
+                )
+            reply = AssistantMessage(response.content)
 
         sent = replay.sent[-1]
-        assert str(sent.url) == interaction["request"]["uri"]
+        assert str(sent.url) == interaction["request"]["uri"].split("#")[0]
         assert sent.headers["authorization"] == f"Bearer {KEY}"
         assert _normalized(replay.body(), ids) == _normalized(recorded, ids)
-
-        answer = interaction["response"]
-        completion = answer.get("parsed_body") or _streamed_completion(answer["body"]["string"])
-        _check_response(response, completion)
-        if recorded["stream"]:
-            assert "".join(e.text for e in events if isinstance(e, TextDelta)) == response.text
-            assert [e for e in events if isinstance(e, ToolCallStart)] == [
-                ToolCallStart(c.id, c.name) for c in response.tool_calls
-            ]
-        history.append(AssistantMessage(response.content))
-        covered = len(recorded["messages"])
 
 
 async def test_a_tool_call_without_an_id_gets_one_that_goes_back_in_both_places() -> None:
