@@ -463,7 +463,11 @@ def _raw(b: Any) -> dict[str, Any]:
     """A block as the vendor sent it (the SDK keeps the fields it did not know)."""
     if isinstance(b, Mapping):
         return dict(b)
-    raw: dict[str, Any] = b.to_dict(mode="json")
+    # The fields that came, as they came: the SDK's model of a block it does not know may
+    # hold values of other types than its fields say, which is not for a warning here.
+    raw: dict[str, Any] = b.model_dump(
+        mode="json", by_alias=True, exclude_unset=True, warnings=False
+    )
     return raw
 
 

@@ -184,7 +184,6 @@ _REFUSED_TEXT = (
     re.compile(r"'type': 'extra_forbidden', 'loc': \((?:'body', )?'([\w.]+)'"),
     re.compile(r'"type": ?"extra_forbidden", ?"loc": ?\[(?:"body", ?)?"([\w.]+)"'),
     re.compile(r"[Uu]nknown (?:parameter|field|argument)s?: '?([\w.]+)"),
-    re.compile(r"([\w.]+)\W{1,4}Extra inputs are not permitted"),
 )
 
 
@@ -205,6 +204,8 @@ def _refused_fields(detail: object, message: str) -> tuple[str, ...]:
         for rx in _REFUSED_TEXT:
             for match in rx.finditer(message):
                 found.extend(n.strip() for n in match.group(1).split(","))
+            if found:
+                break
     return tuple(dict.fromkeys(f for f in found if f))
 
 
