@@ -218,6 +218,31 @@ def test_a_run_that_fails_exits_1_with_the_error_and_its_recording(
         assert rec.end is not None and rec.end.status == "error"
 
 
+def test_an_answer_cut_at_max_tokens_is_said_to_be_incomplete(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    path = tmp_path / "long.py"
+    path.write_text(
+        "from afcore import Agent, mock\n"
+        "agent = Agent.create(provider=mock(replies=[\n"
+        "    {'content': 'The first half of', 'stop_reason': 'max_tokens'},\n"
+        "]), model='m').build()\n"
+    )
+    ran = invoke("run", path, "Tell me everything.", "--out", tmp_path / "runs")
+    assert ran.code == 0
+    assert ran.out.strip() == "The first half of"
+    assert "cut: the answer stopped at the model's max_tokens limit and is incomplete" in ran.err
+    outcome = invoke("run", path, "again", "--out", tmp_path / "runs", "--json").json()
+    assert (outcome["status"], outcome["stop_reason"]) == ("answer", "max_tokens")
+    whole = tmp_path / "whole.py"
+    whole.write_text(
+        "from afcore import Agent, mock\n"
+        "agent = Agent.create(provider=mock(replies=['All of it.']), model='m').build()\n"
+    )
+    ran = invoke("run", whole, "Tell me.", "--out", tmp_path / "runs")
+    assert ran.code == 0 and "cut:" not in ran.err
+
+
 def test_an_interrupted_run_exits_130_and_records_it(invoke: Invoke, tmp_path: Path) -> None:
     path = tmp_path / "stop.py"
     path.write_text(
