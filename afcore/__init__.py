@@ -12,6 +12,7 @@ from afcore.errors import (
     ProviderError,
     RateLimitedError,
     RecordingError,
+    RefusedError,
     ReliabilityFailFastError,
     RunError,
     ServerError,
@@ -33,7 +34,15 @@ from afcore.providers import (
 )
 from afcore.recording import RecordingConfig, Redaction
 from afcore.reliability import circuit_breaker, rule
-from afcore.tools import Tool, ToolContext, define_tool
+from afcore.tools import (
+    ResultCeiling,
+    Tool,
+    ToolContext,
+    absent,
+    coverage,
+    define_tool,
+    described_result,
+)
 from afcore.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
 __all__ = [
@@ -51,7 +60,9 @@ __all__ = [
     "RecordingConfig",
     "RecordingError",
     "Redaction",
+    "RefusedError",
     "ReliabilityFailFastError",
+    "ResultCeiling",
     "RunError",
     "RunResult",
     "ServerError",
@@ -61,9 +72,12 @@ __all__ = [
     "UsageError",
     "WindowStrategy",
     "__version__",
+    "absent",
     "anthropic",
     "circuit_breaker",
+    "coverage",
     "define_tool",
+    "described_result",
     "from_model_id",
     "gemini",
     "lmstudio",

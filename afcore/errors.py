@@ -4,6 +4,7 @@ Every error af raises on purpose is an ``AfError``::
 
     AfError
     ├── UsageError                  a mistake in using the library (bad arguments, a bad builder)
+    │   └── RefusedError            a tool result's declaration that says nothing, or says it wrong
     ├── ProviderError               a model provider failed to answer
     │   ├── RateLimitedError        429: too many requests or tokens for now
     │   ├── ServerError             5xx: the vendor failed
@@ -43,6 +44,7 @@ __all__ = [
     "RateLimitedError",
     "RecordingError",
     "RecordingFormatError",
+    "RefusedError",
     "ReliabilityFailFastError",
     "RunError",
     "RunNotFoundError",
@@ -59,6 +61,17 @@ class AfError(Exception):
 
 class UsageError(AfError):
     """The library was used in a way it does not support; the message says how to fix it."""
+
+
+class RefusedError(UsageError):
+    """A tool result helper (``absent``, ``coverage``, ``described_result``) refused a
+    declaration. Raised inside a tool, its text is the error result the model reads, so it
+    starts ``refused:`` and ends naming the field: ``refused: <why> (field: <where>)``."""
+
+    def __init__(self, reason: str, *, field: str) -> None:
+        self.reason = reason
+        self.field = field
+        super().__init__(f"refused: {reason} (field: {field})")
 
 
 class ProviderError(AfError):

@@ -31,6 +31,7 @@ from afcore._version import __version__
 from afcore.errors import (
     AfError,
     ProviderError,
+    RefusedError,
     ReliabilityFailFastError,
     RunError,
     UsageError,
@@ -630,6 +631,9 @@ async def _run_tool(
         value = await _execute(tool, dict(call.args), ctx, in_thread=concurrent)
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise
+    except RefusedError as e:
+        # A declaration the tool could not honour: the model reads the refusal itself.
+        return _result(call, str(e), error=True), "error", (clock() - t0) * 1000
     except Exception as e:
         text = f"The tool {call.name} failed: {type(e).__name__}: {e}"
         return _result(call, text, error=True), "error", (clock() - t0) * 1000

@@ -13,6 +13,7 @@ from jsonschema.protocols import Validator
 
 from afcore.errors import UsageError
 from afcore.messages import ToolSpec
+from afcore.tools._ceiling import ResultCeiling
 
 __all__ = ["Tool", "ToolContext", "ToolValidation", "define_tool"]
 
@@ -48,6 +49,10 @@ class Tool:
     is_async: bool
     validator: Validator = field(repr=False, compare=False)
     spec: ToolSpec = field(repr=False, compare=False)
+    source: str | None = None
+    """Where the tool comes from when it is not this program's code (``mcp:<server>``)."""
+    result_ceiling: ResultCeiling | None = None
+    """The most result text the model may be served; over it, a refusal, never a cut."""
 
 
 def define_tool(
@@ -57,19 +62,27 @@ def define_tool(
     execute: Execute,
     *,
     strict: bool = False,
+    result_ceiling: ResultCeiling | None = None,
+    source: str | None = None,
 ) -> Tool:
     """Define a tool.
 
     ``execute(args, ctx)`` may be sync or async; what it returns is what the model reads
     (a string as it is, anything else as JSON). An exception it raises becomes an error
-    result the model reads, and the run goes on. ``input_schema`` is a JSON Schema that
-    the arguments are validated against before ``execute`` runs.
+    result the model reads, and the run goes on; a refusal from ``absent()``,
+    ``coverage()`` or ``described_result()`` is read as it is, starting ``refused:``.
+    ``input_schema`` is a JSON Schema that the arguments are validated against before
+    ``execute`` runs.
 
     ``strict=True`` asks the vendor to make the model's arguments follow the schema
     exactly (``strict`` on the tool, for Anthropic and OpenAI-compatible servers); the
     vendor then holds the schema to its rules for strict schemas (OpenAI's want
     ``additionalProperties: false`` and every property required) and refuses the call
     when it breaks them. af validates the arguments either way.
+
+    ``result_ceiling``: :class:`ResultCeiling` (``max_chars``, ``narrow_by``), the size
+    over which the model reads a refusal naming the arguments to narrow by. ``source``
+    names where a tool not written here comes from.
     """
     if not isinstance(name, str) or not name or len(name) > 128:
         raise UsageError(f"define_tool(): name must be a non-empty string, got {name!r}")
@@ -97,6 +110,15 @@ def define_tool(
         ) from None
     if schema.get("type", "object") != "object":
         raise UsageError(f"define_tool({name!r}): input_schema must describe an object")
+    if result_ceiling is not None:
+        if not isinstance(result_ceiling, ResultCeiling):
+            raise UsageError(
+                f"define_tool({name!r}): result_ceiling takes ResultCeiling(max_chars=..., "
+                f"narrow_by=[...]), got {type(result_ceiling).__name__}"
+            )
+        result_ceiling.check_against(name, schema)
+    if source is not None and (not isinstance(source, str) or not source):
+        raise UsageError(f"define_tool({name!r}): source names where the tool comes from")
     return Tool(
         name=name,
         description=description,
@@ -106,4 +128,6 @@ def define_tool(
         or inspect.iscoroutinefunction(getattr(execute, "__call__", None)),  # noqa: B004
         validator=cls(schema),
         spec=ToolSpec(name=name, description=description, input_schema=schema, strict=strict),
+        source=source,
+        result_ceiling=result_ceiling,
     )

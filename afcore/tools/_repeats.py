@@ -1,0 +1,74 @@
+"""The repeated-call nudge: the second time one tool, called with exactly the same
+arguments, returns exactly the same result in one turn, the model reads one sentence
+saying so. A note, never a refusal: the call ran and a third is not blocked (polling a job
+is a loop of identical calls on purpose; only the model knows which it is doing).
+
+Fingerprints, never values, are kept and recorded: arguments carry what redaction exists
+for, and a fingerprint answers the only question asked here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from afcore.tools._notes import TEMPLATES
+
+__all__ = ["Repeat", "RepeatedCalls", "fingerprint", "with_note"]
+
+NUDGE_AT = 2
+"""The landing that gets the note: the first repeat, and only it."""
+
+
+def fingerprint(value: Any) -> str:
+    """A short stable hash of a JSON value (keys sorted) or of a text."""
+    data = (
+        value.encode()
+        if isinstance(value, str)
+        else orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    )
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """A call that landed exactly as an earlier one: what the record keeps, and the note."""
+
+    tool: str
+    occurrences: int
+    args_fingerprint: str
+    result_fingerprint: str
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "occurrences": self.occurrences,
+            "args_fingerprint": self.args_fingerprint,
+            "result_fingerprint": self.result_fingerprint,
+        }
+
+
+@dataclass
+class RepeatedCalls:
+    """The tally of one turn (make one per run; it is never part of the run's state)."""
+
+    _seen: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def observe(self, tool: str, args: Any, result: str) -> Repeat | None:
+        """Count this landing; the :class:`Repeat` when it is the one that gets the note."""
+        key = (tool, fingerprint(args), fingerprint(result))
+        n = self._seen.get(key, 0) + 1
+        self._seen[key] = n
+        if n != NUDGE_AT:
+            return None
+        note = TEMPLATES["REPEATED_CALL_NUDGE"].format(tool=tool, count=n)
+        return Repeat(tool, n, key[1], key[2], note)
+
+
+def with_note(text: str, note: str) -> str:
+    """A result's text with a note the library adds after it."""
+    return f"{text}{TEMPLATES['NOTE_SEPARATOR']}{note}" if text else note
