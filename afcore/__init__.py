@@ -7,6 +7,7 @@ from afcore.errors import (
     BadRequestError,
     CompactionUnmeasurableError,
     ConnectionFailedError,
+    McpError,
     MockExhaustedError,
     OverloadedError,
     ProviderError,
@@ -42,6 +43,8 @@ from afcore.tools import (
     coverage,
     define_tool,
     described_result,
+    mcp_serve,
+    mcp_tools,
 )
 from afcore.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
 
@@ -52,6 +55,7 @@ __all__ = [
     "BadRequestError",
     "CompactionUnmeasurableError",
     "ConnectionFailedError",
+    "McpError",
     "MockExhaustedError",
     "OverloadedError",
     "Provider",
@@ -81,6 +85,8 @@ __all__ = [
     "from_model_id",
     "gemini",
     "lmstudio",
+    "mcp_serve",
+    "mcp_tools",
     "mock",
     "ollama",
     "openai",

@@ -15,6 +15,7 @@ Every error af raises on purpose is an ``AfError``::
     │   └── MockExhaustedError      a scripted mock ran out of replies
     ├── ReliabilityFailFastError    a reliability rule (or af, for it) stopped a call's attempts
     ├── RunError                    a run stopped on an error; the recording says so
+    ├── McpError                    an MCP server could not be reached, stopped, or refused a call
     ├── CompactionUnmeasurableError a token-triggered window strategy got no counted tokens
     └── RecordingError              a recording cannot be read
         ├── RecordingFormatError    not an af recording, or a record that breaks the format
@@ -38,6 +39,7 @@ __all__ = [
     "BadRequestError",
     "CompactionUnmeasurableError",
     "ConnectionFailedError",
+    "McpError",
     "MockExhaustedError",
     "OverloadedError",
     "ProviderError",
@@ -215,6 +217,16 @@ class RunError(AfError):
         super().__init__(message)
         self.rsid = rsid
         self.recording = recording
+
+
+class McpError(AfError):
+    """An MCP server could not be started or reached, stopped during a call, did not answer
+    in time, or answered a call with an error. Raised inside an MCP tool, it is the error
+    result the model reads; ``server`` names the server."""
+
+    def __init__(self, message: str, *, server: str = "") -> None:
+        super().__init__(message)
+        self.server = server
 
 
 class CompactionUnmeasurableError(AfError):

@@ -1,5 +1,5 @@
 """Tools: definitions, argument validation and the correction the model reads; results
-that carry their limits."""
+that carry their limits; tools from MCP servers, and af tools served over MCP."""
 
 from afcore.tools._assume import (
     Assumed,
@@ -35,6 +35,7 @@ from afcore.tools._limits import (
     coverage,
     described_result,
 )
+from afcore.tools._mcp import McpTools, mcp_serve, mcp_server, mcp_tools
 from afcore.tools._notes import (
     ABSENCE_MARKER,
     ABSENCE_NOTE,
@@ -79,6 +80,7 @@ __all__ = [
     "InProgressInput",
     "InProgressItem",
     "Limits",
+    "McpTools",
     "PeriodDeclaration",
     "Provenance",
     "Repeat",
@@ -106,6 +108,9 @@ __all__ = [
     "fingerprint",
     "gated_tools",
     "limits_block",
+    "mcp_serve",
+    "mcp_server",
+    "mcp_tools",
     "over_ceiling",
     "read_envelope",
     "read_result",
