@@ -210,6 +210,8 @@ class _Session:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     client: Any = None
     error: BaseException | None = None
+    pending: set[asyncio.Future[Any]] = field(default_factory=set)
+    """Calls in flight: cancelled when the session ends, so none waits for ever."""
 
 
 _Opener = Callable[[], AbstractAsyncContextManager[Any]]
@@ -366,6 +368,8 @@ class _Link:
                 ready.set_exception(e)
         finally:
             session.ended.set()
+            for call in list(session.pending):
+                call.cancel()
 
     async def _call(
         self, name: str, args: dict[str, Any], progress: Callable[[str], None] | None
@@ -377,40 +381,44 @@ class _Link:
             if progress is not None:
                 progress(message or (f"{done:g} of {total:g}" if total else f"{done:g}"))
 
-        session = await self._live()
+        session = self._session
+        if session is None or session.ended.is_set():
+            session = await self._live()
         call = asyncio.ensure_future(
-            session.client.call_tool(name, args, progress_callback=on_progress)
-        )
-        ended = asyncio.ensure_future(session.ended.wait())
-        try:
-            done, _ = await asyncio.wait(
-                {call, ended}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
+            session.client.call_tool(
+                name, args, progress_callback=on_progress if progress else None
             )
-        finally:
-            for task in (call, ended):
-                if not task.done():
-                    task.cancel()
-        if call in done:
-            try:
-                result: mcp.types.CallToolResult = call.result()
-                return result
-            except MCPError as e:
-                if e.code == CONNECTION_CLOSED:
-                    await self._drop(session)
-                    raise self._stopped(session, None) from None
-                raise McpError(
-                    f"the MCP server {self.server!r} refused the call: {e.message} (code {e.code})",
-                    server=self.server,
-                ) from None
-            except Exception as e:
-                await self._drop(session)
-                raise self._stopped(session, e) from None
-        if ended in done:
-            raise self._stopped(session, session.error)
-        raise McpError(
-            f"the MCP server {self.server!r} did not answer within {self._timeout:g} s",
-            server=self.server,
         )
+        session.pending.add(call)
+        call.add_done_callback(session.pending.discard)
+        try:
+            result: mcp.types.CallToolResult = await asyncio.wait_for(call, self._timeout)
+            return result
+        except TimeoutError:
+            raise McpError(
+                f"the MCP server {self.server!r} did not answer within {self._timeout:g} s",
+                server=self.server,
+            ) from None
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if call.cancelled() and session.ended.is_set() and me and not me.cancelling():
+                raise self._stopped(session, session.error) from None
+            raise
+        except MCPError as e:
+            if e.code == CONNECTION_CLOSED:
+                await self._drop(session)
+                raise self._stopped(session, None) from None
+            raise McpError(
+                f"the MCP server {self.server!r} refused the call: {e.message} (code {e.code})",
+                server=self.server,
+            ) from None
+        except Exception as e:
+            if session.ended.is_set():
+                raise self._stopped(session, session.error or e) from None
+            raise McpError(
+                f"the call to {name!r} on the MCP server {self.server!r} failed: {_say(e)}",
+                server=self.server,
+            ) from None
 
     def _stopped(self, session: _Session, cause: BaseException | None) -> McpError:
         why = _say(cause) if cause is not None else "its connection closed"

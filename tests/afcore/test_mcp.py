@@ -420,3 +420,10 @@ def test_mcp_server_refuses_what_it_cannot_serve() -> None:
         mcp_server([t, t])
     with pytest.raises(UsageError, match="made by define_tool"):
         mcp_server([lambda a, c: ""])  # type: ignore[list-item]
+
+
+def test_the_mcp_benchmark_runs_both_sides_and_checks_every_answer() -> None:
+    from bench.mcp_call import bench
+
+    af, sdk = asyncio.run(bench(calls=3, rounds=2))
+    assert len(af) == len(sdk) == 2 and all(x > 0 for x in af + sdk)
