@@ -58,7 +58,8 @@ class CliError(Exception):
 def say_error(message: str) -> None:
     from rich.text import Text
 
-    from afcli._render import err_console, safe
+    from afcli._render import err_console
+    from afcore.readmodel import safe
 
     err_console().print(Text.assemble(("error: ", "bold red"), safe(message)), soft_wrap=True)
 
@@ -66,8 +67,10 @@ def say_error(message: str) -> None:
 def _code_for(error: BaseException) -> int:
     from afcore.errors import RunNotFoundError, UsageError
 
-    # Naming a run that is not there, or misusing the library, is the caller's to fix.
-    return EXIT_USAGE if isinstance(error, RunNotFoundError | UsageError) else EXIT_FAILED
+    # Naming a run or a call that is not there, or misusing the library, is the caller's
+    # to fix (the read model's CallNotFoundError is a LookupError).
+    caller = RunNotFoundError | UsageError | LookupError
+    return EXIT_USAGE if isinstance(error, caller) else EXIT_FAILED
 
 
 def command(fn: Callable[P, R]) -> Callable[P, R]:

@@ -11,9 +11,21 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from afcli._folds import SUMMARIZER, checked, fold_number, fold_text, reasons_text
-from afcli._render import args_text, fit, ms_text, plural, safe, status_style, usage_text
+from afcli._render import fit
 from afcore.providers import TextDelta, ThinkingDelta, ToolCallStart
+from afcore.readmodel import (
+    SUMMARIZER,
+    args_text,
+    checked,
+    fold_number,
+    fold_text,
+    ms_text,
+    plural,
+    reasons_text,
+    safe,
+    status_style,
+    usage_text,
+)
 
 __all__ = ["Progress"]
 

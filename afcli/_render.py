@@ -1,89 +1,30 @@
-"""Output helpers shared by the commands.
+"""Rich output for the commands, over the read model's plain text.
 
 Everything a model, a tool or a recording wrote is untrusted text: it goes through
-:func:`safe` (no control character or escape sequence reaches the terminal) and is printed
-as a rich ``Text`` (so ``[bold]`` stays literal). Consoles are made with markup, emoji and
-highlighting off, so that even a plain string passed by mistake is printed as it is.
+:func:`afcore.readmodel.safe` and is printed as a rich ``Text`` (so ``[bold]`` stays
+literal). Consoles are made with markup, emoji and highlighting off, so that even a plain
+string passed by mistake is printed as it is.
 """
 
 from __future__ import annotations
 
-import re
 import sys
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
 from rich.console import Console
 from rich.text import Text
 
+from afcore.readmodel import line, more_text, safe
+
 __all__ = [
-    "args_text",
-    "as_dict",
-    "as_text",
     "block",
     "err_console",
     "fit",
-    "line",
-    "ms_text",
     "out_console",
-    "plural",
     "print_indented",
     "print_json",
-    "safe",
-    "status_style",
-    "usage_text",
 ]
-
-# C0 controls but newline and tab, DEL, C1 controls; bidi overrides and isolates and the
-# Unicode line/paragraph separators, which can reorder or break what a reader sees; lone
-# surrogates, which cannot be encoded for the terminal at all.
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def safe(text: str) -> str:
-    """``text`` with every control character but newline and tab replaced by a visible escape
-    (ESC becomes ``\\x1b``), so no escape sequence can style, move or control the terminal."""
-    return _UNSAFE.sub(_escape, text)
-
-
-def _more(n: int) -> str:
-    return f"… ({n:,} more char{'s' if n != 1 else ''})"
-
-
-def _flat(text: str) -> str:
-    # safe() has already made \r visible; newlines and tabs are what is left to flatten.
-    return text.replace("\n", "⏎").replace("\t", " ")
-
-
-def line(text: str, limit: int = 100, *, total: int | None = None) -> str:
-    """``text`` made safe and flattened to one line of at most ``limit`` characters, the cut
-    stated. Newlines show as ``⏎``. ``total``: the full length, when ``text`` is only the
-    head of a longer value."""
-    limit = max(limit, 24)
-    size = len(text) if total is None else max(total, len(text))
-    # Only a head is ever escaped: a 50 MB value costs no more than a short one.
-    head = text[: limit + 1]
-    flat = _flat(safe(head))
-    if size <= limit and len(flat) <= limit:
-        return flat
-    room = limit - len(_more(size))
-    pieces: list[str] = []
-    used = 0
-    for ch in head:
-        piece = _flat(safe(ch))
-        if used + len(piece) > room:
-            break
-        pieces.append(piece)
-        used += len(piece)
-    return "".join(pieces) + _more(size - len(pieces))
 
 
 def fit(head: Text, tail: str, width: int, *, total: int | None = None) -> Text:
@@ -98,20 +39,8 @@ def block(text: str, limit: int = 4000) -> Text:
     if len(text) <= limit:
         return Text(safe(text))
     out = Text(safe(text[:limit]))
-    out.append(f"\n{_more(len(text) - limit)} (--json shows all of it)", style="dim")
+    out.append(f"\n{more_text(len(text) - limit)} (--json shows all of it)", style="dim")
     return out
-
-
-def as_text(value: Any) -> str:
-    """A value from a file, as text: strings as they are, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return "" if value is None else _json(value)
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    """A value from a file that should be an object; anything else reads as an empty one."""
-    return value if isinstance(value, dict) else {}
 
 
 def print_indented(console: Console, text: Text, indent: int = 4) -> None:
@@ -120,58 +49,6 @@ def print_indented(console: Console, text: Text, indent: int = 4) -> None:
     for wrapped in text.wrap(console, max(console.width - indent, 20)):
         wrapped.rstrip()
         console.print(Text(pad) + wrapped, soft_wrap=True)
-
-
-def _json(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return repr(value)
-
-
-def args_text(args: Any, limit: int = 100) -> str:
-    """Tool call arguments on one line: ``city="Lisbon", kind="museum"``, cut to ``limit``."""
-    if isinstance(args, Mapping):
-        text = ", ".join(f"{k}={_json(v)}" for k, v in args.items())
-    else:
-        text = _json(args)
-    return line(text, limit)
-
-
-def plural(n: int, word: str) -> str:
-    """``1 call``, ``2 calls``, ``1,024 calls``."""
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
-
-
-def usage_text(usage: Mapping[str, Any] | None) -> str:
-    """``1,949 in / 144 out tokens (estimated)``."""
-    if not usage:
-        return "no usage reported"
-    text = f"{usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out tokens"
-    cached = usage.get("cache_read_tokens", 0)
-    if cached:
-        text += f", {cached:,} cached"
-    if usage.get("estimated"):
-        text += " (estimated)"
-    return text
-
-
-def ms_text(ms: float | None) -> str:
-    if ms is None:
-        return ""
-    return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
-
-
-def status_style(status: str) -> str:
-    return {
-        "ok": "green",
-        "answer": "green",
-        "rejected": "yellow",
-        "max_iterations": "yellow",
-        "incomplete": "yellow",
-        "interrupted": "yellow",
-        "paused": "cyan",
-    }.get(status, "red")
 
 
 def _console(*, stderr: bool) -> Console:

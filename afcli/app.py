@@ -29,7 +29,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from afcore._version import __version__
+        from afcore import __version__
 
         print(f"af {__version__}")
         raise typer.Exit()

@@ -1,52 +1,128 @@
-"""af: build LLM agents whose every run leaves a complete, replayable recording."""
+"""af: build LLM agents whose every run leaves a complete, replayable recording.
+
+The names below are imported when first used, not when ``afcore`` is: a command that only
+reads a recording (``af show``, ``af why``) never pays for the agent loop, the providers or
+jsonschema.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from afcore._version import __version__
-from afcore.agent import Agent, AgentBuilder
-from afcore.errors import (
-    AfError,
-    BadRequestError,
-    CompactionUnmeasurableError,
-    ConnectionFailedError,
-    McpError,
-    MockExhaustedError,
-    OverloadedError,
-    ProviderError,
-    RateLimitedError,
-    RecordingError,
-    RefusedError,
-    ReliabilityFailFastError,
-    RunError,
-    ServerError,
-    StreamCutError,
-    UsageError,
-)
-from afcore.loop import RunResult
-from afcore.providers import (
-    Provider,
-    anthropic,
-    from_model_id,
-    gemini,
-    lmstudio,
-    mock,
-    ollama,
-    openai,
-    openai_compatible,
-    openrouter,
-)
-from afcore.recording import RecordingConfig, Redaction
-from afcore.reliability import circuit_breaker, rule
-from afcore.tools import (
-    ResultCeiling,
-    Tool,
-    ToolContext,
-    absent,
-    coverage,
-    define_tool,
-    described_result,
-    mcp_serve,
-    mcp_tools,
-)
-from afcore.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
+
+if TYPE_CHECKING:
+    from afcore.agent import Agent, AgentBuilder
+    from afcore.errors import (
+        AfError,
+        BadRequestError,
+        CompactionUnmeasurableError,
+        ConnectionFailedError,
+        McpError,
+        MockExhaustedError,
+        OverloadedError,
+        ProviderError,
+        RateLimitedError,
+        RecordingError,
+        RefusedError,
+        ReliabilityFailFastError,
+        RunError,
+        ServerError,
+        StreamCutError,
+        UsageError,
+    )
+    from afcore.loop import RunResult
+    from afcore.providers import (
+        Provider,
+        anthropic,
+        from_model_id,
+        gemini,
+        lmstudio,
+        mock,
+        ollama,
+        openai,
+        openai_compatible,
+        openrouter,
+    )
+    from afcore.recording import RecordingConfig, Redaction
+    from afcore.reliability import circuit_breaker, rule
+    from afcore.tools import (
+        ResultCeiling,
+        Tool,
+        ToolContext,
+        absent,
+        coverage,
+        define_tool,
+        described_result,
+        mcp_serve,
+        mcp_tools,
+    )
+    from afcore.window import WindowStrategy, sliding_window, summarize_oldest, token_budget
+
+_WHERE = {
+    "afcore.agent": (
+        "Agent",
+        "AgentBuilder",
+    ),
+    "afcore.errors": (
+        "AfError",
+        "BadRequestError",
+        "CompactionUnmeasurableError",
+        "ConnectionFailedError",
+        "McpError",
+        "MockExhaustedError",
+        "OverloadedError",
+        "ProviderError",
+        "RateLimitedError",
+        "RecordingError",
+        "RefusedError",
+        "ReliabilityFailFastError",
+        "RunError",
+        "ServerError",
+        "StreamCutError",
+        "UsageError",
+    ),
+    "afcore.loop": ("RunResult",),
+    "afcore.providers": (
+        "Provider",
+        "anthropic",
+        "from_model_id",
+        "gemini",
+        "lmstudio",
+        "mock",
+        "ollama",
+        "openai",
+        "openai_compatible",
+        "openrouter",
+    ),
+    "afcore.recording": (
+        "RecordingConfig",
+        "Redaction",
+    ),
+    "afcore.reliability": (
+        "circuit_breaker",
+        "rule",
+    ),
+    "afcore.tools": (
+        "ResultCeiling",
+        "Tool",
+        "ToolContext",
+        "absent",
+        "coverage",
+        "define_tool",
+        "described_result",
+        "mcp_serve",
+        "mcp_tools",
+    ),
+    "afcore.window": (
+        "WindowStrategy",
+        "sliding_window",
+        "summarize_oldest",
+        "token_budget",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "AfError",
@@ -97,3 +173,16 @@ __all__ = [
     "summarize_oldest",
     "token_budget",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'afcore' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next use is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

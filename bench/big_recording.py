@@ -171,7 +171,7 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     path = write(args.out, mb=args.mb, shape=args.shape, run_id=args.run_id)
-    from afcore.recording import open as open_recording
+    from afcore.recording import open_recording
 
     with open_recording(path) as rec:
         calls = rec.call_count

@@ -18,8 +18,7 @@ from typing import Any, Literal
 
 from afcore import AgentBuilder
 from afcore.injections import RunView
-from afcore.recording import Commit, canonical
-from afcore.recording import open as open_recording
+from afcore.recording import Commit, canonical, open_recording
 from bench._af_loop import build_agent, recordings_dir, run_once, timed_run
 from bench._report import print_table, verdict
 from bench.recording_size import (

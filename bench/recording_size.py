@@ -14,8 +14,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from afcore.recording import canonical
-from afcore.recording import open as open_recording
+from afcore.recording import canonical, open_recording
 from bench._af_loop import build_agent, recordings_dir, run_once
 from bench._report import print_table, verdict
 

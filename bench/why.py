@@ -28,8 +28,7 @@ from pathlib import Path
 import orjson
 
 from afcore.messages import AssistantMessage, TextBlock, ToolCall, ToolResultMessage, UserMessage
-from afcore.recording import Recorder, Redaction
-from afcore.recording import open as open_recording
+from afcore.recording import Recorder, Redaction, open_recording
 from afcore.why import why
 from bench._report import print_table, verdict
 

@@ -66,8 +66,7 @@ from afcore import (
 )
 from afcore.messages import Request, ToolResultMessage
 from afcore.providers import Provider
-from afcore.recording import Commit, ContextEvicted
-from afcore.recording import open as open_recording
+from afcore.recording import Commit, ContextEvicted, open_recording
 from bench._af_loop import ANSWER, ECHO_SCHEMA, SYSTEM, recordings_dir
 from bench._report import print_table, verdict
 from bench.profile_loop import _rows

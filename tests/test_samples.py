@@ -30,7 +30,7 @@ def test_there_are_samples() -> None:
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
 def test_every_call_of_every_sample_verifies(path: Path) -> None:
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         report = rec.verify(r)
         assert r.call_count >= 1
     assert report.ok, [str(p) for p in report.problems]

@@ -23,8 +23,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from afcli._render import plural, safe, status_style
 from afcore.errors import RecordingError
+from afcore.readmodel import plural, safe, status_style
 from tui.data import CallView, call_view
 from tui.items import Item, ItemList
 from tui.recording import LensRecording, open_lens
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 # The screens a key opens (search, why, help, the viewer) are imported when first opened:
 # the first call is on screen sooner.
 
-__all__ = ["PREFIX", "LensApp", "LensScreen", "open_app"]
+__all__ = ["PREFIX", "LensApp", "LensScreen", "make_lens_app"]
 
 PREFIX = 1024 * 1024
 """Bytes of the file indexed before the first call is drawn."""
@@ -49,7 +49,7 @@ _VIEWS = 32
 """Calls whose views are kept, for going back and forth."""
 
 
-def open_app(path: Path, *, follow: bool = False) -> LensApp:
+def make_lens_app(path: Path, *, follow: bool = False) -> LensApp:
     """The Lens on ``path``. Raises afcore's RecordingError when it is not a recording."""
     return LensApp(open_lens(path, upto=PREFIX), follow=follow)
 

@@ -1,5 +1,5 @@
 """What the Lens shows of one call, as plain data: ``af show --call``'s view of it (the slots
-rebuilt and verified, with provenance, seams and decisions: ``afcli._runview.call_detail``),
+rebuilt and verified, with provenance, seams and decisions: ``afcore.readmodel.call_detail``),
 and the events that followed it in the file (tool results, folds, errors, records of types
 this af does not know).
 
@@ -19,11 +19,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from afcli._errors import CliError
-from afcli._folds import checked, fold_number
-from afcli._render import as_dict, as_text
-from afcli._runview import call_detail
 from afcore.errors import RecordingError
+from afcore.readmodel import (
+    CallNotFoundError,
+    CallUnreadableError,
+    as_dict,
+    as_text,
+    call_detail,
+    checked,
+    fold_number,
+)
 from tui.recording import LensRecording
 from tui.timeline import FoldMark, Mark, Timeline
 
@@ -67,8 +72,8 @@ def call_view(rec: LensRecording, timeline: Timeline, n: int) -> CallView:
     try:
         with rec.scoped(walk_lines(rec, timeline, mark, previous)):
             detail = call_detail(rec, n)
-    except CliError as e:
-        return CallView(mark, None, e.message, events, more)
+    except (CallNotFoundError, CallUnreadableError) as e:
+        return CallView(mark, None, str(e), events, more)
     except (RecordingError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
         return CallView(mark, None, f"call {n} cannot be read: {e}", events, more)
     shown = {f["fold"] for f in detail.get("folds") or []}

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from afcli._render import as_dict, as_text
 from afcore.errors import RecordingError
+from afcore.readmodel import as_dict, as_text
 from tui.recording import LensRecording
 from tui.timeline import Timeline
 

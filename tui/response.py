@@ -14,8 +14,17 @@ import orjson
 from rich.text import Text
 from textual.visual import VisualType
 
-from afcli._folds import fold_text, refusal_texts
-from afcli._render import as_dict, as_text, ms_text, plural, safe, status_style, usage_text
+from afcore.readmodel import (
+    as_dict,
+    as_text,
+    fold_text,
+    ms_text,
+    plural,
+    refusal_texts,
+    safe,
+    status_style,
+    usage_text,
+)
 from tui.data import CallView
 from tui.items import Item, Part, heading, row
 from tui.slots import ARGS

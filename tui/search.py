@@ -26,9 +26,9 @@ from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from afcli._render import line as one_line
-from afcli._render import safe
 from afcore.errors import RecordingError
+from afcore.readmodel import line as one_line
+from afcore.readmodel import safe
 from tui.items import Item, ItemList
 from tui.locate import Place, locate
 from tui.recording import LensRecording

@@ -14,9 +14,17 @@ from typing import Any
 from rich.text import Text
 from textual.visual import VisualType
 
-from afcli._folds import checked, fold_text, reasons_text, seam_text
-from afcli._render import as_dict, as_text, plural, safe
 from afcore.errors import RecordingError
+from afcore.readmodel import (
+    as_dict,
+    as_text,
+    checked,
+    fold_text,
+    plural,
+    reasons_text,
+    safe,
+    seam_text,
+)
 from tui.data import CallView
 from tui.items import Item, Part, Row, heading, row, rule
 from tui.recording import LensRecording

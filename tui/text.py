@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from afcli._render import args_text, as_text, line, safe
+from afcore.readmodel import args_text, as_text, line, safe
 
 __all__ = [
     "PREVIEW_CHARS",

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from afcli._folds import SUMMARIZER, checked, fold_number
 from afcore.errors import RecordingError
+from afcore.readmodel import SUMMARIZER, checked, fold_number
 from tui.recording import LensRecording
 
 __all__ = ["FoldMark", "Mark", "Timeline", "build"]

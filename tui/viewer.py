@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
-from afcli._render import plural, safe
+from afcore.readmodel import plural, safe
 from tui.text import literal
 
 __all__ = ["Viewer", "fold_lines"]

@@ -14,9 +14,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static, Tree
 
-from afcli._render import line as one_line
-from afcli._render import safe
 from afcore.errors import AfError
+from afcore.readmodel import line as one_line
+from afcore.readmodel import safe
 from afcore.why import NeverWrittenError, Node, Slice, why
 from tui.recording import LensRecording
 

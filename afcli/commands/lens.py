@@ -9,7 +9,7 @@ import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
 
-__all__ = ["lens"]
+__all__ = ["lens", "run_lens"]
 
 
 @command
@@ -34,12 +34,17 @@ def lens(
 
     Keys: ← → move a call, / searches, w says why, ? lists them all, q quits.
     """
-    from afcore.errors import RecordingError
-    from tui.app import open_app
+    run_lens(_newest() if run is None else _resolve(run), follow=follow)
 
-    path = _newest() if run is None else _resolve(run)
+
+def run_lens(path: Path, *, follow: bool = False) -> None:
+    """Open the Lens on ``path`` in this terminal until it is left: the one place a command
+    starts the Lens (``af lens``, ``af run --lens``)."""
+    from afcore.errors import RecordingError
+    from tui import make_lens_app
+
     try:
-        app = open_app(path, follow=follow)
+        app = make_lens_app(path, follow=follow)
     except RecordingError as e:
         raise CliError(str(e), EXIT_FAILED) from None
     app.run()

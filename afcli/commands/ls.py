@@ -70,7 +70,8 @@ def _newest_first(folder: Path) -> list[Path]:
 def _table(entries: list[dict[str, Any]]) -> None:
     from rich.text import Text
 
-    from afcli._render import line, out_console, status_style
+    from afcli._render import out_console
+    from afcore.readmodel import line, status_style
 
     rows = []
     for e in entries:

@@ -104,8 +104,9 @@ def run(
     from rich.text import Text
 
     from afcli._progress import Progress
-    from afcli._render import err_console, out_console, print_json, safe
+    from afcli._render import err_console, out_console, print_json
     from afcore.errors import AfError
+    from afcore.readmodel import safe
 
     built, source, text = _load(agent, message, demo)
     if model is not None:
@@ -192,9 +193,8 @@ def _run_in_lens(agent: Agent, text: str) -> None:
     import threading
     import time
 
-    from afcore.errors import RecordingError
+    from afcli.commands.lens import run_lens
     from afcore.recording import default_dir, new_run_id
-    from tui.app import open_app
 
     assert agent.recording is not None  # _prepare made it record
     run_id = agent.recording.run_id or new_run_id(agent.recording.now())
@@ -217,10 +217,7 @@ def _run_in_lens(agent: Agent, text: str) -> None:
             raise CliError(f"the run wrote no recording at {path} in 10 s", EXIT_FAILED)
         time.sleep(0.02)
     if path.exists() and path.stat().st_size:
-        try:
-            open_app(path, follow=True).run()
-        except RecordingError as e:
-            raise CliError(str(e), EXIT_FAILED) from None
+        run_lens(path, follow=True)
     worker.join()
     if failure and agent.last_result is None:
         raise failure[0]

@@ -9,25 +9,24 @@ from rich.console import Console
 from rich.text import Text
 
 from afcli._errors import command
-from afcli._folds import checked, fold_text, refusal_texts, seam_text
 from afcli._params import RunArg
-from afcli._render import (
+from afcli._render import block, fit, out_console, print_indented, print_json
+from afcore.readmodel import (
     args_text,
     as_dict,
     as_text,
-    block,
-    fit,
+    checked,
+    evidence_text,
+    fold_text,
     line,
     ms_text,
-    out_console,
     plural,
-    print_indented,
-    print_json,
+    refusal_texts,
     safe,
+    seam_text,
     status_style,
     usage_text,
 )
-from afcli._runview import evidence_text
 
 __all__ = ["show"]
 
@@ -48,7 +47,8 @@ def show(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Show a recorded run: each call's slot sizes, tool calls and results, and the outcome."""
-    from afcli._runview import call_detail, open_run, overview
+    from afcli._runs import open_run
+    from afcore.readmodel import call_detail, overview
 
     with open_run(run) as rec:
         if call is not None:

@@ -30,7 +30,7 @@ def verify(
     from pydantic import ValidationError
 
     from afcli._render import print_json
-    from afcli._runview import open_run
+    from afcli._runs import open_run
     from afcore.recording import verify as check
 
     try:
@@ -79,7 +79,8 @@ def _unopenable(message: str, line: int = 1) -> dict[str, Any]:
 def _print(data: dict[str, Any]) -> None:
     from rich.text import Text
 
-    from afcli._render import err_console, line, out_console, plural, safe
+    from afcli._render import err_console, out_console
+    from afcore.readmodel import line, plural, safe
 
     console = out_console()
     for p in data["problems"]:

@@ -90,7 +90,7 @@ def why(
     ```
     """
     from afcli._render import print_json
-    from afcli._runview import open_run
+    from afcli._runs import open_run
     from afcore.why import NeverWrittenError, UnknownPositionError, keys
     from afcore.why import why as slice_of
 
@@ -137,7 +137,8 @@ why.__doc__ = inspect.cleandoc(why.__doc__ or "") + "\n\n" + KEYS_HELP
 def _print_keys(rows: list[tuple[str, str, str]]) -> None:
     from rich.table import Table
 
-    from afcli._render import out_console, safe
+    from afcli._render import out_console
+    from afcore.readmodel import safe
 
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     table.add_column("key")
@@ -193,7 +194,7 @@ def _tree(result: Slice) -> Tree:
 def _line(result: Slice, rsid: str, edge: object) -> Text:
     from rich.text import Text
 
-    from afcli._render import safe
+    from afcore.readmodel import safe
     from afcore.why import Edge
 
     node = result.nodes[rsid]
@@ -217,6 +218,6 @@ def _line(result: Slice, rsid: str, edge: object) -> Text:
 def _plain(words: str, style: str) -> Text:
     from rich.text import Text
 
-    from afcli._render import safe
+    from afcore.readmodel import safe
 
     return Text(safe(words), style=style)

@@ -1,6 +1,6 @@
 """The recording: each run written as one JSONL file, and read back.
 
-``open(path)`` gives a :class:`Recording`: its header, its records, its calls, each call's
+``open_recording(path)`` gives a :class:`Recording`: its header, its records, its calls, each call's
 request rebuilt exactly, and the check of its hash. ``verify(recording)`` checks it all.
 """
 
@@ -30,8 +30,14 @@ from afcore.recording._models import (
     UsageInfo,
 )
 from afcore.recording._paths import default_dir, new_run_id, resolve_run
-from afcore.recording._reader import MAX_LINE, CallCheck, Problem, Recording, TornTail
-from afcore.recording._reader import open_recording as open
+from afcore.recording._reader import (
+    MAX_LINE,
+    CallCheck,
+    Problem,
+    Recording,
+    TornTail,
+    open_recording,
+)
 from afcore.recording._redaction import Redaction
 from afcore.recording._verify import VerifyReport, verify
 from afcore.recording._writer import Recorder
@@ -71,7 +77,7 @@ __all__ = [
     "content_hash",
     "default_dir",
     "new_run_id",
-    "open",
+    "open_recording",
     "resolve_run",
     "verify",
 ]

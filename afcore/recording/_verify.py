@@ -17,7 +17,7 @@ from afcore.recording._models import (
     UnknownRecord,
 )
 from afcore.recording._reader import CallCheck, Problem, Recording, TornTail
-from afcore.recording._window_check import LiveWindow
+from afcore.recording._window_check import WindowReplay
 
 __all__ = ["VerifyReport", "verify"]
 
@@ -50,7 +50,7 @@ def verify(rec: Recording) -> VerifyReport:
     """Rebuild every call and check its hash; check sequence numbers, reads, refs and blobs,
     and that each call's window is the one the folds before it left."""
     report = VerifyReport(torn_tail=rec.torn_tail, unknown_records=rec.unknown_records)
-    window = LiveWindow(rec.value)
+    window = WindowReplay(rec.value)
     problems = report.problems
     written: dict[int, set[str]] = {}
     """seq -> keys that commit wrote"""

@@ -16,13 +16,13 @@ from typing import Any
 
 from afcore.recording._models import Call, Commit, ContextEvicted, Reply
 
-__all__ = ["LiveWindow"]
+__all__ = ["WindowReplay"]
 
 _LIMIT = 10_000_000
 """Larger ranges than this are not expanded (a hostile file could name 10**30 messages)."""
 
 
-class LiveWindow:
+class WindowReplay:
     def __init__(self, value: Callable[[Any], Any]) -> None:
         self._value = value
         self.live: list[int] = []

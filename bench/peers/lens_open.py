@@ -22,7 +22,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from bench.peers._screen import peak_rss_mb, screen_text  # noqa: E402
-from tui.app import LensScreen, open_app  # noqa: E402
+from tui.app import LensScreen, make_lens_app  # noqa: E402
 
 SIZE = (120, 40)
 
@@ -40,7 +40,7 @@ async def _until(app: Any, act: Callable[[], None], position: str) -> float:
 
 
 async def probe(path: Path, first_words: str, limit: float) -> dict[str, object]:
-    app = open_app(path)
+    app = make_lens_app(path)
     async with app.run_test(size=SIZE):
         first = None
         while time.perf_counter() - START < limit:

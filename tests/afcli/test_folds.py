@@ -31,7 +31,7 @@ def lines(ran: Ran) -> list[str]:
 def folds_of(path: Path) -> list[dict[str, Any]]:
     """The fold values a recording's window stages wrote, in order."""
     out = []
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         for _, record in r.records():
             if isinstance(record, rec.Commit) and record.stage == "window":
                 out.append(r.value(record.writes[0]))
@@ -57,7 +57,7 @@ def test_run_demo_compaction_runs_the_research_demo(compaction_run: dict[str, An
     assert (compaction_run["iterations"], compaction_run["calls"]) == (12, 14)
     # Counted (authoritative) usage, which is what lets a token threshold act.
     assert compaction_run["usage"].get("estimated") is not True
-    with rec.open(compaction_run["recording"]) as r:
+    with rec.open_recording(compaction_run["recording"]) as r:
         assert r.header.agent.name == "research-demo"
         assert r.header.agent.source == "afcore.demos.compaction:build_agent"
         assert r.header.config.window == {
@@ -78,7 +78,7 @@ def test_af_run_alone_and_run_demo_trip_run_the_same_trip_demo(
     assert plain.code == named.code == 0, (plain.err, named.err)
     assert plain.json()["answer"] == named.json()["answer"]
     for ran in (plain, named):
-        with rec.open(ran.json()["recording"]) as r:
+        with rec.open_recording(ran.json()["recording"]) as r:
             assert r.header.agent.source == "afcore.demos.trip:build_agent"
             assert r.header.config.window is None
 
@@ -99,7 +99,7 @@ def test_run_demo_takes_a_message(invoke: Invoke, tmp_path: Path) -> None:
         "run", "--demo", "sliding", "Which supplier passed its audit?", "--json", "--out", tmp_path
     )
     assert ran.code == 0, ran.err
-    with rec.open(ran.json()["recording"]) as r:
+    with rec.open_recording(ran.json()["recording"]) as r:
         assert r.header.agent.source == "afcore.demos.compaction:build_sliding_agent"
         assert r.header.config.window == {"strategy": "sliding_window", "keep_recent_turns": 2}
     # `af run demo --demo NAME MESSAGE` reads the same.

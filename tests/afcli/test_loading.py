@@ -38,7 +38,7 @@ def ran_ok(ran: Ran) -> dict[str, object]:
 
 
 def source_of(outcome: dict[str, object]) -> str | None:
-    with recording.open(str(outcome["recording"])) as rec:
+    with recording.open_recording(str(outcome["recording"])) as rec:
         return rec.header.agent.source
 
 

@@ -80,7 +80,7 @@ def test_show_call_json_is_the_request_as_sent(invoke: Invoke, demo: dict[str, A
     assert call["response"]["tool_calls"][0]["name"] == "read_skill"
     assert call["messages"][0]["writer"] == "seed#0"
     # What the file holds hashes to what was sent: the same check verify makes.
-    with recording.open(demo["recording"]) as rec:
+    with recording.open_recording(demo["recording"]) as rec:
         assert call["hash"] == rec.call(2).hash == call["rebuilt_hash"]
         request = rec.request(2)
     assert canonical(as_sent(call, "messages")) == canonical(request["messages"])

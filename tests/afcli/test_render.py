@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from afcli._render import args_text, line, safe
+from afcore.readmodel import args_text, line, safe
 
 
 @pytest.mark.parametrize(

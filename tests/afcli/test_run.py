@@ -74,7 +74,7 @@ def test_the_demo_answers_from_its_tools_and_records_the_run(
     assert demo["usage"]["input_tokens"] > 0 and demo["usage"]["estimated"] is True
     path = Path(demo["recording"])
     assert path.parent == tmp_path / "runs" and path.name == f"{demo['run_id']}.jsonl"
-    with recording.open(path) as rec:
+    with recording.open_recording(path) as rec:
         assert rec.header.agent.name == "trip-demo"
         assert rec.header.agent.source == "afcore.demos.trip:build_agent"
         assert rec.end is not None and rec.end.status == "answer"
@@ -192,7 +192,7 @@ def test_max_iterations_is_stated_and_exits_1(invoke: Invoke, tmp_path: Path) ->
     outcome = ran.json()
     assert outcome["status"] == "max_iterations" and outcome["iterations"] == 2
     assert "limit of 2 iterations without an answer" in ran.err
-    with recording.open(outcome["recording"]) as rec:
+    with recording.open_recording(outcome["recording"]) as rec:
         assert rec.end is not None and rec.end.status == "max_iterations"
 
 
@@ -214,7 +214,7 @@ def test_a_run_that_fails_exits_1_with_the_error_and_its_recording(
     assert outcome["status"] == "error" and "scripted" in outcome["error"]
     assert "Traceback" not in ran.err
     assert "error: the run failed: the mock has 0 scripted replies" in ran.err
-    with recording.open(outcome["recording"]) as rec:
+    with recording.open_recording(outcome["recording"]) as rec:
         assert rec.end is not None and rec.end.status == "error"
 
 
@@ -259,7 +259,7 @@ def test_an_interrupted_run_exits_130_and_records_it(invoke: Invoke, tmp_path: P
     ran = invoke("run", path, "go", "--out", tmp_path / "runs")
     assert ran.code == 130
     (recorded,) = (tmp_path / "runs").glob("*.jsonl")
-    with recording.open(recorded) as rec:
+    with recording.open_recording(recorded) as rec:
         assert rec.end is not None and rec.end.status == "interrupted"
 
 
@@ -285,7 +285,7 @@ def test_the_recording_names_the_agent_as_given_without_absolute_paths(
     ]:
         ran = invoke("run", given, "hi", "--json", "--out", "runs")
         assert ran.code == 0, ran.err
-        with recording.open(ran.json()["recording"]) as rec:
+        with recording.open_recording(ran.json()["recording"]) as rec:
             assert rec.header.agent.source == source
         assert str(tmp_path) not in Path(ran.json()["recording"]).read_text()
 
@@ -381,7 +381,7 @@ def test_run_lens_follows_the_recording_as_it_is_written(
                 (self.path, self.follow, self.path.read_bytes().startswith(b'{"t":"header"'))
             )
 
-    monkeypatch.setattr(tui.app, "open_app", lambda path, follow=False: Shown(path, follow))
+    monkeypatch.setattr(tui, "make_lens_app", lambda path, follow=False: Shown(path, follow))
     ran = invoke("run", "--lens", "--out", tmp_path)
     assert ran.code == 0, ran.err
     assert ran.out.startswith("The forecast for Lisbon")

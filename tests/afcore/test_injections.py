@@ -50,7 +50,7 @@ def injected(request: Request) -> list[str]:
 
 def decisions(path: Path) -> list[dict[str, Any]]:
     """The decisions blob of every inject commit, in order."""
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         out = []
         for _, record in r.records():
             if isinstance(record, rec.Commit) and record.stage == "inject":
@@ -176,7 +176,7 @@ def test_skill_activation_changes_the_tools_slot_from_the_next_call(tmp_path: Pa
     assert injected(seen[0]) == [] and injected(seen[1]) == ["Refund within 30 days."]
     assert seen[1].tools[1].source.kind == "skill" and seen[1].tools[1].source.id == "refunds"
     assert agent.last_recording is not None
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         assert [t.source.kind for t in r.tools(2)] == ["skill", "skill"]
         assert rec.verify(r).ok
 
@@ -240,7 +240,7 @@ def test_stable_content_comes_first_with_cache_breakpoints_in_the_rebuilt_reques
     expected = [{"slot": "system", "index": 1}, {"slot": "tools", "index": 0}]
     assert [c.to_json() for c in seen[0].cache] == expected
     assert agent.last_recording is not None
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         assert r.request(1)["cache"] == expected
         assert [s.source.cache for s in r.segments(1)] == [None, "always", "never"]
         assert r.check_call(1).ok
@@ -365,7 +365,7 @@ def test_injected_messages_are_sent_not_remembered_and_stored_once(tmp_path: Pat
     assert agent.last_recording is not None
     text = agent.last_recording.read_text()
     assert text.count('"content":"Keep going."') == 1
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         windows = [r.call(n).window for n in (1, 2, 3)]
         assert rec.verify(r).ok
         nudge = windows[0][-1]
@@ -454,7 +454,7 @@ def test_an_iteration_at_which_nothing_changed_writes_no_inject_stage(tmp_path: 
     )
     agent.run("go")
     assert agent.last_recording is not None
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         injects = [
             c.iter for _, c in r.records() if isinstance(c, rec.Commit) and c.stage == "inject"
         ]
@@ -484,7 +484,7 @@ def test_a_long_prompt_that_changes_at_its_end_is_stored_as_a_delta(tmp_path: Pa
     ]
     assert len(lists) == 1 and lists[0]["keep"] == 40  # the 40 guidelines are named, not restated
     assert lists[0]["then"][0]["text"] == "Now wrap up."
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         assert rec.verify(r).ok
         assert [s.text for s in r.segments(2)][-2:] == ["Guideline 39.", "Now wrap up."]
         assert len(r.segments(1)) == 40 and r.check_call(2).ok

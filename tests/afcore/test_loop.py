@@ -113,7 +113,7 @@ def test_provider_error_is_recorded_then_raised() -> None:
     assert lines[-1]["t"] == "run_end" and lines[-1]["status"] == "error"
     assert "call 2" in lines[-1]["error"]["message"]
     # What was sent before the failure is still there and still verifies.
-    report = rec.verify(rec.open(path))
+    report = rec.verify(rec.open_recording(path))
     assert report.ok and report.calls == 2
 
 

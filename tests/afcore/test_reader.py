@@ -13,7 +13,7 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def test_valid_fixture_reads_and_verifies() -> None:
-    with rec.open(FIXTURES / "valid.jsonl") as r:
+    with rec.open_recording(FIXTURES / "valid.jsonl") as r:
         assert r.header.agent.name == "orders"
         assert r.problems == [] and r.torn_tail is None
         assert r.call_count == 2 and r.message_count == 4
@@ -28,7 +28,7 @@ def test_valid_fixture_reads_and_verifies() -> None:
 
 
 def test_torn_last_line_is_reported_and_the_rest_read() -> None:
-    with rec.open(FIXTURES / "torn.jsonl") as r:
+    with rec.open_recording(FIXTURES / "torn.jsonl") as r:
         assert r.torn_tail is not None
         assert r.torn_tail.line == r.line_count + 1
         assert r.end is None  # the torn line was the run_end
@@ -39,7 +39,7 @@ def test_torn_last_line_is_reported_and_the_rest_read() -> None:
 
 
 def test_malformed_line_is_reported_by_line_number() -> None:
-    with rec.open(FIXTURES / "malformed.jsonl") as r:
+    with rec.open_recording(FIXTURES / "malformed.jsonl") as r:
         assert [p.line for p in r.problems] == [5]
         assert "not valid JSON" in r.problems[0].message
         report = rec.verify(r)
@@ -48,7 +48,7 @@ def test_malformed_line_is_reported_by_line_number() -> None:
 
 
 def test_unknown_record_type_is_kept_opaque_and_is_not_a_failure() -> None:
-    with rec.open(FIXTURES / "unknown_record.jsonl") as r:
+    with rec.open_recording(FIXTURES / "unknown_record.jsonl") as r:
         assert r.unknown_records == 1
         kept = [x for _, x in r.records() if isinstance(x, UnknownRecord)]
         assert kept[0].t == "hologram" and kept[0].model_extra == {"payload": {"x": 1}}
@@ -58,7 +58,7 @@ def test_unknown_record_type_is_kept_opaque_and_is_not_a_failure() -> None:
 
 def test_newer_major_version_is_refused_clearly() -> None:
     with pytest.raises(UnsupportedVersionError, match=r"version 2\.0, newer than this af reads"):
-        rec.open(FIXTURES / "future_version.jsonl")
+        rec.open_recording(FIXTURES / "future_version.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -75,15 +75,15 @@ def test_files_that_are_not_recordings(tmp_path: Path, content: bytes, words: st
     path = tmp_path / "x.jsonl"
     path.write_bytes(content)
     with pytest.raises(RecordingFormatError, match=words) as info:
-        rec.open(path)
+        rec.open_recording(path)
     assert info.value.path == path
 
 
 def test_missing_file_and_folder(tmp_path: Path) -> None:
     with pytest.raises(RecordingFormatError, match="no such file"):
-        rec.open(tmp_path / "nope.jsonl")
+        rec.open_recording(tmp_path / "nope.jsonl")
     with pytest.raises(RecordingFormatError, match="is a folder"):
-        rec.open(tmp_path)
+        rec.open_recording(tmp_path)
 
 
 def test_a_huge_line_is_skipped_without_loading_it(tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_a_huge_line_is_skipped_without_loading_it(tmp_path: Path) -> None:
     lines = (FIXTURES / "valid.jsonl").read_bytes().splitlines(keepends=True)
     huge = b'{"t":"blob","id":"x","value":"' + b"A" * (50 * 1024 * 1024) + b'"}\n'
     path.write_bytes(b"".join(lines[:3]) + huge + b"".join(lines[3:]))
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         assert [p.line for p in r.problems] == [4]
         assert "50.0 MB, over the 32.0 MB" in r.problems[0].message
         assert r.call_count == 2 and r.check_call(2).ok
@@ -111,7 +111,10 @@ def test_resolve_run_by_path_id_and_prefix(tmp_path: Path) -> None:
 
 
 def test_call_out_of_range_says_the_range() -> None:
-    with rec.open(FIXTURES / "valid.jsonl") as r, pytest.raises(IndexError, match="calls 1 to 2"):
+    with (
+        rec.open_recording(FIXTURES / "valid.jsonl") as r,
+        pytest.raises(IndexError, match="calls 1 to 2"),
+    ):
         r.call(3)
 
 

@@ -54,7 +54,7 @@ def test_every_call_is_rebuilt_exactly_as_it_was_sent(tmp_path: Path) -> None:
     agent, sent = weather_agent(tmp_path)
     agent.run("weather?")
     assert agent.last_recording is not None
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         assert r.call_count == 3
         for n, request in enumerate(sent, start=1):
             assert canonical(r.request(n)) == canonical(request)
@@ -81,7 +81,7 @@ def test_a_changed_byte_fails_verification(tmp_path: Path) -> None:
     assert path is not None
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_bytes(path.read_bytes().replace(b"city1: 22C", b"city1: 23C"))
-    with rec.open(tampered) as r:
+    with rec.open_recording(tampered) as r:
         report = rec.verify(r)
     assert not report.ok
     messages = " ".join(p.message for p in report.problems)
@@ -155,7 +155,7 @@ def test_secrets_from_the_environment_never_reach_the_file(
     assert "ANTHROPIC_API_KEY" in header["redaction"]["env"]
     end = orjson.loads(data.splitlines()[-1])
     assert end["redactions"] >= 4
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         assert rec.verify(r).ok
 
 
@@ -179,7 +179,7 @@ def test_the_header_says_what_ran(tmp_path: Path) -> None:
     agent, _ = weather_agent(tmp_path)
     agent.run("weather?")
     assert agent.last_recording is not None
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         h = r.header
     assert (h.format, h.version, h.run_id) == ("af.recording", "1.1", "test-run")
     assert h.started_at == "2026-01-02T03:04:05.678+00:00"

@@ -82,7 +82,7 @@ def of(path: Path | None, t: str) -> list[dict[str, Any]]:
 
 def verified(path: Path | None) -> None:
     assert path is not None
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         report = rec.verify(r)
     assert report.ok, [str(p) for p in report.problems]
     assert report.verified == report.calls

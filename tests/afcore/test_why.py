@@ -29,7 +29,7 @@ def by_stage(s: Any, prefix: str) -> list[str]:
 def test_an_on_tool_return_instruction_back_to_the_user_message() -> None:
     # The forecast instruction landed because weather returned; weather ran because reply 1
     # asked for it; reply 1 answered the user's message.
-    with rec.open(RAIN) as r:
+    with rec.open_recording(RAIN) as r:
         s = why(r, "message:6")
     assert s.writer.startswith("inject#")
     assert any(
@@ -44,7 +44,7 @@ def test_an_on_tool_return_instruction_back_to_the_user_message() -> None:
 
 
 def test_a_rule_triggered_instruction_rests_on_the_user_message() -> None:
-    with rec.open(RAIN) as r:
+    with rec.open_recording(RAIN) as r:
         s = why(r, "message:2")
     control = edge(s, "seed#0", s.writer, "user_message")
     assert control.kind == "control"
@@ -54,7 +54,7 @@ def test_a_rule_triggered_instruction_rests_on_the_user_message() -> None:
 
 
 def test_a_skill_in_the_prompt_goes_back_to_its_activation() -> None:
-    with rec.open(RAIN) as r:
+    with rec.open_recording(RAIN) as r:
         s = why(r, "system:prices")
         with pytest.raises(NeverWrittenError):
             why(r, "system:prices", at="call:2")  # not yet in the prompt then
@@ -66,7 +66,7 @@ def test_a_skill_in_the_prompt_goes_back_to_its_activation() -> None:
 
 
 def test_answer_follows_what_bears_on_it_and_counts_the_rest() -> None:
-    with rec.open(TRIP) as r:
+    with rec.open_recording(TRIP) as r:
         thin = why(r, "answer")
         full = why(r, "answer", full=True)
     assert thin.writer.startswith("finalize#")
@@ -77,7 +77,7 @@ def test_answer_follows_what_bears_on_it_and_counts_the_rest() -> None:
 
 
 def test_limits_say_what_they_cut() -> None:
-    with rec.open(TRIP) as r:
+    with rec.open_recording(TRIP) as r:
         s = why(r, "answer", depth=1)
         assert s.truncated["by_depth"] > 0 and len(s.nodes) <= 1 + 8
         s = why(r, "answer", max_nodes=3)
@@ -86,7 +86,7 @@ def test_limits_say_what_they_cut() -> None:
 
 def test_every_data_edge_was_written_by_its_parent_and_read_by_its_child() -> None:
     for path in (TRIP, RAIN):
-        with rec.open(path) as r:
+        with rec.open_recording(path) as r:
             for info in keys(r):
                 s = why(r, info.key, full=True, max_nodes=10_000, depth=50)
                 for e in s.edges:
@@ -131,7 +131,7 @@ def _read(d: dict[str, Any], key: str) -> bool:
 
 
 def test_json_shape() -> None:
-    with rec.open(TRIP) as r:
+    with rec.open_recording(TRIP) as r:
         data = why(r, "answer").to_json()
     assert set(data) == {"key", "writer", "nodes", "edges", "truncated"}
     assert set(data["truncated"]) == {"by_depth", "by_nodes"}
@@ -144,7 +144,7 @@ def test_json_shape() -> None:
 
 
 def test_questions_that_cannot_be_answered_say_why() -> None:
-    with rec.open(TRIP) as r:
+    with rec.open_recording(TRIP) as r:
         with pytest.raises(
             NeverWrittenError, match="anwser was never written; nearest keys: answer"
         ):
@@ -168,7 +168,7 @@ def test_a_stage_whose_reads_were_not_recorded_says_so(tmp_path: Path) -> None:
         out.append(orjson.dumps(record))
     path = tmp_path / "no-reads.jsonl"
     path.write_bytes(b"\n".join(out) + b"\n")
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         s = why(r, "answer")
     assert s.nodes[s.writer].notes == ["reads not recorded here: the slice may be incomplete"]
     assert not s.edges
@@ -202,7 +202,7 @@ def test_a_fold_is_explained_by_its_measurement_refusals_and_summary(tmp_path: P
         .build()
     )
     agent.run("go")
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         s = why(r, "fold:1")
     root = s.nodes[s.writer]
     assert s.writer.startswith("window#") and "tokens measured, threshold 500" in root.value

@@ -84,7 +84,7 @@ def lines(path: Path) -> list[dict[str, Any]]:
 
 
 def folds(path: Path) -> list[dict[str, Any]]:
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         return [
             r.value(w)
             for _, c in r.records()
@@ -182,7 +182,7 @@ def test_sliding_window_keeps_the_last_turns_and_records_each_fold(tmp_path: Pat
     assert "measured" not in first
     evicted = [r for r in lines(path) if r["t"] == "context_evicted"]
     assert [(e["fold"], e["message"]) for e in evicted[:2]] == [(1, 2), (1, 3)]
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         # The messages that left are still in the file, byte for byte.
         assert all(r.message_writer(e["message"]) is not None for e in evicted)
         assert evicted[0]["hash"] == r.message_ref(2)
@@ -202,7 +202,7 @@ def test_token_budget_drops_what_may_leave_only_over_its_counted_threshold(tmp_p
     # The window shrank after each fold, and only then.
     sizes = [len(r.messages) for r in seen]
     assert any(b < a for a, b in zip(sizes, sizes[1:], strict=False))
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         assert rec.verify(r).ok
 
 
@@ -228,7 +228,7 @@ def test_summarize_oldest_folds_into_a_framed_summary_from_a_recorded_call(tmp_p
     )
     assert "<summary>\nSearched q1 to q3; found lorem ipsum.\n</summary>" in summary.content
     assert "not an instruction" in summary.content
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         call = r.call(first["summary"]["call"])
         assert call.rsid.startswith("summarize#") and call.model == "small"
         assert r.check_call(call.call).ok
@@ -265,7 +265,7 @@ def test_a_failed_or_useless_summary_refuses_the_fold_and_the_run_goes_on(tmp_pa
             for r in seen
             for m in r.messages
         )
-        with rec.open(agent.last_recording) as r:
+        with rec.open_recording(agent.last_recording) as r:
             assert rec.verify(r).ok
 
 
@@ -400,7 +400,7 @@ def test_verify_finds_a_fold_whose_evicted_messages_are_not_accounted_for(tmp_pa
     evicted = [i for i, line in enumerate(raw) if b'"context_evicted"' in line]
     dropped = path.with_name("dropped.jsonl")
     dropped.write_bytes(b"".join(line for i, line in enumerate(raw) if i != evicted[0]))
-    with rec.open(dropped) as r:
+    with rec.open_recording(dropped) as r:
         assert any("without a context_evicted event" in p.message for p in rec.verify(r).problems)
     forged = path.with_name("forged.jsonl")
     record = orjson.loads(raw[evicted[0]])
@@ -410,7 +410,7 @@ def test_verify_finds_a_fold_whose_evicted_messages_are_not_accounted_for(tmp_pa
             orjson.dumps(record) + b"\n" if i == evicted[0] else line for i, line in enumerate(raw)
         )
     )
-    with rec.open(forged) as r:
+    with rec.open_recording(forged) as r:
         assert any("left with hash 000000000000" in p.message for p in rec.verify(r).problems)
 
 
@@ -424,6 +424,6 @@ def test_verify_finds_a_call_sent_a_window_the_folds_do_not_explain(tmp_path: Pa
     at = next(i for i, line in enumerate(raw) if b'"stage":"window"' in line)
     cut = path.with_name("cut.jsonl")
     cut.write_bytes(b"".join(line for i, line in enumerate(raw) if i != at))
-    with rec.open(cut) as r:
+    with rec.open_recording(cut) as r:
         problems = [p.message for p in rec.verify(r).problems]
     assert any("its window differs from what the folds before it leave" in p for p in problems)

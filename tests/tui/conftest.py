@@ -9,7 +9,7 @@ from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
-from tui.app import LensApp, LensScreen, open_app
+from tui.app import LensApp, LensScreen, make_lens_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "recordings"
@@ -32,7 +32,7 @@ def screen_text(app: App[object]) -> str:
 async def lens(
     path: Path, *, follow: bool = False, size: tuple[int, int] = SIZE
 ) -> AsyncIterator[tuple[LensApp, Pilot[None]]]:
-    app = open_app(path, follow=follow)
+    app = make_lens_app(path, follow=follow)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         yield app, pilot

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from afcli._runview import call_detail
+from afcore.readmodel import call_detail
 from afcore.recording import verify
 from bench.big_recording import write
 from tests.tui.conftest import SAMPLES

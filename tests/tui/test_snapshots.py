@@ -10,7 +10,7 @@ import pytest
 from textual.pilot import Pilot
 
 from tests.tui.conftest import SAMPLES
-from tui.app import open_app
+from tui.app import make_lens_app
 
 SIZE = (110, 34)
 Compare = Callable[..., bool]
@@ -27,7 +27,7 @@ Compare = Callable[..., bool]
     ids=["trip", "rain-skill", "compaction-seam", "sliding"],
 )
 def test_main_screen(snap_compare: Compare, sample: str, press: list[str]) -> None:
-    app = open_app(SAMPLES / f"{sample}.jsonl")
+    app = make_lens_app(SAMPLES / f"{sample}.jsonl")
     assert snap_compare(app, press=press, terminal_size=SIZE)
 
 
@@ -40,5 +40,5 @@ def test_an_open_seam(snap_compare: Compare) -> None:
         await pilot.press("enter")
         await pilot.pause()
 
-    app = open_app(SAMPLES / "sample-compaction.jsonl")
+    app = make_lens_app(SAMPLES / "sample-compaction.jsonl")
     assert snap_compare(app, run_before=open_seam, terminal_size=SIZE)

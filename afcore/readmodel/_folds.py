@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from afcli._render import line, plural, safe
+from afcore.readmodel._text import line, plural, safe
 
 __all__ = [
     "SUMMARIZER",

@@ -1,0 +1,343 @@
+"""What a walk over a recording's records gathers for the views of a run and of a call: the
+values behind writes (a missing blob is a note, not a crash), the injections' decisions, the
+window's folds, and the pieces of a reply, an attempt and an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from afcore.readmodel._folds import SUMMARIZER, fold_number
+from afcore.readmodel._text import as_dict, as_text, evidence_text
+
+if TYPE_CHECKING:
+    from afcore.recording import AttemptInfo, Commit, ErrorEvent, Recording, UsageInfo
+
+__all__ = [
+    "Folds",
+    "Injections",
+    "Resolver",
+    "attempt_json",
+    "error_json",
+    "is_injection",
+    "response_json",
+    "source_json",
+    "usage_json",
+    "window_numbers",
+]
+
+
+def usage_json(usage: UsageInfo | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return usage.model_dump(exclude_defaults=True) | {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+    }
+
+
+def window_numbers(window: Any, most: int) -> Iterator[int]:
+    """The message numbers of a window's ranges, none past ``most`` (the file's messages):
+    a file may name ranges no run wrote (``[1, 10**12]``), and reading them must not hang."""
+    for r in window if isinstance(window, list | tuple) else ():
+        if isinstance(r, list | tuple) and len(r) == 2:
+            a, b = r
+            if isinstance(a, int) and isinstance(b, int):
+                yield from range(max(a, 1), min(b, most) + 1)
+
+
+class Resolver:
+    """Values behind writes; a ref the file does not hold becomes a note, not a crash."""
+
+    def __init__(self, rec: Recording) -> None:
+        self.rec = rec
+        self._lists: dict[str, list[dict[str, Any]] | None] = {}
+        self._chars: dict[str, int | None] = {}
+
+    def value(self, write: Any) -> tuple[Any, str | None]:
+        ref = write.get("ref") if isinstance(write, dict) else getattr(write, "ref", None)
+        if ref is not None and not isinstance(ref, str):
+            return None, f"{as_text(ref)[:40]} is not a blob reference"
+        try:
+            return self.rec.value(write), None
+        except KeyError as e:
+            return None, str(e.args[0]) if e.args else "a value is missing from the file"
+
+    def listed(self, ref: str) -> list[dict[str, Any]] | None:
+        """A call's segment or tool list (shared by calls that sent the same), or None."""
+        if ref not in self._lists:
+            try:
+                value = self.rec.listed(ref)
+            except (KeyError, ValueError, TypeError):
+                value = None
+            ok = isinstance(value, list) and all(isinstance(x, dict) for x in value)
+            self._lists[ref] = value if ok else None
+        return self._lists[ref]
+
+    def system_chars(self, ref: str) -> int | None:
+        """How many characters the system segments of a call's list hold (None: unknown)."""
+        if ref not in self._chars:
+            total: int | None = 0
+            for seg in self.listed(ref) or []:
+                text = seg.get("text")
+                if text is None and seg.get("ref"):
+                    body, _ = self.value({"ref": seg["ref"]})
+                    text = body.get("text") if isinstance(body, dict) else None
+                if not isinstance(text, str) or total is None:
+                    total = None
+                else:
+                    total += len(text)
+            self._chars[ref] = total
+        return self._chars[ref]
+
+
+_NOT_INJECTIONS = {"base", "static", "provider", "configure", "summary", "transcript", "summarizer"}
+"""Source kinds that are not an injection: the builder's text and tools, tool providers,
+what configure() resolved, and what the window strategy wrote (a summary, the transcript
+and system text of its summarizer's call)."""
+
+
+def source_json(source: Any) -> dict[str, Any]:
+    """A recorded source (`SourceInfo`) as a dict without its absent fields."""
+    dumped = source.model_dump(exclude_none=True) if source is not None else {}
+    return dumped if isinstance(dumped, dict) else {}
+
+
+def is_injection(source: dict[str, Any]) -> bool:
+    kind, id = source.get("kind"), source.get("id")
+    # A source read from a slot list is unchecked: anything but strings is no injection's.
+    if not isinstance(kind, str) or not isinstance(id, str) or not id or kind in _NOT_INJECTIONS:
+        return False
+    # The skills' reader is af's own tool, not an injection (its source names the catalog).
+    return not (kind == "skill" and id == "read_skill")
+
+
+def _decision(raw: Any, iteration: int | None = None) -> dict[str, Any] | None:
+    """One decision of an `injections` blob, its fields checked (the file may lie)."""
+    d = as_dict(raw)
+    if not isinstance(d.get("id"), str):
+        return None
+    out: dict[str, Any] = {
+        "id": d["id"],
+        "flavor": as_text(d.get("flavor")) or None,
+        "trigger": as_text(d.get("trigger")) or None,
+        "fired": d.get("fired") is True,
+        "reason": as_text(d.get("reason")),
+    }
+    reads = d.get("reads")
+    if isinstance(reads, list) and reads:
+        # A read of the iteration is stored without its value: it is the stage's own.
+        out["reads"] = {
+            as_text(pair[0]): pair[1] if len(pair) == 2 else iteration
+            for pair in reads
+            if isinstance(pair, list | tuple) and len(pair) in (1, 2)
+        }
+    if d.get("error") is not None:
+        out["error"] = as_text(d.get("error"))
+    return out
+
+
+def _worded(decision: dict[str, Any]) -> dict[str, Any]:
+    """A decision whose reason says what its rule read: the record keeps the evidence as
+    data (`reads`) and the reason as the verdict alone; a person reads both in words. Done
+    when shown, so that a decision carried over to a later iteration says what it read
+    there."""
+    reads = decision.get("reads")
+    reason = decision["reason"]
+    if decision["trigger"] != "rule" or not reads or not reason.startswith("rule returned"):
+        return decision
+    return {**decision, "reason": f"{reason} reading {evidence_text(reads)}"}
+
+
+def _at(decision: dict[str, Any], iteration: int) -> dict[str, Any]:
+    """A decision carried over to a later iteration: a read of the iteration reads that one."""
+    reads = decision.get("reads")
+    if isinstance(reads, dict) and "iteration" in reads:
+        return {**decision, "reads": {**reads, "iteration": iteration}}
+    return decision
+
+
+class Injections:
+    """What the `inject` stages committed, gathered as the records go by: each iteration's
+    decisions, and the injection behind each injected message."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self.decisions: dict[int, list[dict[str, Any]]] = {}
+        """the latest iteration -> its decisions (those recorded, and those carried over)"""
+        self.messages: dict[int, dict[str, Any]] = {}
+        """message n -> the source of the write that put it in the log"""
+        self._last = -1
+
+    def see(self, commit: Commit) -> None:
+        if commit.stage != "inject":
+            return
+        # Each inject stage lists the decisions that changed since the one before; the
+        # others carry over.
+        carried = {d["id"]: _at(d, commit.iter) for d in self.decisions.get(self._last, [])}
+        decisions: list[dict[str, Any]] = list(carried.values())
+        for w in commit.writes:
+            if w.key == "injections":
+                value, _ = self.resolver.value(w)
+                listed = as_dict(value).get("decisions")
+                if isinstance(listed, list):
+                    for d in (_decision(x, commit.iter) for x in listed):
+                        if d is not None:
+                            carried[d["id"]] = d
+                    decisions = list(carried.values())
+            elif w.key.startswith("message:") and w.source is not None:
+                try:
+                    self.messages[int(w.key[8:])] = source_json(w.source)
+                except ValueError:
+                    continue
+        # Only the latest iteration's are kept: memory stays flat however long the run.
+        self.decisions = {commit.iter: decisions}
+        self._last = commit.iter
+
+    def at(self, iteration: int) -> list[dict[str, Any]] | None:
+        """The decisions that held at ``iteration``: an iteration at which nothing changed
+        has no inject stage, and the last one's decisions still hold. None before any."""
+        if self._last < 0 or iteration < self._last:
+            return None
+        decisions = self.decisions[self._last]
+        return decisions if iteration == self._last else [_at(d, iteration) for d in decisions]
+
+    def decided(self, iteration: int) -> dict[str, dict[str, Any]]:
+        return {d["id"]: _worded(d) for d in self.at(iteration) or []}
+
+    def summary(
+        self,
+        iteration: int,
+        sources: list[dict[str, Any]],
+    ) -> dict[str, Any] | None:
+        """The iteration's decisions: every injection evaluated, those that fired, those
+        skipped and why. ``sources``: the sources of what its call was sent (system
+        segments, injected messages, tools). Always-on injections of fixed text are not
+        restated in the decisions (they cannot differ): what the call was sent names them.
+        None when the iteration had no inject stage (an agent without injections)."""
+        held = self.at(iteration)
+        if held is None:
+            return None
+        decided = [_worded(d) for d in held]
+        ids = {d["id"] for d in decided}
+        fired: list[dict[str, Any]] = []
+        for src in sources:
+            if is_injection(src) and src["id"] not in ids:
+                ids.add(src["id"])
+                fired.append(
+                    {
+                        "id": src["id"],
+                        "flavor": src.get("kind"),
+                        "trigger": src.get("trigger"),
+                        "fired": True,
+                        "reason": src.get("reason") or "always",
+                    }
+                )
+        fired += [d for d in decided if d["fired"]]
+        skipped = [d for d in decided if not d["fired"]]
+        return {"evaluated": len(fired) + len(skipped), "fired": fired, "skipped": skipped}
+
+
+class Folds:
+    """What the window strategy committed, gathered as the records go by: each fold, the
+    messages it wrote (the summary, the summarizer's transcript) with their sources, and
+    which calls were its summarizer's."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self.folds: list[dict[str, Any]] = []
+        """each fold's value as written, with its number and its window commit's rsid"""
+        self.messages: dict[int, dict[str, Any]] = {}
+        """message n -> the source of the window or summarize write that put it there"""
+        self.summarizing: dict[str, int] = {}
+        """a summarize stage's rsid -> the fold it summarized for"""
+
+    def see(self, commit: Commit) -> dict[str, Any] | None:
+        """Take a commit in; return the fold it wrote, if it is a window stage's."""
+        if commit.stage not in ("window", "summarize"):
+            return None
+        fold: dict[str, Any] | None = None
+        for w in commit.writes:
+            if w.key.startswith("message:") and w.source is not None:
+                source = source_json(w.source)
+                try:
+                    self.messages[int(w.key[8:])] = source
+                except ValueError:
+                    pass
+                number = fold_number(as_text(source.get("id")))
+                if commit.stage == "summarize" and number is not None:
+                    self.summarizing[commit.rsid] = number
+            n = fold_number(w.key)
+            if commit.stage == "window" and n is not None and fold is None:
+                value, missing = self.resolver.value(w)
+                fold = (value if isinstance(value, dict) else {}) | {
+                    "fold": n,
+                    "rsid": commit.rsid,
+                }
+                if missing:
+                    fold["missing"] = missing
+                self.folds.append(fold)
+        return fold
+
+    def kind(self, rsid: str) -> dict[str, Any]:
+        """``{"kind": "agent"}``, or for a summarizer's call ``{"kind": "summarizer", "fold":
+        n}`` (n None when the file does not say which fold)."""
+        if not rsid.startswith(SUMMARIZER):
+            return {"kind": "agent", "fold": None}
+        return {"kind": "summarizer", "fold": self.summarizing.get(rsid)}
+
+
+def response_json(resolver: Resolver, reply: Any) -> dict[str, Any]:
+    message, missing = resolver.value(reply.writes[0]) if reply.writes else (None, None)
+    content = as_dict(message).get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    out: dict[str, Any] = {
+        "text": "".join(as_text(b.get("text")) for b in blocks if b.get("type") == "text"),
+        "tool_calls": [
+            {"id": b.get("id"), "name": b.get("name"), "args": b.get("args")}
+            for b in blocks
+            if b.get("type") == "tool_call"
+        ],
+        "thinking_chars": sum(
+            len(as_text(b.get("thinking"))) for b in blocks if b.get("type") == "thinking"
+        ),
+        "stop_reason": reply.stop_reason,
+        "usage": usage_json(reply.usage),
+        "model": reply.model,
+        "ms": reply.ms,
+        "decision": reply.decision.model_dump(exclude_defaults=True) if reply.decision else None,
+    }
+    if missing:
+        out["missing"] = missing
+    return out
+
+
+def attempt_json(info: AttemptInfo | None) -> dict[str, Any] | None:
+    """Which attempt a call is, for agents with reliability rules (None for others)."""
+    if info is None:
+        return None
+    return {
+        "n": info.n,
+        "provider": info.provider,
+        "via": info.via,
+        "skipped": [s.model_dump(exclude_defaults=True) for s in info.skipped],
+    }
+
+
+def error_json(record: ErrorEvent) -> dict[str, Any]:
+    """An error event: what failed and, for an attempt at a model call, what came next."""
+    out: dict[str, Any] = {"kind": record.error.kind, "message": record.error.message}
+    for key in ("reason", "status"):
+        value = getattr(record.error, key)
+        if value is not None:
+            out[key] = value
+    if record.error.mid_stream:
+        out["mid_stream"] = True
+    if record.ms is not None:
+        out["ms"] = record.ms
+    if record.decision is not None:
+        out["decision"] = record.decision.model_dump(exclude_defaults=True)
+    if record.attempt is not None:
+        out["attempt"] = attempt_json(record.attempt)
+    return out
