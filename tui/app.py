@@ -24,14 +24,12 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from afcore.errors import RecordingError
-from afcore.readmodel import plural, safe, status_style
-from tui.data import CallView, call_view
+from afcore.readmodel import CallView, Timeline, build, call_view, plural, safe, status_style
+from afcore.recording import Recording, open_recording
 from tui.items import Item, ItemList
-from tui.recording import LensRecording, open_lens
 from tui.response import response_entries
 from tui.scrubber import Scrubber
 from tui.slots import Rows, slot_entries
-from tui.timeline import Timeline, build
 
 if TYPE_CHECKING:
     from tui.search import Match
@@ -51,7 +49,7 @@ _VIEWS = 32
 
 def make_lens_app(path: Path, *, follow: bool = False) -> LensApp:
     """The Lens on ``path``. Raises afcore's RecordingError when it is not a recording."""
-    return LensApp(open_lens(path, upto=PREFIX), follow=follow)
+    return LensApp(open_recording(path, upto=PREFIX), follow=follow)
 
 
 class LensApp(App[None]):
@@ -64,7 +62,7 @@ class LensApp(App[None]):
     #events { width: 2fr; }
     """
 
-    def __init__(self, rec: LensRecording, *, follow: bool = False) -> None:
+    def __init__(self, rec: Recording, *, follow: bool = False) -> None:
         super().__init__()
         self.rec = rec
         self.follow = follow
@@ -92,7 +90,7 @@ class LensScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, rec: LensRecording, *, follow: bool) -> None:
+    def __init__(self, rec: Recording, *, follow: bool) -> None:
         super().__init__()
         self.rec = rec
         self.follow = follow
@@ -169,7 +167,7 @@ class LensScreen(Screen[None]):
         self.notify(safe(message), severity="error", markup=False)
         self._draw_top()
 
-    def _swap(self, rec: LensRecording, timeline: Timeline) -> None:
+    def _swap(self, rec: Recording, timeline: Timeline) -> None:
         marks = self.timeline.marks
         current = marks[self.index].n if marks else None
         at_end = not marks or self.index == len(marks) - 1

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from afcore.errors import RecordingError
-from afcore.readmodel import as_dict, as_text
-from tui.recording import LensRecording
-from tui.timeline import Timeline
+from afcore.readmodel import Timeline, as_dict, as_text
+from afcore.recording import Recording
 
 __all__ = ["Place", "locate"]
 
@@ -34,7 +33,7 @@ class Place:
     """What the line holds, in words: ``message #12``, ``route``..."""
 
 
-def locate(rec: LensRecording, timeline: Timeline, line: int, depth: int = 0) -> Place | None:
+def locate(rec: Recording, timeline: Timeline, line: int, depth: int = 0) -> Place | None:
     if not timeline.marks:
         return None
     kind = rec.kind(line)
@@ -88,7 +87,7 @@ def _after(timeline: Timeline, line: int, what: str, item: str | None = None) ->
     return Place(mark.n, item, what)
 
 
-def _blob(rec: LensRecording, timeline: Timeline, line: int, depth: int) -> Place | None:
+def _blob(rec: Recording, timeline: Timeline, line: int, depth: int) -> Place | None:
     try:
         head = rec.line_bytes(line, 90)
         if head.startswith(b'{"t":"blob","id":"'):
@@ -121,7 +120,7 @@ def _blob(rec: LensRecording, timeline: Timeline, line: int, depth: int) -> Plac
     return locate(rec, timeline, user, depth + 1)
 
 
-def _first_use(rec: LensRecording, line: int, ref: str) -> int | None:
+def _first_use(rec: Recording, line: int, ref: str) -> int | None:
     """The first line after ``line`` that names ``ref``."""
     if len(ref) != 64:
         return None

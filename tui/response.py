@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.visual import VisualType
 
 from afcore.readmodel import (
+    CallView,
     as_dict,
     as_text,
     fold_text,
@@ -25,7 +26,6 @@ from afcore.readmodel import (
     status_style,
     usage_text,
 )
-from tui.data import CallView
 from tui.items import Item, Part, heading, row
 from tui.slots import ARGS
 from tui.text import args_line, flat, preview

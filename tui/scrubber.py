@@ -14,7 +14,7 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-from tui.timeline import Mark
+from afcore.readmodel import Mark
 
 __all__ = ["LEGEND", "Scrubber", "mark_cell"]
 

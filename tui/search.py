@@ -27,12 +27,11 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from afcore.errors import RecordingError
+from afcore.readmodel import Timeline, safe
 from afcore.readmodel import line as one_line
-from afcore.readmodel import safe
+from afcore.recording import Recording
 from tui.items import Item, ItemList
 from tui.locate import Place, locate
-from tui.recording import LensRecording
-from tui.timeline import Timeline
 
 __all__ = ["Match", "SearchScreen", "search"]
 
@@ -55,7 +54,7 @@ def _pattern(query: str) -> re.Pattern[bytes]:
 
 
 def search(
-    rec: LensRecording,
+    rec: Recording,
     timeline: Timeline,
     query: str,
     stop: Callable[[], bool] = lambda: False,
@@ -94,7 +93,7 @@ def search(
             yield min(pos / max(size, 1), 1.0), batch
 
 
-def _match(rec: LensRecording, timeline: Timeline, line: int, wanted: str) -> Match | None:
+def _match(rec: Recording, timeline: Timeline, line: int, wanted: str) -> Match | None:
     try:
         data = rec.raw(line)
     except (ValueError, RecordingError):
@@ -135,7 +134,7 @@ class SearchScreen(ModalScreen[Match | None]):
     SearchScreen Static { height: 1; padding: 0 1; }
     """
 
-    def __init__(self, rec: LensRecording, timeline: Timeline, query: str = "") -> None:
+    def __init__(self, rec: Recording, timeline: Timeline, query: str = "") -> None:
         super().__init__()
         self.rec = rec
         self.timeline = timeline

@@ -16,6 +16,8 @@ from textual.visual import VisualType
 
 from afcore.errors import RecordingError
 from afcore.readmodel import (
+    CallView,
+    FoldMark,
     as_dict,
     as_text,
     checked,
@@ -25,11 +27,9 @@ from afcore.readmodel import (
     safe,
     seam_text,
 )
-from tui.data import CallView
+from afcore.recording import Recording
 from tui.items import Item, Part, Row, heading, row, rule
-from tui.recording import LensRecording
 from tui.text import args_line, preview, source_label
-from tui.timeline import FoldMark
 
 __all__ = ["FOLDED_SHOWN", "ROWS_KEPT", "Rows", "slot_entries"]
 
@@ -46,7 +46,7 @@ Rows = OrderedDict[tuple[Any, ...], tuple["Row", str | None]]
 
 
 def slot_entries(
-    view: CallView, rec: LensRecording, opened: set[int], width: int, rows: Rows | None = None
+    view: CallView, rec: Recording, opened: set[int], width: int, rows: Rows | None = None
 ) -> Iterator[Entry]:
     """The slots' items; ``rows``: messages already drawn, kept from call to call."""
     rows = OrderedDict() if rows is None else rows
@@ -131,7 +131,7 @@ def _messages(
     d: dict[str, Any],
     removed: dict[str, Any],
     since: str,
-    rec: LensRecording,
+    rec: Recording,
     opened: set[int],
     width: int,
     rows: Rows,
@@ -297,7 +297,7 @@ def _message_row(
     return row(gutter, *parts), full if hidden_total else None
 
 
-def _seam(f: dict[str, Any], rec: LensRecording, opened: set[int]) -> Iterator[Entry]:
+def _seam(f: dict[str, Any], rec: Recording, opened: set[int]) -> Iterator[Entry]:
     number = f["fold"]
     is_open = number in opened
     text = Text("▾ " if is_open else "▸ ", style="bold yellow")
@@ -324,7 +324,7 @@ EARLIER = -1
 """The seam number of the folds before the ones a call's own seams show."""
 
 
-def _earlier(folds: list[FoldMark], rec: LensRecording, opened: set[int]) -> Iterator[Entry]:
+def _earlier(folds: list[FoldMark], rec: Recording, opened: set[int]) -> Iterator[Entry]:
     """One seam for the folds before: how many messages they took out, and when."""
     is_open = EARLIER in opened
     count = sum(f.count for f in folds)
@@ -355,7 +355,7 @@ def _earlier(folds: list[FoldMark], rec: LensRecording, opened: set[int]) -> Ite
     yield Text("   ── end of the earlier folds ──", style="dim yellow"), None
 
 
-def _fold_value(rec: LensRecording, mark: FoldMark) -> dict[str, Any]:
+def _fold_value(rec: Recording, mark: FoldMark) -> dict[str, Any]:
     """The fold written on ``mark``'s line, its fields checked."""
     try:
         writes = as_dict(rec.raw(mark.line)).get("writes") or []
@@ -368,7 +368,7 @@ def _fold_value(rec: LensRecording, mark: FoldMark) -> dict[str, Any]:
     return checked(value, mark.number)
 
 
-def _folded(rec: LensRecording, fold: int, n: int) -> Entry:
+def _folded(rec: Recording, fold: int, n: int) -> Entry:
     """A message a fold took out of the window, read back from the file."""
     try:
         msg = as_dict(rec.message(n))

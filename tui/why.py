@@ -17,8 +17,8 @@ from textual.widgets import Static, Tree
 from afcore.errors import AfError
 from afcore.readmodel import line as one_line
 from afcore.readmodel import safe
+from afcore.recording import Recording
 from afcore.why import NeverWrittenError, Node, Slice, why
-from tui.recording import LensRecording
 
 __all__ = ["WhyScreen", "slice_tree"]
 
@@ -89,7 +89,7 @@ class WhyScreen(ModalScreen[int | None]):
     WhyScreen Tree { height: 1fr; }
     """
 
-    def __init__(self, rec: LensRecording, key: str, at: str | None) -> None:
+    def __init__(self, rec: Recording, key: str, at: str | None) -> None:
         super().__init__()
         self.rec = rec
         self.key = key

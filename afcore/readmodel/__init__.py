@@ -5,7 +5,11 @@
 - one call as it was sent (:func:`call_detail`): its three slots rebuilt from the file, with
   the provenance of every piece, the seams where folds changed the window, what changed
   since the call before, its attempts, its response and its verification;
-- a fold of the window (:class:`Fold`), checked field by field;
+- the run as a timeline of calls (:class:`Timeline`, :func:`build`): one pass that keeps a
+  few numbers a call and where the stages are that each call's provenance depends on, so
+  that any call is shown without reading the file from the top (:func:`call_view`: a call
+  with the events that followed it, as the Lens shows it);
+- a fold of the window, checked field by field;
 - plain text both front ends need: :func:`safe` display of hostile text, cuts that say what
   they cut, plurals, token usage, tool arguments and parameters.
 
@@ -14,38 +18,103 @@ Nothing here imports Rich or Textual: a front end renders what this gives.
 
 from __future__ import annotations
 
-from afcore.readmodel._call import CallNotFoundError, CallUnreadableError, call_detail
-from afcore.readmodel._folds import (
-    SUMMARIZER,
-    checked,
-    fold_number,
-    fold_text,
-    messages_text,
-    reasons_text,
-    refusal_texts,
-    seam_text,
-    writers_text,
-)
-from afcore.readmodel._run import overview
-from afcore.readmodel._text import (
-    args_text,
-    as_dict,
-    as_text,
-    evidence_text,
-    json_text,
-    line,
-    more_text,
-    ms_text,
-    params_text,
-    plural,
-    safe,
-    status_style,
-    usage_text,
-)
-from afcore.readmodel._walk import window_numbers
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from afcore.readmodel._call import CallNotFoundError, CallUnreadableError, call_detail
+    from afcore.readmodel._callview import EVENT_LIMIT, CallView, call_view, walk_lines
+    from afcore.readmodel._folds import (
+        SUMMARIZER,
+        checked,
+        fold_number,
+        fold_text,
+        messages_text,
+        reasons_text,
+        refusal_texts,
+        seam_text,
+        writers_text,
+    )
+    from afcore.readmodel._run import overview
+    from afcore.readmodel._text import (
+        args_text,
+        as_dict,
+        as_text,
+        evidence_text,
+        json_text,
+        line,
+        more_text,
+        ms_text,
+        params_text,
+        plural,
+        safe,
+        status_style,
+        usage_text,
+    )
+    from afcore.readmodel._timeline import FoldMark, Mark, Timeline, build
+    from afcore.readmodel._walk import window_numbers
+
+# Imported when first used: ``af --help`` and ``af ls`` name these without paying for the
+# reader and pydantic.
+_WHERE: dict[str, tuple[str, ...]] = {
+    "afcore.readmodel._call": (
+        "CallNotFoundError",
+        "CallUnreadableError",
+        "call_detail",
+    ),
+    "afcore.readmodel._callview": (
+        "EVENT_LIMIT",
+        "CallView",
+        "call_view",
+        "walk_lines",
+    ),
+    "afcore.readmodel._folds": (
+        "SUMMARIZER",
+        "checked",
+        "fold_number",
+        "fold_text",
+        "messages_text",
+        "reasons_text",
+        "refusal_texts",
+        "seam_text",
+        "writers_text",
+    ),
+    "afcore.readmodel._run": ("overview",),
+    "afcore.readmodel._text": (
+        "args_text",
+        "as_dict",
+        "as_text",
+        "evidence_text",
+        "json_text",
+        "line",
+        "more_text",
+        "ms_text",
+        "params_text",
+        "plural",
+        "safe",
+        "status_style",
+        "usage_text",
+    ),
+    "afcore.readmodel._timeline": (
+        "FoldMark",
+        "Mark",
+        "Timeline",
+        "build",
+    ),
+    "afcore.readmodel._walk": ("window_numbers",),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
+    "EVENT_LIMIT",
     "SUMMARIZER",
+    "CallView",
+    "FoldMark",
+    "Mark",
+    "Timeline",
+    "build",
+    "call_view",
+    "walk_lines",
     "CallNotFoundError",
     "CallUnreadableError",
     "args_text",
@@ -73,3 +142,16 @@ __all__ = [
     "window_numbers",
     "writers_text",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'afcore.readmodel' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -5,6 +5,7 @@ came from, why it is there, and what changed since the call before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +37,14 @@ class CallNotFoundError(RecordingError, LookupError):
     """A call number the recording does not hold: the caller's mistake, not the file's."""
 
 
-def call_detail(rec: Recording, n: int) -> dict[str, Any]:
+def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -> dict[str, Any]:
     """Call ``n`` as sent, rebuilt from the file, with its hash check and its reply, and the
     provenance of every part: where each system segment, message and tool came from, why it
-    is there, and what changed since the call before."""
+    is there, and what changed since the call before.
+
+    The records before the call are walked for its provenance; ``lines``: the only ones that
+    matter to it (see :func:`afcore.readmodel.walk_lines`), so a call deep in a big file is
+    shown without reading the file from the top. The result is the same either way."""
     from pydantic import ValidationError
 
     from afcore.recording import Call, Commit, Reply
@@ -68,7 +73,7 @@ def call_detail(rec: Recording, n: int) -> dict[str, Any]:
     # The inject stages up to this call: its iteration's decisions, and the injection behind
     # each injected message in its window (written when it first landed, maybe long before);
     # the folds before it, and the agent's calls (a summarizer's call is not one of them).
-    for _, record in rec.records():
+    for _, record in rec.records(lines):
         if isinstance(record, Call):
             if record.call == n:
                 break

@@ -14,12 +14,13 @@ import gc
 import mmap
 import os
 import re
+import threading
 from array import array
-from collections.abc import Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -53,6 +54,14 @@ _R = TypeVar("_R", Call, Reply, RunEnd)
 
 MAX_LINE = 32 * 1024 * 1024
 """Lines longer than this are reported and skipped, so one huge line cannot exhaust memory."""
+
+CACHE_BYTES = 32 * 1024 * 1024
+"""Parsed values are cached while the lines they were parsed from add up to at most this
+many bytes: a cache counted in entries would hold 4,096 tool results of 48 KB each."""
+
+RELEASE_EVERY = 32 * 1024 * 1024
+"""Bytes read through the map between two releases of its pages (see
+:meth:`Recording.release_pages`) when :meth:`Recording.records` walks the file."""
 
 SUPPORTED_MAJOR = int(FORMAT_VERSION.split(".")[0])
 
@@ -173,20 +182,53 @@ def _get(numbers: array[int], n: int) -> int | None:
     return numbers[n] if 0 <= n < len(numbers) and numbers[n] >= 0 else None
 
 
-def open_recording(path: str | os.PathLike[str], *, max_line: int = MAX_LINE) -> Recording:
+def open_recording(
+    path: str | os.PathLike[str], *, max_line: int = MAX_LINE, upto: int | None = None
+) -> Recording:
     """Open a recording for reading. Raises :class:`RecordingFormatError` when the file is not
-    an af recording and :class:`UnsupportedVersionError` when it is from a newer major version."""
-    return Recording(Path(path), max_line=max_line)
+    an af recording and :class:`UnsupportedVersionError` when it is from a newer major version.
+    ``upto``: index only the whole lines in the file's first ``upto`` bytes (a viewer shows
+    the first calls of a big file at once, then opens it whole: :meth:`Recording.reopen`)."""
+    return Recording(Path(path), max_line=max_line, upto=upto)
+
+
+class _Upto:
+    """The lines of a file that end by ``limit``: what the index walks. ``partial``: a prefix
+    is wanted, so a line without its newline is left for a later, whole open."""
+
+    def __init__(self, file: IO[bytes], limit: int, partial: bool) -> None:
+        self._file = file
+        self._limit = limit
+        self._partial = partial
+
+    def __iter__(self) -> Iterator[bytes]:
+        used = 0
+        for raw in self._file:
+            used += len(raw)
+            if used > self._limit:
+                return  # written after the file was mapped (a run still going): not yet
+            if self._partial and not raw.endswith(b"\n"):
+                return
+            yield raw
+            if used == self._limit and self._partial:
+                return
 
 
 class Recording:
-    """A recording opened for reading. Cheap to open; parses lines only when asked."""
+    """A recording opened for reading. Cheap to open; parses lines only when asked.
 
-    def __init__(self, path: Path, *, max_line: int = MAX_LINE) -> None:
+    Safe to read from several threads: the index does not change once built, and the value
+    cache takes a lock. A file that grows (a run still going) is read again whole with
+    :meth:`reopen`, which gives a new Recording and leaves this one as it was."""
+
+    def __init__(self, path: Path, *, max_line: int = MAX_LINE, upto: int | None = None) -> None:
         self.path = path
         self.max_line = max_line
+        self.upto = upto
         self.problems: list[Problem] = []
         self.torn_tail: TornTail | None = None
+        self.size = 0
+        """The file's size when it was opened."""
         try:
             self._file = path.open("rb")
         except FileNotFoundError:
@@ -203,6 +245,7 @@ class Recording:
         # means a Recording that is never closed leaks no file descriptor.
         with self._file:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            self.size = len(self._map)
             self._index = _Index()
             self._messages: int | None = None
             # The index makes many small objects that never form cycles: the cycle
@@ -216,7 +259,9 @@ class Recording:
                 if collecting:
                     gc.enable()
         self.header = self._read_header()
-        self._blob_cache = lru_cache(maxsize=4096)(self._load_blob)
+        self._values: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._map.close()
@@ -240,10 +285,14 @@ class Recording:
         index_record = self._index_record
         commits, put = idx.commits, _put_next
         self._file.seek(0)
-        # Lines come from the buffered file (split in C); the map serves reads later.
+        # Lines come from the buffered file (split in C); the map serves reads later. Only
+        # the lines the map holds (a file still being written grows in between), and of
+        # those only the prefix asked for.
         last_end = 0
         mapped = len(self._map)
-        for raw in self._file:
+        partial = self.upto is not None and self.upto < mapped
+        end = self.upto if partial and self.upto is not None else mapped
+        for raw in _Upto(self._file, end, partial):
             line += 1
             starts.append(pos)
             size = len(raw)
@@ -402,6 +451,59 @@ class Recording:
     def line_count(self) -> int:
         return len(self._index.starts)
 
+    @property
+    def partial(self) -> bool:
+        """True when the index covers only a prefix of the file (see ``upto``)."""
+        return self.upto is not None and self.upto < self.size
+
+    @property
+    def indexed_bytes(self) -> int:
+        """How many bytes of the file the index covers."""
+        return self.size if not self.partial else self._size
+
+    def line_size(self, line: int) -> int:
+        """How many bytes line ``line`` (from 1) takes, its newline excluded."""
+        starts = self._index.starts
+        i = line - 1
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else self._size
+        return int(end - starts[i])
+
+    def line_bytes(self, line: int, limit: int | None = None) -> bytes:
+        """Line ``line`` (from 1) as stored, or its first ``limit`` bytes."""
+        start = self._index.starts[line - 1]
+        size = self.line_size(line)
+        return self._map[start : start + (size if limit is None else min(size, limit))]
+
+    def line_start(self, line: int) -> int:
+        """The offset of line ``line``'s first byte."""
+        return int(self._index.starts[line - 1])
+
+    def line_at(self, offset: int) -> int:
+        """The line (from 1) the byte at ``offset`` is on."""
+        return bisect.bisect_right(self._index.starts, offset)
+
+    def release_pages(self) -> None:
+        """Drop the file's pages from this process's resident memory; they stay in the
+        system's cache, and a later read maps them again. A walk over a 300 MB file would
+        otherwise hold all of it as resident memory."""
+        if hasattr(mmap, "MADV_DONTNEED"):
+            try:
+                self._map.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):
+                pass  # an empty or closed map: nothing to release
+
+    def grown(self) -> bool:
+        """True when the file now holds more (or less) than this index was built from."""
+        try:
+            return os.stat(self.path).st_size != self.size
+        except OSError:
+            return False
+
+    def reopen(self) -> Recording:
+        """The file as it is now, indexed whole: for a file that grew, or that was opened
+        as a prefix. This Recording stays as it was (another thread may be reading it)."""
+        return Recording(self.path, max_line=self.max_line)
+
     def _bytes(self, i: int) -> bytes:
         starts = self._index.starts
         end = starts[i + 1] - 1 if i + 1 < len(starts) else self._size
@@ -416,10 +518,25 @@ class Recording:
             return UnknownRecord.model_validate(raw)
         return RECORD_ADAPTER.validate_python(raw)
 
-    def records(self) -> Iterator[tuple[int, Record | UnknownRecord]]:
-        """Every readable record with its line number. Lines that are not valid records were
-        reported in :attr:`problems` when the file was opened, or are reported here."""
-        for i, kind in enumerate(self._index.kinds):
+    def records(
+        self, lines: Iterable[int] | None = None
+    ) -> Iterator[tuple[int, Record | UnknownRecord]]:
+        """Every readable record with its line number, or those on ``lines`` (from 1, in
+        order): a reader that knows which records it needs reads only those. Lines that are
+        not valid records were reported in :attr:`problems` when the file was opened, or are
+        reported here. A walk of the whole file hands the pages it read back as it goes, so
+        memory stays flat however big the file."""
+        kinds = self._index.kinds
+        if lines is not None:
+            for line in lines:
+                yield line, self._typed(line - 1)
+            return
+        starts = self._index.starts
+        release = RELEASE_EVERY
+        for i, kind in enumerate(kinds):
+            if starts[i] > release:
+                release = starts[i] + RELEASE_EVERY
+                self.release_pages()
             if kind == _BAD or kind == _BLANK:
                 continue
             try:
@@ -584,14 +701,28 @@ class Recording:
         return str(self._raw(self._message_entry(n)[1]).get("rsid", "?"))
 
     def blob(self, ref: str) -> Any:
-        """The value stored under ``ref``. Raises KeyError when the file holds no such blob."""
-        return self._blob_cache(ref)
-
-    def _load_blob(self, ref: str) -> Any:
+        """The value stored under ``ref``. Raises KeyError when the file holds no such blob.
+        Values are cached up to :data:`CACHE_BYTES` of the lines they come from; callers
+        must not change what they get."""
+        with self._lock:
+            hit = self._values.get(ref)
+            if hit is not None:
+                self._values.move_to_end(ref)
+                return hit[0]
         i = self._blob_line(ref)
         if i is None:
             raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
-        return self._raw(i)["value"]
+        value = self._raw(i)["value"]
+        size = self.line_size(i + 1)
+        if size <= CACHE_BYTES // 8:
+            with self._lock:
+                if ref not in self._values:
+                    self._values[ref] = (value, size)
+                    self._cached += size
+                while self._cached > CACHE_BYTES and self._values:
+                    _, (_, dropped) = self._values.popitem(last=False)
+                    self._cached -= dropped
+        return value
 
     def _blob_line(self, ref: object) -> int | None:
         """The line index of blob ``ref``: its id's prefix finds the candidates, the id in

@@ -20,17 +20,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from afcore.errors import RecordingError
-from afcore.readmodel import (
-    CallNotFoundError,
-    CallUnreadableError,
-    as_dict,
-    as_text,
-    call_detail,
-    checked,
-    fold_number,
-)
-from tui.recording import LensRecording
-from tui.timeline import FoldMark, Mark, Timeline
+from afcore.readmodel._call import CallNotFoundError, CallUnreadableError, call_detail
+from afcore.readmodel._folds import checked, fold_number
+from afcore.readmodel._text import as_dict, as_text
+from afcore.readmodel._timeline import FoldMark, Mark, Timeline
+from afcore.recording import Recording
 
 __all__ = ["EVENT_LIMIT", "CallView", "call_view", "walk_lines"]
 
@@ -55,7 +49,7 @@ class CallView:
     earlier, and the Lens says so with one seam."""
 
 
-def call_view(rec: LensRecording, timeline: Timeline, n: int) -> CallView:
+def call_view(rec: Recording, timeline: Timeline, n: int) -> CallView:
     mark = timeline.at(n)
     if mark is None:
         raise KeyError(n)
@@ -70,8 +64,7 @@ def call_view(rec: LensRecording, timeline: Timeline, n: int) -> CallView:
         note = f"not compared with call {previous.n}: its window cannot be rebuilt"
         previous = None
     try:
-        with rec.scoped(walk_lines(rec, timeline, mark, previous)):
-            detail = call_detail(rec, n)
+        detail = call_detail(rec, n, lines=walk_lines(rec, timeline, mark, previous))
     except (CallNotFoundError, CallUnreadableError) as e:
         return CallView(mark, None, str(e), events, more)
     except (RecordingError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
@@ -81,7 +74,7 @@ def call_view(rec: LensRecording, timeline: Timeline, n: int) -> CallView:
     return CallView(mark, detail, None, events, more, note, earlier if mark.agent else [])
 
 
-def _window_problem(rec: LensRecording, n: int) -> str | None:
+def _window_problem(rec: Recording, n: int) -> str | None:
     """Why call ``n``'s window cannot be rebuilt, when its ranges name more messages than the
     file holds (a hostile file could name 10**12, and expanding it would never end)."""
     try:
@@ -97,7 +90,7 @@ def _window_problem(rec: LensRecording, n: int) -> str | None:
     return None
 
 
-def _readable(rec: LensRecording, n: int) -> bool:
+def _readable(rec: Recording, n: int) -> bool:
     try:
         rec.call(n)
     except (RecordingError, IndexError, ValidationError):
@@ -105,9 +98,7 @@ def _readable(rec: LensRecording, n: int) -> bool:
     return _window_problem(rec, n) is None
 
 
-def walk_lines(
-    rec: LensRecording, timeline: Timeline, mark: Mark, previous: Mark | None
-) -> list[int]:
+def walk_lines(rec: Recording, timeline: Timeline, mark: Mark, previous: Mark | None) -> list[int]:
     """The lines ``call_detail`` needs to walk to show call ``mark``, compared with the
     agent's call ``previous`` (see the module)."""
     line = mark.line
@@ -144,7 +135,7 @@ def walk_lines(
     return sorted(wanted)
 
 
-def _events(rec: LensRecording, timeline: Timeline, mark: Mark) -> tuple[list[dict[str, Any]], int]:
+def _events(rec: Recording, timeline: Timeline, mark: Mark) -> tuple[list[dict[str, Any]], int]:
     """The records after call ``mark`` up to the agent's next call (for a summarizer's call,
     up to the next call of any kind), as events."""
     following = timeline.next_agent(mark) if mark.agent else timeline.next_call(mark)
@@ -180,7 +171,7 @@ def _events(rec: LensRecording, timeline: Timeline, mark: Mark) -> tuple[list[di
 
 
 def _event(
-    rec: LensRecording,
+    rec: Recording,
     timeline: Timeline,
     data: Any,
     line: int,
@@ -246,7 +237,7 @@ def _event(
 
 
 def _commit_event(
-    rec: LensRecording,
+    rec: Recording,
     d: dict[str, Any],
     line: int,
     started: dict[str, dict[str, Any]],
@@ -292,14 +283,14 @@ def _commit_event(
     return {"kind": "stage", "line": line, "rsid": rsid, "stage": stage}
 
 
-def _value(rec: LensRecording, write: dict[str, Any]) -> Any:
+def _value(rec: Recording, write: dict[str, Any]) -> Any:
     try:
         return rec.value(write)
     except (KeyError, ValueError):
         return None
 
 
-def _first_value(rec: LensRecording, writes: list[dict[str, Any]]) -> Any:
+def _first_value(rec: Recording, writes: list[dict[str, Any]]) -> Any:
     return _value(rec, writes[0]) if writes else None
 
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from afcore.errors import RecordingError
-from afcore.readmodel import SUMMARIZER, checked, fold_number
-from tui.recording import LensRecording
+from afcore.readmodel._folds import SUMMARIZER, checked, fold_number
+from afcore.recording import Recording
 
 __all__ = ["FoldMark", "Mark", "Timeline", "build"]
 
 _RELEASE_EVERY = 32 * 1024 * 1024
-"""Bytes of the file read between two releases of its pages (see LensRecording)."""
+"""Bytes of the file read between two releases of its pages (see Recording)."""
 
 
 @dataclass(slots=True)
@@ -121,7 +121,7 @@ class Timeline:
         return self.marks[i] if i < len(self.marks) else None
 
 
-def build(rec: LensRecording, timeline: Timeline) -> Iterator[float]:
+def build(rec: Recording, timeline: Timeline) -> Iterator[float]:
     """Fill ``timeline`` from ``rec``, yielding the share of the file done now and then."""
     total = max(rec.line_count, 1)
     current: Mark | None = None
@@ -196,7 +196,7 @@ def _mark(data: dict[str, Any], line: int, turn: int) -> Mark | None:
 
 
 def _commit(
-    rec: LensRecording,
+    rec: Recording,
     timeline: Timeline,
     data: dict[str, Any],
     line: int,
@@ -248,7 +248,7 @@ def _commit(
             _trouble(current, "tool")
 
 
-def _decided(rec: LensRecording, write: dict[str, Any]) -> list[str]:
+def _decided(rec: Recording, write: dict[str, Any]) -> list[str]:
     """The ids of the decisions an inject stage's `injections` value lists."""
     try:
         value = rec.value(write)

@@ -1,5 +1,6 @@
-"""The Lens's data: the timeline of calls, and each call's view, which must be what `af show
---call` says of it while reading only the records the call depends on."""
+"""The read model under both front ends: the timeline of calls, and each call's view as the
+Lens shows it, which must be what `af show --call` says of it while reading only the records
+the call depends on."""
 
 from __future__ import annotations
 
@@ -7,18 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from afcore.readmodel import call_detail
-from afcore.recording import verify
+from afcore.readmodel import Timeline, build, call_detail, call_view
+from afcore.recording import Recording, open_recording, verify
 from bench.big_recording import write
-from tests.tui.conftest import SAMPLES
-from tui.data import call_view
-from tui.recording import LensRecording, open_lens
-from tui.timeline import Timeline, build
 
+SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 SAMPLE_FILES = sorted(SAMPLES.glob("sample-*.jsonl"))
 
 
-def timeline_of(rec: LensRecording) -> Timeline:
+def timeline_of(rec: Recording) -> Timeline:
     timeline = Timeline()
     for _ in build(rec, timeline):
         pass
@@ -42,7 +40,7 @@ def test_samples_are_there() -> None:
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.stem)
 def test_every_call_is_what_af_show_says(path: Path) -> None:
-    rec = open_lens(path)
+    rec = open_recording(path)
     timeline = timeline_of(rec)
     assert [m.n for m in timeline.marks] == rec.call_numbers
     for mark in timeline.marks:
@@ -53,7 +51,7 @@ def test_every_call_is_what_af_show_says(path: Path) -> None:
 
 def test_generated_recordings_verify_and_show_the_same(generated: list[Path]) -> None:
     for path in generated:
-        rec = open_lens(path)
+        rec = open_recording(path)
         report = verify(rec)
         assert report.ok, report.problems
         timeline = timeline_of(rec)
@@ -66,15 +64,15 @@ def test_generated_recordings_verify_and_show_the_same(generated: list[Path]) ->
 
 def test_prose_has_summarizer_calls_and_short_lines_stay_short(generated: list[Path]) -> None:
     prose, short = generated
-    assert any(not m.agent for m in timeline_of(open_lens(prose)).marks)
+    assert any(not m.agent for m in timeline_of(open_recording(prose)).marks)
     # One tool call in forty has an argument the schema refuses.
-    assert any(m.trouble == "rejected" for m in timeline_of(open_lens(short)).marks)
+    assert any(m.trouble == "rejected" for m in timeline_of(open_recording(short)).marks)
     longest = max(len(line) for line in short.read_bytes().splitlines())
     assert longest < 10_000
 
 
 def test_timeline_marks_the_trip() -> None:
-    timeline = timeline_of(open_lens(SAMPLES / "sample-trip.jsonl"))
+    timeline = timeline_of(open_recording(SAMPLES / "sample-trip.jsonl"))
     marks = timeline.marks
     assert all(m.agent and m.turn == 1 and m.replied for m in marks)
     assert [m.asked > 0 for m in marks] == [True] * (len(marks) - 1) + [False]
@@ -83,8 +81,8 @@ def test_timeline_marks_the_trip() -> None:
 
 def test_prefix_open_indexes_only_the_first_bytes(generated: list[Path]) -> None:
     prose = generated[0]
-    whole = open_lens(prose)
-    part = open_lens(prose, upto=200_000)
+    whole = open_recording(prose)
+    part = open_recording(prose, upto=200_000)
     assert part.partial and not whole.partial
     assert 0 < part.call_count < whole.call_count
     assert part.indexed_bytes < whole.indexed_bytes == prose.stat().st_size
@@ -94,7 +92,7 @@ def test_prefix_open_indexes_only_the_first_bytes(generated: list[Path]) -> None
 
 
 def test_events_after_a_call(generated: list[Path]) -> None:
-    rec = open_lens(SAMPLES / "sample-compaction.jsonl")
+    rec = open_recording(SAMPLES / "sample-compaction.jsonl")
     timeline = timeline_of(rec)
     folded = next(m for m in timeline.marks if m.folds)
     kinds = [e["kind"] for e in call_view(rec, timeline, folded.n).events]
@@ -113,15 +111,15 @@ def test_a_file_that_grows_while_it_is_opened_is_read_as_mapped(
     calls = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"')]
     path = tmp_path / "growing.jsonl"
     path.write_bytes(b"".join(lines[: calls[2] + 2]))
-    indexed = LensRecording._build_index
+    indexed = Recording._build_index
 
-    def grows(self: LensRecording) -> None:
+    def grows(self: Recording) -> None:
         with path.open("ab") as f:
             f.write(b"".join(lines[calls[2] + 2 : calls[3] + 1]))
         indexed(self)
 
-    monkeypatch.setattr(LensRecording, "_build_index", grows)
-    rec = open_lens(path)
+    monkeypatch.setattr(Recording, "_build_index", grows)
+    rec = open_recording(path)
     monkeypatch.undo()
     timeline = timeline_of(rec)
     assert rec.call_numbers == [m.n for m in timeline.marks] == [1, 2, 3]
@@ -160,7 +158,7 @@ def attempts(tmp_path: Path) -> Path:
 
 
 def test_attempts_at_a_call(attempts: Path) -> None:
-    rec = open_lens(attempts)
+    rec = open_recording(attempts)
     timeline = timeline_of(rec)
     marks = timeline.marks
     assert [m.trouble for m in marks] == ["", "error", "error", ""]
