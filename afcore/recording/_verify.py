@@ -1,22 +1,38 @@
-"""Checking a recording: every call rebuilt and its hash compared, the commit log consistent."""
+"""Checking a recording: every call rebuilt and its hash compared, the commit log consistent.
+
+One pass over the records, in the order they were written. A call's hash is checked as the
+writer took it: each message stands for its content hash, which is the id of the blob it is
+stored under once that blob is checked, and the hash over a window's messages is extended
+from the call before's (the windows of a run share their beginnings), so the time is linear
+in the file, not in calls x window. A call that names anything this pass has not seen as
+checked (a blob stored later or that does not hash to its id, a list that is not one) is
+rebuilt from the file as a reader would, so its verdict is the same either way.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from afcore.recording._hashing import content_hash
+from afcore.recording._hashing import content_hash, request_digest, request_hash
 from afcore.recording._models import (
+    ArgsInvalid,
     Blob,
     Call,
+    CallTool,
     Commit,
     ContextEvicted,
     Header,
     Reply,
     RunEnd,
+    Segment,
+    ToolProgress,
+    ToolStart,
     UnknownRecord,
 )
-from afcore.recording._reader import CallCheck, Problem, Recording, TornTail
+from afcore.recording._reader import CallCheck, Problem, Recording, TornTail, expand_list
 from afcore.recording._window_check import WindowReplay
 
 __all__ = ["VerifyReport", "verify"]
@@ -51,10 +67,13 @@ def verify(rec: Recording) -> VerifyReport:
     and that each call's window is the one the folds before it left."""
     report = VerifyReport(torn_tail=rec.torn_tail, unknown_records=rec.unknown_records)
     window = WindowReplay(rec.value)
+    hashes = _CallHashes(rec)
     problems = report.problems
     written: dict[int, set[str]] = {}
     """seq -> keys that commit wrote"""
     blobs: set[str] = set()
+    lists_ok: set[tuple[str, str]] = set()
+    """(system, tools) list pairs whose every ref was stored before a call that named them"""
     messages = 0
     calls = 0
     last_seq = 0
@@ -106,17 +125,20 @@ def verify(rec: Recording) -> VerifyReport:
         if end_line is not None:
             problems.append(Problem(line, f"a {record.t} record follows run_end (line {end_line})"))
             end_line = None
-        if isinstance(record, Header):
-            if line != 1:
-                problems.append(Problem(line, "a second header"))
-        elif isinstance(record, Blob):
-            if content_hash(record.value) != record.id:
+        kind = type(record)
+        if kind is ToolStart or kind is ToolProgress or kind is ArgsInvalid:
+            continue  # nothing to check beyond their fields
+        if isinstance(record, Blob):
+            good = content_hash(record.value) == record.id
+            if not good:
                 problems.append(Problem(line, f"blob {record.id[:12]} does not hash to its id"))
             blobs.add(record.id)
+            hashes.blob(record.id, good)
         elif isinstance(record, Commit):
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
             note_writes(line, record.seq, record.writes)
+            hashes.writes(record.writes)
             problems.extend(Problem(line, p) for p in window.commit(record))
         elif isinstance(record, Call):
             check_seq(line, record.seq)
@@ -126,18 +148,28 @@ def verify(rec: Recording) -> VerifyReport:
                 problems.append(Problem(line, f"call {record.call} where call {calls} was due"))
             check_ref(line, record.system, "the system segments")
             check_ref(line, record.tools, "the tool list")
-            if record.system in blobs and record.tools in blobs:
+            lists = (record.system, record.tools)
+            if record.system in blobs and record.tools in blobs and lists not in lists_ok:
+                found = len(problems)
                 try:
-                    for listed in (record.system, record.tools):
+                    for listed in lists:
                         value = rec.blob(listed)
                         if isinstance(value, dict) and isinstance(value.get("base"), str):
                             check_ref(line, value["base"], "the list a delta extends")
-                    for seg in rec.segments(record.call):
+                    for raw in rec.listed(record.system):
+                        seg = Segment.model_validate(raw)
                         check_ref(line, seg.ref, "a system segment")
-                    for tool in rec.tools(record.call):
+                    for raw in rec.listed(record.tools):
+                        tool = CallTool.model_validate(raw)
                         check_ref(line, tool.ref, f"tool {tool.name}")
                 except (KeyError, ValueError, TypeError):
                     problems.append(Problem(line, "the segment or tool list it names is malformed"))
+                if len(problems) == found:
+                    # Blobs once stored stay stored: the lists check the same for every call
+                    # that names them.
+                    if len(lists_ok) > 4096:
+                        lists_ok.clear()
+                    lists_ok.add(lists)
             for a, b in record.window:
                 if not 1 <= a <= b <= messages:
                     problems.append(
@@ -147,7 +179,7 @@ def verify(rec: Recording) -> VerifyReport:
             differs = window.call(record)
             if differs is not None:
                 problems.append(Problem(line, f"call {record.call}: {differs}"))
-            check = rec.check_call(record.call)
+            check = hashes.check(record)
             report.checks.append(check)
             if check.ok:
                 report.verified += 1
@@ -156,6 +188,7 @@ def verify(rec: Recording) -> VerifyReport:
         elif isinstance(record, Reply):
             check_seq(line, record.seq)
             note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
+            hashes.writes(record.writes)
             window.reply(record)
             if record.call != calls:
                 problems.append(
@@ -169,6 +202,9 @@ def verify(rec: Recording) -> VerifyReport:
             wrong = window.evicted(record)
             if wrong is not None:
                 problems.append(Problem(line, wrong))
+        elif isinstance(record, Header):
+            if line != 1:
+                problems.append(Problem(line, "a second header"))
         elif isinstance(record, UnknownRecord):
             pass  # kept as it is; counted in unknown_records
     report.calls = calls
@@ -181,3 +217,149 @@ def verify(rec: Recording) -> VerifyReport:
     problems.sort(key=lambda p: p.line)
     del last_line
     return report
+
+
+class _CallHashes:
+    """Each call's hash, taken again from what the pass has seen, as the writer took it."""
+
+    _LISTS = 256
+    """Slot lists remembered (calls with the same segments or tools share one)."""
+
+    def __init__(self, rec: Recording) -> None:
+        self._rec = rec
+        self._good: set[str] = set()
+        """ids of the blobs seen so far whose value hashes to their id"""
+        self._bad: set[str] = set()
+        """ids under which a blob that does not hash to it was stored"""
+        self._refs: list[bytes | None] = [None]
+        """message n -> the hash it was written under, as bytes (None: not seen)"""
+        self._lists: dict[str, list[str] | None] = {}
+        self._marks: list[tuple[list[tuple[int, int]], Any]] = []
+        """up to two (window, running sha256 over its messages' hashes): the last call's
+        whole window, and the same without its last range (injected messages come last)"""
+
+    def blob(self, ref: str, good: bool) -> None:
+        (self._good if good else self._bad).add(ref)
+
+    def writes(self, writes: list[Any]) -> None:
+        refs = self._refs
+        for w in writes:
+            key = w.key
+            if not key.startswith("message:") or not key[8:].isdigit():
+                continue
+            n = int(key[8:])
+            if n >= len(refs):
+                if n > len(refs) + 1_000_000:
+                    continue  # a hostile number: the slow path rebuilds what names it
+                refs.extend([None] * (n + 1 - len(refs)))
+            if refs[n] is None and isinstance(w.ref, str):
+                refs[n] = w.ref.encode()  # the first write of a message is the one read
+
+    def check(self, call: Call) -> CallCheck:
+        fast = self._fast(call)
+        if fast is None:
+            return self._rec.check_call(call.call)
+        if fast != call.hash:
+            return CallCheck(
+                call.call, False, call.hash, fast, "the rebuilt request's hash differs"
+            )
+        return CallCheck(call.call, True, call.hash, fast)
+
+    def _fast(self, call: Call) -> str | None:
+        """The call's hash from what has been seen, or None when something it names has not
+        been seen checked (the file is then read as a reader would)."""
+        system = self._listed(call.system, "system")
+        tools = self._listed(call.tools, "tools")
+        if system is None or tools is None:
+            return None
+        messages = self._messages(call.window)
+        if messages is None:
+            return None
+        digest = request_digest(
+            model=call.model,
+            system=system,
+            messages=messages,
+            tools=tools,
+            params=call.params,
+            cache=call.cache,
+        )
+        return request_hash(digest)
+
+    def _listed(self, ref: str, slot: str) -> list[str] | None:
+        """The hashes of a slot list's entries, in order."""
+        if ref in self._lists:
+            return self._lists[ref]
+        out: list[str] | None = None
+        if ref in self._good and ref not in self._bad:
+            try:
+                entries = expand_list(self._rec.blob(ref), self._checked_blob)
+                out = [self._entry_hash(e, slot) for e in entries]
+            except (KeyError, ValueError, TypeError):  # ValidationError is a ValueError
+                out = None
+        if len(self._lists) >= self._LISTS:
+            self._lists.clear()
+        self._lists[ref] = out
+        return out
+
+    def _checked_blob(self, ref: str) -> Any:
+        if ref not in self._good or ref in self._bad:
+            raise KeyError(ref)
+        return self._rec.blob(ref)
+
+    def _entry_hash(self, entry: Any, slot: str) -> str:
+        """An entry's hash as the reader's request() takes it (see Recording.request)."""
+        if slot == "system":
+            segment = Segment.model_validate(entry)
+            if segment.ref is None:
+                return content_hash({"text": segment.text})
+            ref = segment.ref
+        else:
+            ref = CallTool.model_validate(entry).ref
+        if ref not in self._good or ref in self._bad:
+            raise KeyError(ref)
+        return ref
+
+    def _messages(self, window: list[tuple[int, int]]) -> str | None:
+        refs = self._refs
+        count = len(refs) - 1
+        for a, b in window:
+            if not 1 <= a <= b <= count:
+                return None
+        start, h = self._resume(window)
+        marks: list[tuple[list[tuple[int, int]], Any]] = []
+        good, bad = self._good, self._bad
+        for k in range(len(window)):
+            a, b = window[k]
+            if k < len(start):
+                a = start[k]
+            for n in range(a, b + 1):
+                ref = refs[n]
+                if ref is None:
+                    return None
+                text = ref.decode()
+                if text not in good or text in bad:
+                    return None
+                h.update(ref)
+            if k == len(window) - 2:
+                head = list(window[: k + 1])
+                if k + 1 < len(start):
+                    # Resumed past this range: the hash of the ranges up to it is an old
+                    # mark's, if one holds them.
+                    marks.extend((m, mh) for m, mh in self._marks if m == head)
+                else:
+                    marks.append((head, h.copy()))
+        marks.insert(0, (list(window), h.copy()))
+        self._marks = marks
+        return str(h.hexdigest())
+
+    def _resume(self, window: list[tuple[int, int]]) -> tuple[list[int], Any]:
+        """Where to start hashing ``window``: for each of its first ranges, the first message
+        not yet hashed, and the running hash to extend (from a window that began the same)."""
+        for mark, h in self._marks:
+            k = len(mark) - 1
+            if len(window) <= k or list(window[:k]) != mark[:k]:
+                continue
+            (a, b), (wa, wb) = mark[k], window[k]
+            if a == wa and b <= wb:
+                return [sys.maxsize] * k + [b + 1], h.copy()
+        return [], hashlib.sha256()

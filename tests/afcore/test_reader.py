@@ -144,3 +144,39 @@ def test_a_malformed_slot_list_delta_is_refused_in_words(value: object, words: s
     ]
     with pytest.raises(ValueError, match=words):
         expand_list(value, blobs.__getitem__)
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
+
+
+def _tampered(tmp_path: Path, sample: str) -> list[Path]:
+    """A sample, and copies of it broken in the ways a hash check must see: a message's blob
+    changed (it no longer hashes to its id), a blob dropped, a window range moved."""
+    lines = (SAMPLES / sample).read_bytes().splitlines(keepends=True)
+    out = []
+    blobs = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"blob"')]
+    changed = list(lines)
+    changed[blobs[len(blobs) // 2]] = changed[blobs[len(blobs) // 2]].replace(b'"', b'"x', 3)
+    dropped = [line for i, line in enumerate(lines) if i != blobs[-3]]
+    calls = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"')]
+    moved = list(lines)
+    moved[calls[-1]] = moved[calls[-1]].replace(b'"window":[[1,', b'"window":[[2,')
+    for name, content in (("changed", changed), ("dropped", dropped), ("moved", moved)):
+        path = tmp_path / f"{name}-{sample}"
+        path.write_bytes(b"".join(content))
+        out.append(path)
+    return [SAMPLES / sample, *out]
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("sample-*.jsonl")))
+def test_verify_extends_hashes_and_says_what_a_rebuild_says(sample: str, tmp_path: Path) -> None:
+    # verify checks each call from the hashes it has seen, extending the window's hash from
+    # the call before's; its verdict must be the reader's, which rebuilds the call whole.
+    for path in _tampered(tmp_path, sample):
+        with rec.open_recording(path) as r:
+            report = rec.verify(r)
+            assert [c.call for c in report.checks] == r.call_numbers
+            for check in report.checks:
+                assert check == r.check_call(check.call), (path.name, check.call)
+    with rec.open_recording(SAMPLES / sample) as r:
+        assert rec.verify(r).ok
