@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from afcli._errors import command
 from afcli._params import RunArg
-from afcli._render import block, fit, out_console, print_indented, print_json
+from afcli._render import Printer, block, fit, out_console, print_indented, print_json
 from afcore.readmodel import (
     args_text,
     as_dict,
@@ -27,6 +28,12 @@ from afcore.readmodel import (
     status_style,
     usage_text,
 )
+
+if TYPE_CHECKING:
+    from afcore.recording import Recording
+
+Out = Console | Printer
+"""Where the overview prints: a console, or a Printer over one."""
 
 __all__ = ["show"]
 
@@ -48,7 +55,7 @@ def show(
 ) -> None:
     """Show a recorded run: each call's slot sizes, tool calls and results, and the outcome."""
     from afcli._runs import open_run
-    from afcore.readmodel import call_detail, overview
+    from afcore.readmodel import call_detail
 
     with open_run(run) as rec:
         if call is not None:
@@ -58,19 +65,35 @@ def show(
             else:
                 _print_call(out_console(), data, rec.path.name)
             return
-        view = overview(rec)
-    if json_output:
-        print_json(view)
-    else:
-        _print_overview(out_console(), view)
+        if json_output:
+            _print_run_json(rec)
+        else:
+            _print_run(out_console(), rec)
 
 
 # -- the overview ------------------------------------------------------------------------
 
 
-def _print_overview(console: Console, v: dict[str, Any]) -> None:
+def _print_run(console: Console, rec: Recording) -> None:
+    """The run as the file is read: each call printed once complete, each fold after it."""
+    from afcore.readmodel import run_view
 
-    width = max(console.width, 60)
+    out = Printer(console)
+    calls = 0
+    for part in run_view(rec):
+        if part.kind == "header":
+            _print_head(out, part.data)
+        elif part.kind == "call":
+            calls += 1
+            _print_call_line(out, part.data)
+        elif part.kind == "fold":
+            _print_fold(out, part.data)
+        else:
+            _print_end(out, part.data, calls)
+    out.flush()
+
+
+def _print_head(console: Out, v: dict[str, Any]) -> None:
     agent = v["agent"]
     head = Text.assemble(
         ("run ", "dim"),
@@ -85,125 +108,122 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
     started = safe(str(v["started_at"]))
     console.print(Text(f"started {started[:19].replace('T', ' ')} UTC", "dim"))
 
-    folds: dict[Any, list[dict[str, Any]]] = {}
-    for f in v["folds"]:
-        folds.setdefault(f.get("after_call"), []).append(f)
-    for f in folds.pop(None, []):
-        _print_fold(console, f)
-    for c in v["calls"]:
-        console.print()
-        system, tools = c["system"], c["tools"]
-        segments = "?" if system["segments"] is None else plural(system["segments"], "segment")
-        chars = "?" if system["chars"] is None else f"{system['chars']:,}"
-        sizes = Text.assemble(
-            ("system ", "dim"),
-            f"{segments}, {chars} chars",
-            ("  messages ", "dim"),
-            f"{c['messages']:,}",
-            ("  tools ", "dim"),
-            "?" if tools is None else f"{tools:,}",
-        )
-        attempt = _shown_attempt(c)
-        if attempt is None:
-            console.print(
-                Text.assemble(
-                    (f"call {c['call']}", "bold cyan"),
-                    (_summarizer_for(c), "bold magenta"),
-                    (f" · iteration {c['iteration']}", "cyan"),
-                    "   ",
-                    sizes,
-                )
-            )
-        else:
-            _print_hanging(console, _attempt_head(c, attempt), indent=0)
-            for skipped in attempt["skipped"]:
-                console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
-        # Later attempts at a call send what the first sent: its sizes and decisions hold.
-        first = attempt is None or attempt["n"] == 1
-        if attempt is not None and first:
-            console.print(Text("  ") + sizes)
-        if c["injections"] is not None and first:
-            decisions = _decisions_text(c["injections"], max(60, width // 2), cap=8)
-            _print_hanging(console, decisions, indent=2)
-        changes = _tool_changes(c["tools_added"], c["tools_removed"])
-        if changes:
-            console.print(fit(Text("  tools ", "dim"), changes, width))
-        r = c["response"]
-        if r is None:
-            if not c["errors"]:
-                console.print(Text("  no reply recorded", "yellow"))
-        else:
-            console.print(
-                Text.assemble(
-                    ("  reply ", "dim"),
-                    usage_text(r["usage"]),
-                    (f" · {ms_text(r['ms'])} · {safe(str(r['stop_reason']))}", "dim"),
-                )
-            )
-            if r.get("missing"):
-                console.print(Text(f"  (reply message missing: {safe(r['missing'])})", "red"))
-            if r["text"] and c["kind"] == "summarizer":
-                console.print(fit(Text("  summary ", "dim"), r["text"], width))
-            elif r["text"] and r["tool_calls"]:
-                console.print(fit(Text("  says ", "dim"), r["text"], width))
-            for tc in r["tool_calls"]:
-                name = safe(str(tc["name"]))
-                console.print(
-                    Text.assemble(
-                        ("  → ", "cyan"),
-                        (name, "bold cyan"),
-                        ("(", "dim"),
-                        args_text(tc["args"], width - len(name) - 8),
-                        (")", "dim"),
-                    )
-                )
-        refused = {}
-        for bad in c["invalid_args"]:
-            problems = "; ".join(
-                f"{p.get('path', '$')}: {p.get('message', '')}" for p in bad["problems"]
-            )
-            if bad["enforced"]:
-                # Shown on the rejected result, in place of the correction's boilerplate.
-                refused[bad["call_id"]] = problems
-            else:
-                head = Text.assemble(
-                    ("  ! ", "yellow"),
-                    (safe(str(bad["name"])), "cyan"),
-                    (" ran with invalid arguments: ", "yellow"),
-                )
-                console.print(fit(head, problems, width))
-        for res in c["results"]:
-            status = res["status"]
-            content = res["content"]
-            if res["call_id"] in refused:
-                tail = refused[res["call_id"]]
-            elif content is not None:
-                tail = str(content)
-            else:
-                tail = f"(missing: {res.get('missing') or 'no value'})"
-            head = Text.assemble(
-                ("  ← ", status_style(status)),
-                (safe(res["name"]), "cyan"),
-                (f" {status}", status_style(status)),
-                (f" · {ms_text(res['ms'])} · ", "dim"),
-            )
-            console.print(fit(head, tail, width))
-        for err in c["errors"]:
-            head = Text.assemble(("  ✗ ", "bold red"), (safe(err["kind"]), "red"), ": ")
-            console.print(fit(head, err["message"], width))
-            decision = err.get("decision")
-            why = as_text(decision.get("reason")) if isinstance(decision, dict) else ""
-            if why and why not in as_text(err["message"]):
-                # Why af decided what it did (a default, an override): its own words.
-                console.print(fit(Text("    ", ""), why, width), style="dim")
-            for skipped in as_dict(err.get("attempt")).get("skipped") or []:
-                console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
-        for f in folds.pop(c["call"], []):
-            _print_fold(console, f)
-    for rest in folds.values():  # after a call the file does not hold
-        for f in rest:
-            _print_fold(console, f)
 
+def _print_call_line(console: Out, c: dict[str, Any]) -> None:
+    """One call of the overview: its sizes and decisions, its reply, what followed it."""
+    width = max(console.width, 60)
+    console.print()
+    system, tools = c["system"], c["tools"]
+    segments = "?" if system["segments"] is None else plural(system["segments"], "segment")
+    chars = "?" if system["chars"] is None else f"{system['chars']:,}"
+    sizes = Text.assemble(
+        ("system ", "dim"),
+        f"{segments}, {chars} chars",
+        ("  messages ", "dim"),
+        f"{c['messages']:,}",
+        ("  tools ", "dim"),
+        "?" if tools is None else f"{tools:,}",
+    )
+    attempt = _shown_attempt(c)
+    if attempt is None:
+        console.print(
+            Text.assemble(
+                (f"call {c['call']}", "bold cyan"),
+                (_summarizer_for(c), "bold magenta"),
+                (f" · iteration {c['iteration']}", "cyan"),
+                "   ",
+                sizes,
+            )
+        )
+    else:
+        _print_hanging(console, _attempt_head(c, attempt), indent=0)
+        for skipped in attempt["skipped"]:
+            console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
+    # Later attempts at a call send what the first sent: its sizes and decisions hold.
+    first = attempt is None or attempt["n"] == 1
+    if attempt is not None and first:
+        console.print(Text("  ") + sizes)
+    if c["injections"] is not None and first:
+        decisions = _decisions_text(c["injections"], max(60, width // 2), cap=8)
+        _print_hanging(console, decisions, indent=2)
+    changes = _tool_changes(c["tools_added"], c["tools_removed"])
+    if changes:
+        console.print(fit(Text("  tools ", "dim"), changes, width))
+    r = c["response"]
+    if r is None:
+        if not c["errors"]:
+            console.print(Text("  no reply recorded", "yellow"))
+    else:
+        console.print(
+            Text.assemble(
+                ("  reply ", "dim"),
+                usage_text(r["usage"]),
+                (f" · {ms_text(r['ms'])} · {safe(str(r['stop_reason']))}", "dim"),
+            )
+        )
+        if r.get("missing"):
+            console.print(Text(f"  (reply message missing: {safe(r['missing'])})", "red"))
+        if r["text"] and c["kind"] == "summarizer":
+            console.print(fit(Text("  summary ", "dim"), r["text"], width))
+        elif r["text"] and r["tool_calls"]:
+            console.print(fit(Text("  says ", "dim"), r["text"], width))
+        for tc in r["tool_calls"]:
+            name = safe(str(tc["name"]))
+            console.print(
+                Text.assemble(
+                    ("  → ", "cyan"),
+                    (name, "bold cyan"),
+                    ("(", "dim"),
+                    args_text(tc["args"], width - len(name) - 8),
+                    (")", "dim"),
+                )
+            )
+    refused = {}
+    for bad in c["invalid_args"]:
+        problems = "; ".join(
+            f"{p.get('path', '$')}: {p.get('message', '')}" for p in bad["problems"]
+        )
+        if bad["enforced"]:
+            # Shown on the rejected result, in place of the correction's boilerplate.
+            refused[bad["call_id"]] = problems
+        else:
+            head = Text.assemble(
+                ("  ! ", "yellow"),
+                (safe(str(bad["name"])), "cyan"),
+                (" ran with invalid arguments: ", "yellow"),
+            )
+            console.print(fit(head, problems, width))
+    for res in c["results"]:
+        status = res["status"]
+        content = res["content"]
+        if res["call_id"] in refused:
+            tail = refused[res["call_id"]]
+        elif content is not None:
+            tail = str(content)
+        else:
+            tail = f"(missing: {res.get('missing') or 'no value'})"
+        head = Text.assemble(
+            ("  ← ", status_style(status)),
+            (safe(res["name"]), "cyan"),
+            (f" {status}", status_style(status)),
+            (f" · {ms_text(res['ms'])} · ", "dim"),
+        )
+        console.print(fit(head, tail, width))
+    for err in c["errors"]:
+        head = Text.assemble(("  ✗ ", "bold red"), (safe(err["kind"]), "red"), ": ")
+        console.print(fit(head, err["message"], width))
+        decision = err.get("decision")
+        why = as_text(decision.get("reason")) if isinstance(decision, dict) else ""
+        if why and why not in as_text(err["message"]):
+            # Why af decided what it did (a default, an override): its own words.
+            console.print(fit(Text("    ", ""), why, width), style="dim")
+        for skipped in as_dict(err.get("attempt")).get("skipped") or []:
+            console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
+
+
+def _print_end(console: Out, v: dict[str, Any], calls: int) -> None:
+    """The outcome, after the last call."""
+    width = max(console.width, 60)
     console.print()
     if v["answer"] is not None:
         console.print(Text("answer", "bold"))
@@ -216,7 +236,7 @@ def _print_overview(console: Console, v: dict[str, Any]) -> None:
         outcome.append(": the recording has no run_end (the run was cut off, or is still running)")
     else:
         outcome.append(
-            f" after {plural(v['iterations'], 'iteration')} · {plural(len(v['calls']), 'call')}"
+            f" after {plural(v['iterations'], 'iteration')} · {plural(calls, 'call')}"
             f" · {usage_text(v['usage'])} · {ms_text(v['ms'])}",
             "dim",
         )
@@ -322,7 +342,7 @@ def _summarizer_for(c: dict[str, Any]) -> str:
     return f" · summarizer for fold {fold}" if isinstance(fold, int) else " · summarizer"
 
 
-def _print_fold(console: Console, raw: dict[str, Any]) -> None:
+def _print_fold(console: Out, raw: dict[str, Any]) -> None:
     """A fold of the live window, between the calls it separates, and what it kept."""
     fold = raw.get("fold")
     f = checked(raw, fold if isinstance(fold, int) else 0)
@@ -334,7 +354,7 @@ def _print_fold(console: Console, raw: dict[str, Any]) -> None:
         console.print(Text(f"  (fold value missing: {safe(str(raw['missing']))})", "red"))
 
 
-def _print_problems(console: Console, v: dict[str, Any]) -> None:
+def _print_problems(console: Out, v: dict[str, Any]) -> None:
 
     problems = v["problems"]
     if problems:
@@ -360,6 +380,45 @@ def _print_problems(console: Console, v: dict[str, Any]) -> None:
                 "dim",
             )
         )
+
+
+def _print_run_json(rec: Recording) -> None:
+    """The run as one JSON object, written as the file is read: the calls and the folds are
+    long lists, each item written when it is complete (as ``json.dumps(..., indent=2)``
+    would lay it out)."""
+    import sys
+
+    import orjson
+
+    from afcore.readmodel import run_view
+
+    out = sys.stdout
+    indent = orjson.OPT_INDENT_2
+
+    def item(value: Any) -> str:
+        return "    " + orjson.dumps(value, option=indent).decode().replace("\n", "\n    ")
+
+    def field(key: str, value: Any) -> str:
+        text = orjson.dumps(value, option=indent).decode().replace("\n", "\n  ")
+        return f"  {orjson.dumps(key).decode()}: {text}"
+
+    folds: list[dict[str, Any]] = []
+    started = False
+    for part in run_view(rec):
+        if part.kind == "header":
+            out.write("{\n" + ",\n".join(field(k, v) for k, v in part.data.items()))
+            out.write(',\n  "calls": [')
+        elif part.kind == "call":
+            out.write(("," if started else "") + "\n" + item(part.data))
+            started = True
+        elif part.kind == "fold":
+            folds.append(part.data)  # a few per call at most, small: written after the calls
+        else:
+            out.write("\n  ],\n" if started else "],\n")
+            end = {k: v for k, v in part.data.items() if k != "calls"}
+            out.write(",\n".join([field("folds", folds), *(field(k, v) for k, v in end.items())]))
+            out.write("\n}\n")
+    out.flush()
 
 
 # -- one call ----------------------------------------------------------------------------
@@ -637,10 +696,17 @@ def _change_counts(items: list[dict[str, Any]]) -> str:
     )
 
 
-def _print_hanging(console: Console, text: Text, indent: int) -> None:
+def _print_hanging(console: Out, text: Text, indent: int) -> None:
     """``text`` wrapped to the console, its first line indented by ``indent``, the rest by
     two more."""
-    lines = text.wrap(console, max(console.width - indent - 2, 20))
+    room = max(console.width - indent - 2, 20)
+    if "\n" not in text.plain and cell_len(text.plain) <= room:
+        line = text.copy()
+        line.rstrip()
+        console.print(Text(" " * indent) + line, soft_wrap=True)
+        return
+    full = console.console if isinstance(console, Printer) else console
+    lines = text.wrap(full, room)
     for i, wrapped in enumerate(lines):
         wrapped.rstrip()
         console.print(Text(" " * (indent + (2 if i else 0))) + wrapped, soft_wrap=True)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         seam_text,
         writers_text,
     )
-    from afcore.readmodel._run import overview
+    from afcore.readmodel._run import RunPart, overview, run_view
     from afcore.readmodel._text import (
         args_text,
         as_dict,
@@ -65,6 +65,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.readmodel._callview": (
         "EVENT_LIMIT",
         "CallView",
+        "RunPart",
         "call_view",
         "walk_lines",
     ),
@@ -75,11 +76,12 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "fold_text",
         "messages_text",
         "reasons_text",
+        "run_view",
         "refusal_texts",
         "seam_text",
         "writers_text",
     ),
-    "afcore.readmodel._run": ("overview",),
+    "afcore.readmodel._run": ("RunPart", "overview", "run_view"),
     "afcore.readmodel._text": (
         "args_text",
         "as_dict",
@@ -109,6 +111,7 @@ __all__ = [
     "EVENT_LIMIT",
     "SUMMARIZER",
     "CallView",
+    "RunPart",
     "FoldMark",
     "Mark",
     "Timeline",
@@ -134,6 +137,7 @@ __all__ = [
     "params_text",
     "plural",
     "reasons_text",
+    "run_view",
     "refusal_texts",
     "safe",
     "seam_text",

@@ -6,7 +6,9 @@ Values are kept whole here; only a front end cuts them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from afcore.readmodel._text import as_dict, as_text
 from afcore.readmodel._walk import (
@@ -17,24 +19,86 @@ from afcore.readmodel._walk import (
     error_json,
     response_json,
     usage_json,
-    window_numbers,
 )
 
 if TYPE_CHECKING:
     from afcore.recording import Recording
 
-__all__ = ["overview"]
+__all__ = ["RunPart", "overview", "run_view"]
 
 
 def overview(rec: Recording) -> dict[str, Any]:
-    """The run call by call: slot sizes, the reply's tool calls, each tool's result."""
+    """The run call by call, whole: :func:`run_view`'s parts in one dict (``calls`` and
+    ``folds`` as lists). For a big file, walk :func:`run_view` instead."""
+    calls: list[dict[str, Any]] = []
+    folds: list[dict[str, Any]] = []
+    for part in run_view(rec):
+        if part.kind == "call":
+            calls.append(part.data)
+        elif part.kind == "fold":
+            folds.append(part.data)
+        elif part.kind == "header":
+            head = part.data
+        else:
+            end = part.data
+    before = {k: v for k, v in end.items() if k not in _AFTER_CALLS and k != "calls"}
+    after = {k: v for k, v in end.items() if k in _AFTER_CALLS}
+    return head | before | {"calls": calls, "folds": folds} | after
+
+
+_AFTER_CALLS = (
+    "answer",
+    "usage",
+    "error",
+    "errors",
+    "ms",
+    "problems",
+    "torn_tail",
+    "unknown_records",
+)
+"""The outcome's keys that come after the calls and folds in the JSON of a run."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPart:
+    """One part of a run as :func:`run_view` gives it."""
+
+    kind: Literal["header", "call", "fold", "end"]
+    """``header`` (what ran), a ``call`` (complete: its reply, the tool results and errors
+    that followed it), a ``fold`` of the window (after the call it follows), and at the end
+    the outcome (``end``)."""
+    data: dict[str, Any]
+
+
+def run_view(rec: Recording) -> Iterator[RunPart]:
+    """The run call by call, as the file is read: each call once what follows it in the file
+    is known, each fold after the call it follows; memory stays flat whatever the file's
+    size (a call is held only until the agent's next call begins)."""
     from afcore.recording import ArgsInvalid, Call, Commit, ErrorEvent, Reply, RunEnd
 
+    header = rec.header
+    yield RunPart(
+        "header",
+        {
+            "run_id": header.run_id,
+            "path": str(rec.path),
+            "started_at": header.started_at,
+            "agent": header.agent.model_dump(),
+            "model": header.model,
+            "provider": header.provider,
+        },
+    )
     resolver = Resolver(rec)
     calls: list[dict[str, Any]] = []
+    """the calls not yet given: the agent's last, and those after it"""
+    pending_folds: list[dict[str, Any]] = []
     by_number: dict[int, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
     end: RunEnd | None = None
+    count = 0
+    last_iteration = 0
+    attempts: dict[str, int] = {}
+    """a call-llm stage's rsid -> its attempts so far (they are consecutive calls)"""
 
     def current(iteration: int | None) -> dict[str, Any] | None:
         # Tools answer the agent's calls: a summarizer's call between a reply and the tools
@@ -48,26 +112,45 @@ def overview(rec: Recording) -> dict[str, Any]:
             None,
         )
 
+    def done(keep: int) -> Iterator[RunPart]:
+        """Give the calls but the last ``keep``, with the folds that follow them."""
+        while len(calls) > keep:
+            c = calls.pop(0)
+            by_number.pop(c["call"], None)
+            if c["attempt"] is not None:
+                c["attempt"]["of"] = attempts[c["rsid"]]
+            yield RunPart("call", c)
+            while pending_folds and pending_folds[0]["after_call"] == c["call"]:
+                yield RunPart("fold", pending_folds.pop(0))
+
     injections = Injections(resolver)
-    folds = Folds(resolver)
+    folds = Folds(resolver, keep=False)
     previous_tools: list[str] | None = None
     by_rsid: dict[str, dict[str, Any]] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
     for line, record in rec.records():
         if isinstance(record, Call):
+            kind = folds.kind(record.rsid)
+            agent = kind["kind"] == "agent"
+            if agent and calls:
+                # The agent's next call: everything before it is complete, but the attempts
+                # at this same call (how many there are is not known yet).
+                same = next((i for i, c in enumerate(calls) if c["rsid"] == record.rsid), None)
+                yield from done(0 if same is None else len(calls) - same)
+                held = {c["rsid"] for c in calls} | {record.rsid}
+                attempts = {r: k for r, k in attempts.items() if r in held}
+                by_rsid = {r: c for r, c in by_rsid.items() if r in held}
+            if not calls:
+                while pending_folds and pending_folds[0]["after_call"] is None:
+                    yield RunPart("fold", pending_folds.pop(0))
             segments = resolver.listed(record.system)
             tools = resolver.listed(record.tools)
             names = [as_text(t.get("name")) for t in tools or []]
-            kind = folds.kind(record.rsid)
-            agent = kind["kind"] == "agent"
             sources = [as_dict(x.get("source")) for x in (segments or []) + (tools or [])]
-            sources += [
-                injections.messages[m]
-                for m in window_numbers(record.window, rec.message_count)
-                if m in injections.messages
-            ]
+            sources += injections.sources_in(record.window)
             # The tools a summarizer is sent (none) are no change to the agent's.
             compared = agent and previous_tools is not None
+            count += 1
             entry: dict[str, Any] = {
                 "call": record.call,
                 "iteration": record.iter,
@@ -98,6 +181,9 @@ def overview(rec: Recording) -> dict[str, Any]:
             calls.append(entry)
             by_number[record.call] = entry
             by_rsid[record.rsid] = entry
+            last_iteration = max(last_iteration, record.iter)
+            if record.attempt is not None:
+                attempts[record.rsid] = attempts.get(record.rsid, 0) + 1
             if agent:
                 previous_tools = names
         elif isinstance(record, Reply):
@@ -110,6 +196,7 @@ def overview(rec: Recording) -> dict[str, Any]:
             fold = folds.see(record)
             if fold is not None:
                 fold["after_call"] = calls[-1]["call"] if calls else None
+                pending_folds.append(fold)
         elif isinstance(record, Commit) and record.tool is not None:
             message, missing = (
                 resolver.value(record.writes[0]) if record.writes else (None, "no result written")
@@ -148,37 +235,25 @@ def overview(rec: Recording) -> dict[str, Any]:
         elif isinstance(record, RunEnd):
             end = record
 
-    # How many attempts each call-llm stage made, now that all are known.
-    attempts: dict[str, int] = {}
-    for c in calls:
-        if c["attempt"] is not None:
-            attempts[c["rsid"]] = attempts.get(c["rsid"], 0) + 1
-    for c in calls:
-        if c["attempt"] is not None:
-            c["attempt"]["of"] = attempts[c["rsid"]]
-    header = rec.header
+    yield from done(0)
+    for fold in pending_folds:  # after a call the file does not hold
+        yield RunPart("fold", fold)
     answer = None
     if end is not None and end.answer is not None:
         answer, _ = resolver.value(end.answer)
-    return {
-        "run_id": header.run_id,
-        "path": str(rec.path),
-        "started_at": header.started_at,
-        "agent": header.agent.model_dump(),
-        "model": header.model,
-        "provider": header.provider,
-        "status": end.status if end is not None else "incomplete",
-        "iterations": end.iterations
-        if end is not None
-        else max((c["iteration"] for c in calls), default=0),
-        "calls": calls,
-        "folds": folds.folds,
-        "answer": answer,
-        "usage": usage_json(end.usage) if end is not None else None,
-        "error": end.error.model_dump() if end is not None and end.error else None,
-        "errors": errors,
-        "ms": end.ms if end is not None else None,
-        "problems": [p.to_json() for p in rec.problems],
-        "torn_tail": rec.torn_tail.to_json() if rec.torn_tail else None,
-        "unknown_records": rec.unknown_records,
-    }
+    yield RunPart(
+        "end",
+        {
+            "status": end.status if end is not None else "incomplete",
+            "iterations": end.iterations if end is not None else last_iteration,
+            "calls": count,
+            "answer": answer,
+            "usage": usage_json(end.usage) if end is not None else None,
+            "error": end.error.model_dump() if end is not None and end.error else None,
+            "errors": errors,
+            "ms": end.ms if end is not None else None,
+            "problems": [p.to_json() for p in rec.problems],
+            "torn_tail": rec.torn_tail.to_json() if rec.torn_tail else None,
+            "unknown_records": rec.unknown_records,
+        },
+    )

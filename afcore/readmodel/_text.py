@@ -70,6 +70,9 @@ def line(text: str, limit: int = 100, *, total: int | None = None) -> str:
     if size <= limit and len(flat) <= limit:
         return flat
     room = limit - len(more_text(size))
+    if len(flat) == len(head):  # nothing was escaped: a character each
+        kept = min(room, len(head))
+        return flat[:kept] + more_text(size - kept)
     pieces: list[str] = []
     used = 0
     for ch in head:

@@ -5,6 +5,7 @@ window's folds, and the pieces of a reply, an attempt and an error.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +169,8 @@ class Injections:
         """the latest iteration -> its decisions (those recorded, and those carried over)"""
         self.messages: dict[int, dict[str, Any]] = {}
         """message n -> the source of the write that put it in the log"""
+        self._numbers: list[int] = []
+        """the keys of :attr:`messages`, in order"""
         self._last = -1
 
     def see(self, commit: Commit) -> None:
@@ -188,12 +191,32 @@ class Injections:
                     decisions = list(carried.values())
             elif w.key.startswith("message:") and w.source is not None:
                 try:
-                    self.messages[int(w.key[8:])] = source_json(w.source)
+                    n = int(w.key[8:])
                 except ValueError:
                     continue
+                if n not in self.messages:
+                    bisect.insort(self._numbers, n)
+                self.messages[n] = source_json(w.source)
         # Only the latest iteration's are kept: memory stays flat however long the run.
         self.decisions = {commit.iter: decisions}
         self._last = commit.iter
+
+    def sources_in(self, window: Any) -> list[dict[str, Any]]:
+        """The sources of the injected messages in a window's ranges, in order: found by
+        range, not by walking every message of a window that holds the whole history."""
+        out: list[dict[str, Any]] = []
+        numbers = self._numbers
+        for r in window if isinstance(window, list | tuple) else ():
+            if not (isinstance(r, list | tuple) and len(r) == 2):
+                continue
+            a, b = r
+            if not (isinstance(a, int) and isinstance(b, int)):
+                continue
+            at = bisect.bisect_left(numbers, max(a, 1))
+            while at < len(numbers) and numbers[at] <= b:
+                out.append(self.messages[numbers[at]])
+                at += 1
+        return out
 
     def at(self, iteration: int) -> list[dict[str, Any]] | None:
         """The decisions that held at ``iteration``: an iteration at which nothing changed
@@ -244,8 +267,10 @@ class Folds:
     messages it wrote (the summary, the summarizer's transcript) with their sources, and
     which calls were its summarizer's."""
 
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, *, keep: bool = True) -> None:
         self.resolver = resolver
+        self.keep = keep
+        """keep every fold in :attr:`folds` (a walk that gives each fold as it comes does not)"""
         self.folds: list[dict[str, Any]] = []
         """each fold's value as written, with its number and its window commit's rsid"""
         self.messages: dict[int, dict[str, Any]] = {}
@@ -277,7 +302,8 @@ class Folds:
                 }
                 if missing:
                     fold["missing"] = missing
-                self.folds.append(fold)
+                if self.keep:
+                    self.folds.append(fold)
         return fold
 
     def kind(self, rsid: str) -> dict[str, Any]:

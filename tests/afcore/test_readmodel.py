@@ -168,3 +168,32 @@ def test_attempts_at_a_call(attempts: Path) -> None:
         assert view.detail == call_detail(rec, mark.n)
     failed = call_view(rec, timeline, 2).events
     assert [e["decision"].get("verb") for e in failed if e["kind"] == "error"] == ["retry"]
+
+
+def test_the_run_is_given_call_by_call_as_the_file_is_read(generated: list[Path]) -> None:
+    from afcore.readmodel import overview, run_view
+
+    for path in generated:
+        rec = open_recording(path)
+        read: list[int] = []
+        walk = rec.records
+
+        def records(lines=None, walk=walk, read=read):  # type: ignore[no-untyped-def]
+            for line, record in walk(lines):
+                read.append(line)
+                yield line, record
+
+        rec.records = records  # type: ignore[method-assign]
+        parts = []
+        for part in run_view(rec):
+            parts.append((part.kind, read[-1] if read else 0))
+        kinds = [k for k, _ in parts]
+        assert kinds[0] == "header" and kinds[-1] == "end"
+        # Each call is given long before the walk ends: a call is held only until the
+        # agent's next call begins.
+        first_call = next(at for kind, at in parts if kind == "call")
+        assert first_call < rec.line_count // 10
+        rec.records = walk  # type: ignore[method-assign]
+        whole = overview(rec)
+        assert len(whole["calls"]) == kinds.count("call") == len(rec.call_numbers)
+        assert len(whole["folds"]) == kinds.count("fold") > 0
