@@ -4,43 +4,101 @@
 request rebuilt exactly, and the check of its hash. ``verify(recording)`` checks it all.
 """
 
-from afcore.recording._config import RecordingConfig
-from afcore.recording._hashing import canonical, content_hash
-from afcore.recording._models import (
-    FORMAT,
-    FORMAT_VERSION,
-    RECORD_ADAPTER,
-    ArgsInvalid,
-    AttemptDecision,
-    AttemptInfo,
-    Blob,
-    Call,
-    CallTool,
-    Commit,
-    ContextEvicted,
-    ErrorEvent,
-    Header,
-    Record,
-    Reply,
-    RunEnd,
-    Segment,
-    ToolProgress,
-    ToolStart,
-    UnknownRecord,
-    UsageInfo,
-)
-from afcore.recording._paths import default_dir, new_run_id, resolve_run
-from afcore.recording._reader import (
-    MAX_LINE,
-    CallCheck,
-    Problem,
-    Recording,
-    TornTail,
-    open_recording,
-)
-from afcore.recording._redaction import Redaction
-from afcore.recording._verify import VerifyReport, verify
-from afcore.recording._writer import Recorder
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from afcore.recording._config import RecordingConfig
+    from afcore.recording._hashing import canonical, content_hash
+    from afcore.recording._models import (
+        FORMAT,
+        FORMAT_VERSION,
+        RECORD_ADAPTER,
+        ArgsInvalid,
+        AttemptDecision,
+        AttemptInfo,
+        Blob,
+        Call,
+        CallTool,
+        Commit,
+        ContextEvicted,
+        ErrorEvent,
+        Header,
+        Record,
+        Reply,
+        RunEnd,
+        Segment,
+        ToolProgress,
+        ToolStart,
+        UnknownRecord,
+        UsageInfo,
+    )
+    from afcore.recording._paths import default_dir, new_run_id, resolve_run
+    from afcore.recording._reader import (
+        MAX_LINE,
+        CallCheck,
+        Problem,
+        Recording,
+        TornTail,
+        open_recording,
+    )
+    from afcore.recording._redaction import Redaction
+    from afcore.recording._verify import VerifyReport, verify
+    from afcore.recording._writer import Recorder
+
+# Imported when first used: reading a recording loads neither the writer nor redaction.
+_WHERE: dict[str, tuple[str, ...]] = {
+    "afcore.recording._config": ("RecordingConfig",),
+    "afcore.recording._hashing": (
+        "canonical",
+        "content_hash",
+    ),
+    "afcore.recording._models": (
+        "FORMAT",
+        "FORMAT_VERSION",
+        "RECORD_ADAPTER",
+        "ArgsInvalid",
+        "AttemptDecision",
+        "AttemptInfo",
+        "Blob",
+        "Call",
+        "CallTool",
+        "Commit",
+        "ContextEvicted",
+        "ErrorEvent",
+        "Header",
+        "Record",
+        "Reply",
+        "RunEnd",
+        "Segment",
+        "ToolProgress",
+        "ToolStart",
+        "UnknownRecord",
+        "UsageInfo",
+    ),
+    "afcore.recording._paths": (
+        "default_dir",
+        "new_run_id",
+        "resolve_run",
+    ),
+    "afcore.recording._reader": (
+        "MAX_LINE",
+        "CallCheck",
+        "Problem",
+        "Recording",
+        "TornTail",
+        "open_recording",
+    ),
+    "afcore.recording._redaction": ("Redaction",),
+    "afcore.recording._verify": (
+        "VerifyReport",
+        "verify",
+    ),
+    "afcore.recording._writer": ("Recorder",),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "FORMAT",
@@ -81,3 +139,16 @@ __all__ = [
     "resolve_run",
     "verify",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'afcore.recording' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

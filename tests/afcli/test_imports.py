@@ -1,5 +1,7 @@
-"""`af --help` and `af ls` stay light: they import neither the Lens's UI toolkit nor a
-vendor SDK. The check runs in a fresh interpreter, where nothing else has imported them."""
+"""Read commands stay light: `af --help` loads only the command definitions, and `af ls`,
+`af show`, `af why` and `af verify` import what reading a recording takes, not the agent
+loop, the providers, jsonschema, a vendor SDK or the Lens's UI toolkit. Each check runs in
+a fresh interpreter, where nothing else has imported them."""
 
 from __future__ import annotations
 
@@ -8,18 +10,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-# A finder that notes every attempt to import a watched package, even one that fails
-# because the package is not installed: the check holds whether or not it is.
+import pytest
+
+SAMPLE = Path(__file__).resolve().parents[2] / "recordings" / "sample-trip.jsonl"
+
+# A finder that notes every attempt to import a watched module, even one that fails because
+# the package is not installed: the check holds whether or not it is.
 PROBE = r"""
 import json, sys
 from importlib.abc import MetaPathFinder
 
-WATCHED = {"textual", "anthropic", "openai", "tui"}
+WATCHED = {"textual", "anthropic", "openai", "httpx", "jsonschema", "tui"}
+WATCHED_MODULES = ("afcore.loop", "afcore.providers", "afcore.agent", "afcore.tools",
+                   "afcore.injections", "afcore.window", "afcore.recording._writer")
 attempts = []
 
 class Spy(MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in WATCHED:
+        if name.split(".")[0] in WATCHED or name.startswith(WATCHED_MODULES):
             attempts.append(name)
         return None
 
@@ -28,31 +36,54 @@ sys.meta_path.insert(0, Spy())
 from typer.testing import CliRunner
 from afcli.app import app
 
-report = {}
-result = CliRunner().invoke(app, ["--help"])
-report["help"] = {
+result = CliRunner().invoke(app, sys.argv[1:])
+print(json.dumps({
     "code": result.exit_code,
-    "attempts": list(attempts),
-    "heavy": sorted(m for m in ("afcore.loop", "pydantic", "jsonschema") if m in sys.modules),
-}
-result = CliRunner().invoke(app, ["ls", sys.argv[1], "--json"])
-report["ls"] = {"code": result.exit_code, "out": result.stdout, "attempts": list(attempts)}
-print(json.dumps(report))
+    "out": result.stdout,
+    "attempts": sorted(set(attempts)),
+    "pydantic": "pydantic" in sys.modules,
+}))
 """
 
 
-def test_help_and_ls_import_neither_textual_nor_anthropic(tmp_path: Path) -> None:
+def probe(*args: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path)],
+        [sys.executable, "-c", PROBE, *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
-    report = json.loads(done.stdout)
-    assert report["help"]["code"] == 0
-    assert report["help"]["attempts"] == []
-    # --help does not even load the library: only the command definitions.
-    assert report["help"]["heavy"] == []
-    assert report["ls"]["code"] == 0 and json.loads(report["ls"]["out"]) == []
-    assert report["ls"]["attempts"] == []
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def test_help_loads_only_the_command_definitions() -> None:
+    report = probe("--help")
+    assert report["code"] == 0
+    assert report["attempts"] == []
+    assert report["pydantic"] is False
+
+
+def test_ls_of_an_empty_folder_is_light(tmp_path: Path) -> None:
+    report = probe("ls", str(tmp_path), "--json")
+    assert report["code"] == 0 and json.loads(str(report["out"])) == []
+    assert report["attempts"] == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ls", str(SAMPLE.parent)),
+        ("show", str(SAMPLE)),
+        ("show", str(SAMPLE), "--call", "3"),
+        ("show", str(SAMPLE), "--json"),
+        ("why", str(SAMPLE), "answer"),
+        ("verify", str(SAMPLE)),
+    ],
+    ids=lambda a: " ".join(a[:1] + a[2:]),
+)
+def test_read_commands_import_only_what_reading_takes(args: tuple[str, ...]) -> None:
+    report = probe(*args)
+    assert report["code"] == 0, report["out"]
+    assert report["attempts"] == []

@@ -1,0 +1,88 @@
+"""How fast the read commands start: ``af --help``, ``af ls``, ``af show RUN`` and ``af why
+RUN answer`` on a sample recording, against ``python -c "import typer, rich"``.
+
+    python -m bench.startup [--runs 15] [--sample recordings/sample-trip.jsonl]
+
+Each is a fresh process (the console script ``af``, as a person runs it), output thrown
+away. Runs alternate between the commands and the baseline, so that drift in the machine's
+speed falls on all of them; the table shows each one's best run and median, and the ratio
+of the bests to the baseline's best. **Target: every ratio <= 2.5** (a read command imports
+only what it uses: not the loop, the providers, jsonschema or Textual).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench._report import print_table, verdict
+
+TARGET = 2.5
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _af() -> list[str]:
+    found = shutil.which("af", path=str(Path(sys.executable).parent)) or shutil.which("af")
+    if found is None:
+        raise SystemExit("no af command: pip install -e . first")
+    return [found]
+
+
+def commands(sample: Path, folder: Path) -> dict[str, list[str]]:
+    af = _af()
+    return {
+        'python -c "import typer, rich"': [sys.executable, "-c", "import typer, rich"],
+        "af --help": [*af, "--help"],
+        "af ls": [*af, "ls", str(folder)],
+        "af show RUN": [*af, "show", str(sample)],
+        "af why RUN answer": [*af, "why", str(sample), "answer"],
+    }
+
+
+def _time(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--sample", type=Path, default=ROOT / "recordings" / "sample-trip.jsonl")
+    args = parser.parse_args()
+    runs = commands(args.sample, args.sample.parent)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for name, argv in runs.items():
+        _time(argv)  # warm the file cache and the bytecode, off the clock
+    for i in range(args.runs):
+        order = list(runs.items())
+        if i % 2:
+            order.reverse()
+        for name, argv in order:
+            times[name].append(_time(argv))
+    base_name = next(iter(runs))
+    base = min(times[base_name])
+    rows = []
+    worst = 0.0
+    for name, ts in times.items():
+        ratio = min(ts) / base
+        if name != base_name:
+            worst = max(worst, ratio)
+        rows.append(
+            (name, f"{min(ts) * 1000:.0f}", f"{statistics.median(ts) * 1000:.0f}", f"{ratio:.2f}")
+        )
+    print_table(
+        f"read commands start-up, {args.runs} interleaved runs (ms)",
+        ("command", "best", "median", "best / baseline"),
+        rows,
+    )
+    print(f"worst ratio {worst:.2f}; target <= {TARGET}: {verdict(worst <= TARGET)}")
+
+
+if __name__ == "__main__":
+    main()
