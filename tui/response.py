@@ -26,9 +26,9 @@ from afcore.readmodel import (
     status_style,
     usage_text,
 )
-from tui.items import Item, Part, heading, row
 from tui.slots import ARGS
 from tui.text import args_line, flat, preview
+from tui.widgets.item_list import Item, Part, heading, row
 
 __all__ = ["response_entries"]
 

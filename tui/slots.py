@@ -28,8 +28,8 @@ from afcore.readmodel import (
     seam_text,
 )
 from afcore.recording import Recording
-from tui.items import Item, Part, Row, heading, row, rule
 from tui.text import args_line, preview, source_label
+from tui.widgets.item_list import Item, Part, Row, heading, row, rule
 
 __all__ = ["FOLDED_SHOWN", "ROWS_KEPT", "Rows", "slot_entries"]
 

@@ -22,7 +22,8 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from bench.peers._screen import peak_rss_mb, screen_text  # noqa: E402
-from tui.app import LensScreen, make_lens_app  # noqa: E402
+from tui.app import make_lens_app  # noqa: E402
+from tui.screens.lens import LensScreen  # noqa: E402
 
 SIZE = (120, 40)
 

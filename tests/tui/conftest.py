@@ -9,7 +9,8 @@ from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
 
-from tui.app import LensApp, LensScreen, make_lens_app
+from tui.app import LensApp, make_lens_app
+from tui.screens.lens import LensScreen
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "recordings"

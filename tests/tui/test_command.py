@@ -64,3 +64,30 @@ def test_bad_names_and_files(opened: list[tuple[Path, bool]], tmp_path: Path) ->
     code, err = lens("run*")
     assert code == 2 and "holds no *" in err
     assert "Traceback" not in err and not opened
+
+
+def test_every_binding_has_an_id_and_says_what_it_does() -> None:
+    # Ids let a keymap rebind a key; descriptions are what the footer and ? show.
+    import importlib
+    import inspect
+    import pkgutil
+
+    from textual.binding import Binding
+    from textual.screen import Screen
+
+    import tui.screens
+
+    screens = {
+        cls
+        for info in pkgutil.iter_modules(tui.screens.__path__, "tui.screens.")
+        for _, cls in inspect.getmembers(importlib.import_module(info.name), inspect.isclass)
+        if issubclass(cls, Screen) and cls.__module__.startswith("tui.")
+    }
+    assert {s.__name__ for s in screens} >= {"LensScreen", "Help", "SearchScreen", "WhyScreen"}
+    ids = []
+    for screen in screens:
+        for binding in screen.BINDINGS:
+            assert isinstance(binding, Binding), (screen.__name__, binding)
+            assert binding.id and binding.description, (screen.__name__, binding.key)
+            ids.append(binding.id)
+    assert len(ids) == len(set(ids))

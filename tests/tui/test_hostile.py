@@ -15,8 +15,8 @@ import pytest
 from afcore import Agent, define_tool, mock
 from tests.conftest import fixed_recording
 from tests.tui.conftest import SAMPLES, lens, main, position, screen_text
-from tui.items import ItemList
-from tui.viewer import Viewer
+from tui.screens.viewer import Viewer
+from tui.widgets.item_list import ItemList
 
 MARKUP = "[bold red]alert[/] [link=https://evil.example]click[/link] [@click=app.quit]quit[/]"
 ANSI = "\x1b[31mred\x1b[0m\x1b[2J"

@@ -12,11 +12,11 @@ from textual.widgets import Log, Tree
 from bench.big_recording import write
 from tests.tui.conftest import SAMPLES, lens, main, position, screen_text
 from tui.app import LensApp
-from tui.help import Help
-from tui.items import ItemList, Row
-from tui.search import SearchScreen
-from tui.viewer import Viewer
-from tui.why import WhyScreen
+from tui.screens.help import Help
+from tui.screens.search import SearchScreen
+from tui.screens.viewer import Viewer
+from tui.screens.why import WhyScreen
+from tui.widgets.item_list import ItemList, Row
 
 TRIP = SAMPLES / "sample-trip.jsonl"
 COMPACTION = SAMPLES / "sample-compaction.jsonl"
@@ -229,9 +229,9 @@ async def test_follow_shows_calls_as_they_land(tmp_path: Path) -> None:
     calls = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"')]
     live = tmp_path / "live.jsonl"
     live.write_bytes(b"".join(lines[: calls[1]]))  # the run has made one call
-    import tui.app
+    import tui.screens.lens
 
-    every, tui.app.FOLLOW_EVERY = tui.app.FOLLOW_EVERY, 0.05
+    every, tui.screens.lens.FOLLOW_EVERY = tui.screens.lens.FOLLOW_EVERY, 0.05
     try:
         async with lens(live, follow=True) as (app, pilot):
             assert position(app).startswith("call 1/1")
@@ -254,7 +254,7 @@ async def test_follow_shows_calls_as_they_land(tmp_path: Path) -> None:
             assert position(app).startswith("call 1/5")  # elsewhere, it stays put
             assert "answer after 5 iterations" in screen_text(app)
     finally:
-        tui.app.FOLLOW_EVERY = every
+        tui.screens.lens.FOLLOW_EVERY = every
 
 
 @pytest.fixture

@@ -31,17 +31,7 @@ def fold_lines(text: str, width: int) -> list[str]:
 
 
 class Viewer(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape", "dismiss", "Back"),
-        Binding("q", "dismiss", "Back", show=False),
-        Binding("enter", "dismiss", "Back", show=False),
-    ]
-    DEFAULT_CSS = """
-    Viewer { align: center middle; }
-    Viewer > Vertical { width: 96%; height: 92%; border: round $accent; background: $surface; }
-    Viewer Static { height: 1; padding: 0 1; }
-    Viewer Log { height: 1fr; padding: 0 1; }
-    """
+    BINDINGS = [Binding("escape,q,enter", "dismiss", "Back", id="viewer.back")]
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__()

@@ -59,10 +59,6 @@ class _Cell:
 class Scrubber(Widget):
     """Three lines: call numbers and turns, the marks, the position."""
 
-    DEFAULT_CSS = """
-    Scrubber { height: 3; padding: 0 1; }
-    """
-
     class Picked(Message):
         """A mark was clicked."""
 

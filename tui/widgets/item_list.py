@@ -142,11 +142,6 @@ class ItemList(OptionList):
 
     # The scrollbar is always there: a list measures its items at one width and draws them
     # at another if a scrollbar comes and goes between the two, and a line goes missing.
-    DEFAULT_CSS = """
-    ItemList { height: 1fr; border: none; padding: 0; overflow-y: scroll; }
-    ItemList:focus { border: none; }
-    """
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, markup=False)
         self.items: dict[str, Item] = {}

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.scrubber import LEGEND
+from tui.widgets.scrubber import LEGEND
 
 __all__ = ["KEYS", "Help"]
 
@@ -31,16 +31,7 @@ KEYS: list[tuple[str, str]] = [
 
 
 class Help(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape", "dismiss", "Back"),
-        Binding("q", "dismiss", "Back", show=False),
-        Binding("question_mark", "dismiss", "Back", show=False),
-    ]
-    DEFAULT_CSS = """
-    Help { align: center middle; }
-    Help > VerticalScroll { width: 90; max-width: 96%; height: auto; max-height: 90%;
-        border: round $accent; background: $surface; padding: 0 1; }
-    """
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Back", id="help.back")]
 
     def compose(self) -> ComposeResult:
         keys = Table.grid(padding=(0, 2))

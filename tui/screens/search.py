@@ -30,8 +30,8 @@ from afcore.errors import RecordingError
 from afcore.readmodel import Timeline, safe
 from afcore.readmodel import line as one_line
 from afcore.recording import Recording
-from tui.items import Item, ItemList
 from tui.locate import Place, locate
+from tui.widgets.item_list import Item, ItemList
 
 __all__ = ["Match", "SearchScreen", "search"]
 
@@ -126,13 +126,7 @@ def _snippet(value: Any, wanted: str) -> str | None:
 
 
 class SearchScreen(ModalScreen[Match | None]):
-    BINDINGS = [Binding("escape", "dismiss", "Back")]
-    DEFAULT_CSS = """
-    SearchScreen { align: center middle; }
-    SearchScreen > Vertical { width: 96%; height: 90%; border: round $accent;
-        background: $surface; }
-    SearchScreen Static { height: 1; padding: 0 1; }
-    """
+    BINDINGS = [Binding("escape", "dismiss", "Back", id="search.back")]
 
     def __init__(self, rec: Recording, timeline: Timeline, query: str = "") -> None:
         super().__init__()

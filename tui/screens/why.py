@@ -81,13 +81,7 @@ def slice_tree(tree: Tree[int], found: Slice) -> None:
 class WhyScreen(ModalScreen[int | None]):
     """Dismissed with the line of the stage chosen, or None."""
 
-    BINDINGS = [Binding("escape", "dismiss", "Back"), Binding("q", "dismiss", "Back", show=False)]
-    DEFAULT_CSS = """
-    WhyScreen { align: center middle; }
-    WhyScreen > Vertical { width: 96%; height: 90%; border: round $accent; background: $surface; }
-    WhyScreen Static { height: auto; padding: 0 1; }
-    WhyScreen Tree { height: 1fr; }
-    """
+    BINDINGS = [Binding("escape,q", "dismiss", "Back", id="why.back")]
 
     def __init__(self, rec: Recording, key: str, at: str | None) -> None:
         super().__init__()

@@ -1,0 +1,450 @@
+"""The Lens's main screen: a recording replayed one model call at a time.
+
+The screen: what ran (the header), the scrubber (a mark per call), the three slots of the
+selected call as it was sent (left) and its response and the events after it (right). The
+file is opened as a prefix first, so the first call is on screen at once; the whole file is
+then indexed in the background and takes over (and, with ``follow``, again whenever the
+file grows).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
+
+from afcore.errors import RecordingError
+from afcore.readmodel import CallView, Timeline, build, call_view, plural, safe, status_style
+from afcore.recording import Recording
+from tui.response import response_entries
+from tui.slots import Rows, slot_entries
+from tui.widgets.item_list import Item, ItemList
+from tui.widgets.scrubber import Scrubber
+
+if TYPE_CHECKING:
+    from tui.screens.search import Match
+
+# The screens a key opens (search, why, help, the viewer) are imported when first opened:
+# the first call is on screen sooner.
+
+__all__ = ["FOLLOW_EVERY", "LensScreen"]
+
+FOLLOW_EVERY = 0.5
+"""Seconds between two looks at a followed file."""
+_VIEWS = 32
+"""Calls whose views are kept, for going back and forth."""
+
+
+class LensScreen(Screen[None]):
+    BINDINGS = [
+        Binding("left,h", "move(-1)", "Prev call", priority=True, id="lens.prev-call"),
+        Binding("right,l", "move(1)", "Next call", priority=True, id="lens.next-call"),
+        Binding("home", "edge(0)", "First call", priority=True, show=False, id="lens.first"),
+        Binding("end", "edge(1)", "Last call", priority=True, show=False, id="lens.last"),
+        *[
+            Binding(
+                str(d),
+                f"digit({d})",
+                "Type a call number",
+                show=False,
+                priority=True,
+                id=f"lens.digit-{d}",
+            )
+            for d in range(10)
+        ],
+        Binding("enter", "enter", "Open", priority=True, id="lens.open"),
+        Binding(
+            "escape",
+            "forget",
+            "Forget the number typed",
+            show=False,
+            priority=True,
+            id="lens.forget",
+        ),
+        Binding(
+            "backspace",
+            "untype",
+            "Erase a digit typed",
+            show=False,
+            priority=True,
+            id="lens.untype",
+        ),
+        Binding("s", "section('seg:')", "System segments", show=False, id="lens.system"),
+        Binding("m", "section('msg:')", "Messages", show=False, id="lens.messages"),
+        Binding("t", "section('tool:')", "Tools", show=False, id="lens.tools"),
+        Binding("w", "why", "Why", id="lens.why"),
+        Binding("slash", "search", "Search", id="lens.search"),
+        Binding("question_mark", "help", "Keys", id="lens.help"),
+        Binding("q", "app.quit", "Quit", id="lens.quit"),
+    ]
+
+    def __init__(self, rec: Recording, *, follow: bool) -> None:
+        super().__init__()
+        self.rec = rec
+        self.follow = follow
+        self.timeline = Timeline()
+        self.index = 0
+        self.typed = ""
+        self.opened: set[int] = set()
+        """folds whose seams are open"""
+        self.views: OrderedDict[int, CallView] = OrderedDict()
+        self.rows: Rows = OrderedDict()
+        """messages drawn, kept from call to call"""
+        self.shown: int | None = None
+        """the call whose items the lists hold"""
+        self.indexing: float | None = None
+        """share of the file indexed while the whole of it is being read (None: done)"""
+        self._loaded = 0
+        self._last_search = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header", markup=False)
+        yield Scrubber()
+        with Horizontal(id="body"):
+            yield ItemList(id="slots")
+            yield ItemList(id="events")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for _ in build(self.rec, self.timeline):
+            pass
+        if self.rec.partial:
+            self.indexing = self.rec.indexed_bytes / max(self.rec.size, 1)
+        # A run being followed opens at its newest call, and stays there as calls land.
+        self.select(len(self.timeline.marks) - 1 if self.follow else 0)
+        if self.timeline.marks:
+            self._draw_call(self.timeline.marks[self.index].n)  # now, not after a frame
+        self.query_one("#slots", ItemList).focus()
+        if self.rec.partial:
+            self.reindex()
+        if self.follow:
+            self.set_interval(FOLLOW_EVERY, self._look)
+
+    # -- the file ------------------------------------------------------------------------
+
+    def _look(self) -> None:
+        if self.indexing is None and self.rec.grown():
+            self.indexing = 0.0
+            self.reindex()
+
+    @work(thread=True, exclusive=True, group="index")
+    def reindex(self) -> None:
+        """Index the file as it is now, whole, off the screen's thread; then show it."""
+        worker = get_current_worker()
+        try:
+            rec = self.rec.reopen()
+        except RecordingError as e:
+            self.app.call_from_thread(self._failed, str(e))
+            return
+        timeline = Timeline()
+        shown = time.monotonic()
+        for done in build(rec, timeline):
+            if worker.is_cancelled:
+                return
+            if time.monotonic() - shown > 0.2:
+                shown = time.monotonic()
+                self.app.call_from_thread(self._progress, done)
+        self.app.call_from_thread(self._swap, rec, timeline)
+
+    def _progress(self, done: float) -> None:
+        self.indexing = done
+        self._draw_top()
+
+    def _failed(self, message: str) -> None:
+        self.indexing = None
+        self.notify(safe(message), severity="error", markup=False)
+        self._draw_top()
+
+    def _swap(self, rec: Recording, timeline: Timeline) -> None:
+        marks = self.timeline.marks
+        current = marks[self.index].n if marks else None
+        at_end = not marks or self.index == len(marks) - 1
+        self.rec, self.timeline = rec, timeline
+        self.views.clear()
+        self.rows.clear()
+        self.indexing = None
+        index = timeline.position.get(current, 0) if current is not None else 0
+        if self.follow and at_end and timeline.marks:
+            index = len(timeline.marks) - 1
+        self.shown = None
+        self.select(index)
+
+    # -- the selection -------------------------------------------------------------------
+
+    def select(self, index: int) -> None:
+        marks = self.timeline.marks
+        if not marks:
+            self._draw_top()
+            self._draw_empty()
+            return
+        self.index = max(0, min(index, len(marks) - 1))
+        self._draw_top()
+        # Drawn after what is waiting: holding a key down draws only the call it stops at.
+        self.call_later(self._draw_call, marks[self.index].n)
+
+    def view(self, n: int) -> CallView:
+        cached = self.views.get(n)
+        if cached is not None:
+            self.views.move_to_end(n)
+            return cached
+        view = call_view(self.rec, self.timeline, n)
+        self.views[n] = view
+        if len(self.views) > _VIEWS:
+            self.views.popitem(last=False)
+        self._loaded += 1
+        if self._loaded % 64 == 0:
+            self.rec.release_pages()
+        return view
+
+    def _draw_call(self, n: int, force: bool = False) -> None:
+        marks = self.timeline.marks
+        if not marks or marks[self.index].n != n:
+            return  # the selection moved on
+        if not force and self.shown == n:
+            return
+        view = self.view(n)
+        slots = self.query_one("#slots", ItemList)
+        events = self.query_one("#events", ItemList)
+        # Before the first layout the lists have no size yet: their share of the screen.
+        left = slots.size.width or self.app.size.width * 3 // 5
+        right = events.size.width or self.app.size.width * 2 // 5
+        entries = slot_entries(view, self.rec, self.opened, max(left - 26, 30), self.rows)
+        slots.fill(entries, keep=True)
+        events.fill(response_entries(view, max(right, 30)), keep=True)
+        self.shown = n
+        self._draw_top()
+
+    def _flush(self) -> None:
+        """Draw the selected call now, if its drawing is still waiting: what a key does to
+        the lists must be done to the call selected, not to the one before."""
+        marks = self.timeline.marks
+        if marks:
+            self._draw_call(marks[self.index].n)
+
+    def _draw_empty(self) -> None:
+        note = Text("no calls in this recording yet", style="yellow")
+        if self.follow:
+            note.append(" · waiting for the run to make one", style="dim")
+        self.query_one("#slots", ItemList).fill([(note, None)], keep=False)
+        self.query_one("#events", ItemList).fill([], keep=False)
+
+    def _draw_top(self) -> None:
+        self.query_one("#header", Static).update(self._header())
+        marks = self.timeline.marks
+        self.query_one(Scrubber).show(marks, self.index, self._position())
+
+    def _header(self) -> Text:
+        rec = self.rec
+        h = rec.header
+        text = Text.assemble(("af lens ", "bold"), (safe(h.run_id), "bold cyan"), "  ")
+        text.append(safe(h.agent.name), style="bold")
+        text.append(f"  model {safe(h.model)}", style="dim")
+        end = rec.end
+        if self.indexing is not None:
+            text.append("  reading the file…", style="yellow")
+        elif end is not None:
+            status = end.status
+            text.append(f"  {status.replace('_', ' ')}", style=f"bold {status_style(status)}")
+            text.append(
+                f" after {plural(end.iterations, 'iteration')} · {plural(end.calls, 'call')}",
+                style="dim",
+            )
+        elif self.follow:
+            text.append("  following: the run is still going", style="bold cyan")
+        else:
+            text.append("  incomplete: no run_end (cut off, or still running)", style="yellow")
+        notes = []
+        if rec.torn_tail is not None and not self.follow:
+            t = rec.torn_tail
+            notes.append(
+                (
+                    f"line {t.line} is torn ({t.size:,} bytes): the run was cut off mid-write; "
+                    "the rest is shown",
+                    "yellow",
+                )
+            )
+        if rec.problems:
+            first = safe(str(rec.problems[0]))[:120]
+            notes.append(
+                (f"{plural(len(rec.problems), 'problem')} reading the file: {first}", "red")
+            )
+        if rec.unknown_records:
+            notes.append(
+                (
+                    f"{plural(rec.unknown_records, 'record')} of types this af does not know "
+                    "(shown raw in the events)",
+                    "dim",
+                )
+            )
+        for note, style in notes:
+            text.append(f"\n{note}", style=style)
+        return text
+
+    def _position(self) -> Text:
+        marks = self.timeline.marks
+        if not marks:
+            return Text("no calls yet", style="dim")
+        mark = marks[self.index]
+        total = f"{len(marks)}" if self.indexing is None else f"{len(marks)}+"
+        text = Text(f"call {mark.n}/{total}", style="bold")
+        text.append(f" · iteration {mark.iteration} · turn {mark.turn}", style="")
+        if not mark.agent:
+            text.append(" · the summarizer's call", style="magenta")
+        if mark.attempt:
+            text.append(f" · {safe(mark.attempt)}", style="cyan")
+        view = self.views.get(mark.n)
+        if view is not None and view.detail is not None:
+            if view.detail["verified"]:
+                text.append(" · ✓ verified", style="green")
+            else:
+                text.append(" · ✗ not verified", style="bold red")
+        elif view is not None:
+            text.append(" · ✗ cannot be read", style="bold red")
+        if mark.folds:
+            text.append(
+                f" · then {plural(mark.folded, 'message')} folded out of the window", style="yellow"
+            )
+        if self.indexing is not None:
+            text.append(f"  (indexing {self.indexing:.0%})", style="dim")
+        if self.typed:
+            text.append(f"   go to call {self.typed}▏ Enter", style="bold reverse")
+        return text
+
+    # -- actions -------------------------------------------------------------------------
+
+    def action_move(self, step: int) -> None:
+        self.typed = ""
+        self.select(self.index + step)
+
+    def action_edge(self, end: int) -> None:
+        self.typed = ""
+        self.select(len(self.timeline.marks) - 1 if end else 0)
+
+    def action_digit(self, digit: int) -> None:
+        if len(self.typed) < 9:
+            self.typed += str(digit)
+        self._draw_top()
+
+    def action_untype(self) -> None:
+        self.typed = self.typed[:-1]
+        self._draw_top()
+
+    def action_forget(self) -> None:
+        self.typed = ""
+        self._draw_top()
+
+    def action_enter(self) -> None:
+        self._flush()
+        if self.typed:
+            n = int(self.typed)
+            self.typed = ""
+            self.go_to(n)
+            return
+        focused = self.focused
+        if isinstance(focused, ItemList):
+            focused.action_select()
+
+    def go_to(self, n: int, item: str | None = None) -> None:
+        position = self.timeline.position.get(n)
+        if position is None:
+            last = self.timeline.marks[-1].n if self.timeline.marks else 0
+            self.notify(f"there is no call {n} (calls 1 to {last})", severity="warning")
+            self._draw_top()
+            return
+        self.select(position)
+        if item is not None:
+            self.call_later(self._highlight, n, item)
+
+    def _highlight(self, n: int, item: str) -> None:
+        self._draw_call(n)
+        for name in ("#slots", "#events"):
+            listed = self.query_one(name, ItemList)
+            if listed.go_to(item):
+                listed.focus()
+                return
+
+    def action_section(self, prefix: str) -> None:
+        self._flush()
+        slots = self.query_one("#slots", ItemList)
+        first = next((i for i in slots.items if i.startswith(prefix)), None)
+        if first is not None:
+            slots.go_to(first)
+            # The section's heading is the line above its first item: keep it in view.
+            slots.scroll_to(y=max(slots.scroll_y - 1, 0), animate=False, immediate=True)
+            slots.focus()
+
+    @on(ItemList.OptionSelected)
+    def _open(self, event: ItemList.OptionSelected) -> None:
+        listed = event.option_list
+        if not isinstance(listed, ItemList) or event.option.id is None:
+            return
+        item = listed.items.get(event.option.id)
+        if item is None:
+            return
+        if item.seam is not None:
+            self.opened ^= {item.seam}
+            n = self.timeline.marks[self.index].n
+            self._draw_call(n, force=True)
+        elif item.jump is not None:
+            self.go_to(item.jump)
+        elif item.full is not None:
+            from tui.screens.viewer import Viewer
+
+            self.app.push_screen(Viewer(item.title, item.full))
+
+    @on(Scrubber.Picked)
+    def _picked(self, event: Scrubber.Picked) -> None:
+        self.typed = ""
+        self.select(event.index)
+
+    def action_why(self) -> None:
+        from tui.locate import locate
+        from tui.screens.why import WhyScreen
+
+        self._flush()
+        focused = self.focused
+        item: Item | None = focused.current if isinstance(focused, ItemList) else None
+        marks = self.timeline.marks
+        if not marks:
+            return
+        mark = marks[self.index]
+        key = item.why if item is not None and item.why else f"call:{mark.n}"
+        at = f"call:{mark.n}" if key.startswith("system:") else None
+
+        def chosen(line: int | None) -> None:
+            if line is None:
+                return
+            place = locate(self.rec, self.timeline, line)
+            if place is not None:
+                self.go_to(place.call, place.item)
+
+        self.app.push_screen(WhyScreen(self.rec, key, at), chosen)
+
+    def action_search(self) -> None:
+        from tui.screens.search import SearchScreen
+
+        def chosen(match: Match | None) -> None:
+            if match is not None:
+                self.go_to(match.place.call, match.place.item)
+
+        screen = SearchScreen(self.rec, self.timeline, self._last_search)
+
+        def remember(match: Match | None) -> None:
+            self._last_search = screen.query_text
+            chosen(match)
+
+        self.app.push_screen(screen, remember)
+
+    def action_help(self) -> None:
+        from tui.screens.help import Help
+
+        self.app.push_screen(Help())
