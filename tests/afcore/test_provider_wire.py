@@ -181,7 +181,7 @@ def test_a_recorded_exchange_run_by_an_agent_leaves_a_recording_that_verifies(
         failure = e
     path = agent.last_recording
     assert path is not None
-    with rec.open(path) as r:
+    with rec.open_recording(path) as r:
         report = rec.verify(r)
     assert report.ok, report.to_json()
     raw = path.read_bytes()
@@ -296,7 +296,7 @@ def test_a_paused_turn_is_sent_back_and_continued_not_taken_for_the_answer(
     assert agent.last_result is not None and agent.last_result.iterations == 2
     assert agent.last_recording is not None
     records = _records(agent.last_recording)
-    with rec.open(agent.last_recording) as r:
+    with rec.open_recording(agent.last_recording) as r:
         assert rec.verify(r).ok
     routes = [
         w["value"]
