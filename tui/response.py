@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.visual import VisualType
 
 from afcore.readmodel import (
+    CallDetail,
     CallView,
     as_dict,
     as_text,
@@ -38,10 +39,10 @@ Entry = tuple[VisualType, Item | None]
 def response_entries(view: CallView, width: int) -> Iterator[Entry]:
     d = view.detail
     mark = view.mark
-    r = d["response"] if d is not None else None
+    r = d.response if d is not None else None
     tools = [e for e in view.events if e["kind"] == "tool"]
     invalid = {e["call_id"]: e for e in view.events if e["kind"] == "invalid"}
-    if d is not None and not d["verified"]:
+    if d is not None and not d.verified:
         # A call that does not verify says so first.
         yield from _call_facts(d)
         yield Text(""), None
@@ -100,10 +101,10 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
             yield _event(mark.n, event, width)
         if view.more_events:
             yield Text(f"… and {view.more_events:,} more records", style="dim"), None
-    if d is not None and d.get("injections") is not None:
+    if d is not None and d.injections is not None:
         yield Text(""), None
-        yield from _decisions(d["injections"], d)
-    if d is not None and d["verified"]:
+        yield from _decisions(d.injections, d)
+    if d is not None and d.verified:
         yield Text(""), None
         yield from _call_facts(d)
 
@@ -257,16 +258,16 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
     return text, Item(f"ev:{e['line']}", full=raw if len(raw) > 600 else None, title="record")
 
 
-def _decision_key(id: str, d: dict[str, Any]) -> str | None:
+def _decision_key(id: str, d: CallDetail) -> str | None:
     """What ``w`` asks about a decision that fired: the segment it put in the system prompt,
     or the message it put in the window."""
-    if any(s.get("id") == id for s in d.get("system") or []):
+    if any(s.get("id") == id for s in d.system or []):
         return f"system:{id}"
-    placed = [m["n"] for m in d.get("messages") or [] if m.get("id") == id]
+    placed = [m["n"] for m in d.messages or [] if m.get("id") == id]
     return f"message:{placed[-1]}" if placed else None
 
 
-def _decisions(inj: dict[str, Any], detail: dict[str, Any]) -> Iterator[Entry]:
+def _decisions(inj: dict[str, Any], detail: CallDetail) -> Iterator[Entry]:
     yield heading("DECISIONS", f"{inj['evaluated']} injections evaluated"), None
     for d in inj["fired"]:
         text = Text.assemble(("fired ", "green"), (safe(as_text(d["id"])), "bold green"))
@@ -286,22 +287,21 @@ def _decisions(inj: dict[str, Any], detail: dict[str, Any]) -> Iterator[Entry]:
         yield text, None
 
 
-def _call_facts(d: dict[str, Any]) -> Iterator[Entry]:
-    yield heading("CALL", f"{safe(as_text(d['rsid']))} · model {safe(as_text(d['model']))}"), None
-    if d["verified"]:
+def _call_facts(d: CallDetail) -> Iterator[Entry]:
+    yield heading("CALL", f"{safe(d.rsid)} · model {safe(d.model)}"), None
+    v = d.verification
+    if v.verified:
         yield (
             Text.assemble(
                 ("✓ verified", "bold green"),
-                (f": rebuilt from the file, it hashes to {d['hash'][:12]}… as when sent", "dim"),
+                (f": rebuilt from the file, it hashes to {v.hash[:12]}… as when sent", "dim"),
             ),
             None,
         )
     else:
         yield (
-            Text.assemble(
-                ("✗ not verified", "bold red"), ": ", safe(as_text(d.get("problem")) or "unknown")
-            ),
+            Text.assemble(("✗ not verified", "bold red"), ": ", safe(v.problem or "unknown")),
             None,
         )
-    if d.get("params"):
-        yield Text.assemble(("params ", "dim"), args_line(d["params"], 200)), None
+    if d.params:
+        yield Text.assemble(("params ", "dim"), args_line(d.params, 200)), None

@@ -16,6 +16,7 @@ from textual.visual import VisualType
 
 from afcore.errors import RecordingError
 from afcore.readmodel import (
+    CallDetail,
     CallView,
     FoldMark,
     as_dict,
@@ -54,10 +55,11 @@ def slot_entries(
     if d is None:
         yield Text(f"✗ {safe(view.problem or 'this call cannot be read')}", style="red"), None
         return
-    if d["system"] is None:
+    if d.system is None or d.messages is None or d.tools is None:
         yield (
             Text(
-                f"✗ the request cannot be rebuilt from this file: {safe(str(d['problem']))}",
+                "✗ the request cannot be rebuilt from this file: "
+                + safe(str(d.verification.problem)),
                 style="red",
             ),
             None,
@@ -65,12 +67,12 @@ def slot_entries(
         return
     if view.note:
         yield Text(safe(view.note), style="yellow"), None
-    previous = d["previous_call"]
+    previous = d.previous_call
     since = f" since call {previous}" if previous is not None else ""
-    removed = d["removed"] or {"system": [], "messages": [], "tools": []}
+    removed = d.removed or {"system": [], "messages": [], "tools": []}
     yield from _system(d, removed, since)
     yield Text(""), None
-    yield from _messages(d, removed, since, rec, opened, width, rows, view.earlier)
+    yield from _messages(d, d.messages, removed, since, rec, opened, width, rows, view.earlier)
     yield Text(""), None
     yield from _tools(d, removed, since)
 
@@ -98,8 +100,8 @@ def _why_line(item: dict[str, Any]) -> Text | None:
     return Text(safe(reason)[:600], style="dim italic")
 
 
-def _system(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[Entry]:
-    system = d["system"]
+def _system(d: CallDetail, removed: dict[str, Any], since: str) -> Iterator[Entry]:
+    system = d.system or []
     total = sum(len(s["text"]) for s in system)
     note = Text(f"{plural(len(system), 'segment')} · {total:,} chars", style="dim")
     note.append_text(_changes(system, since))
@@ -112,11 +114,11 @@ def _system(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[
         gutter.append_text(_badge(seg.get("change")))
         body, hidden = preview(seg["text"])
         why = _why_line(seg)
-        key = f"system:{seg['id']}" if seg.get("id") else f"call:{d['call']}"
+        key = f"system:{seg['id']}" if seg.get("id") else f"call:{d.call}"
         item = Item(
             f"seg:{seg['position']}",
             full=seg["text"] if hidden else None,
-            title=f"call {d['call']} · system segment {seg['position']}",
+            title=f"call {d.call} · system segment {seg['position']}",
             why=key,
         )
         yield (row(gutter, why, body) if why is not None else row(gutter, body)), item
@@ -128,7 +130,8 @@ def _system(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[
 
 
 def _messages(
-    d: dict[str, Any],
+    d: CallDetail,
+    messages: list[dict[str, Any]],
     removed: dict[str, Any],
     since: str,
     rec: Recording,
@@ -137,13 +140,12 @@ def _messages(
     rows: Rows,
     earlier: list[FoldMark],
 ) -> Iterator[Entry]:
-    messages = d["messages"]
-    ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d["window"])
+    ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d.window)
     note = Text(f"{plural(len(messages), 'message')} · window {ranges}", style="dim")
     note.append_text(_changes(messages, since))
     yield heading("MESSAGES", note), None
     seams: dict[int | None, list[dict[str, Any]]] = {}
-    for f in d.get("folds") or []:
+    for f in d.seams or []:
         seams.setdefault(f.get("before"), []).append(f)
     results = _results(messages)
     calls = _calls(messages)
@@ -192,7 +194,7 @@ def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
 
 
 def _message(
-    d: dict[str, Any],
+    d: CallDetail,
     msg: dict[str, Any],
     results: dict[str, int],
     calls: dict[str, tuple[int, str]],
@@ -221,7 +223,7 @@ def _message(
     item = Item(
         f"msg:{msg['n']}",
         full=full,
-        title=f"call {d['call']} · message #{msg['n']} ({safe(role)})",
+        title=f"call {d.call} · message #{msg['n']} ({safe(role)})",
         why=f"message:{msg['n']}",
     )
     return drawn, item
@@ -403,8 +405,8 @@ def _folded(rec: Recording, fold: int, n: int) -> Entry:
     return row(gutter, body), item
 
 
-def _tools(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[Entry]:
-    tools = d["tools"]
+def _tools(d: CallDetail, removed: dict[str, Any], since: str) -> Iterator[Entry]:
+    tools = d.tools or []
     note = Text(plural(len(tools), "tool"), style="dim")
     note.append_text(_changes(tools, since))
     added = [t["name"] for t in tools if t.get("change") == "new"]
@@ -437,8 +439,8 @@ def _tools(d: dict[str, Any], removed: dict[str, Any], since: str) -> Iterator[E
         item = Item(
             f"tool:{as_text(spec.get('name'))}",
             full=as_text(spec.get("description")) if hidden else None,
-            title=f"call {d['call']} · tool {safe(as_text(spec.get('name')))}",
-            why=f"tools@{d['call']}",
+            title=f"call {d.call} · tool {safe(as_text(spec.get('name')))}",
+            why=f"tools@{d.call}",
         )
         description.stylize("dim")
         yield row(gutter, head, description), item

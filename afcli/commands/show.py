@@ -30,6 +30,7 @@ from afcore.readmodel import (
 )
 
 if TYPE_CHECKING:
+    from afcore.readmodel import CallDetail
     from afcore.recording import Recording
 
 Out = Console | Printer
@@ -61,7 +62,7 @@ def show(
         if call is not None:
             data = call_detail(rec, call)
             if json_output:
-                print_json(data)
+                print_json(data.to_json())
             else:
                 _print_call(out_console(), data, rec.path.name)
             return
@@ -129,7 +130,7 @@ def _print_call_line(console: Out, c: dict[str, Any]) -> None:
         console.print(
             Text.assemble(
                 (f"call {c['call']}", "bold cyan"),
-                (_summarizer_for(c), "bold magenta"),
+                (_summarizer_for(c.get("kind"), c.get("fold")), "bold magenta"),
                 (f" · iteration {c['iteration']}", "cyan"),
                 "   ",
                 sizes,
@@ -334,11 +335,10 @@ def _skipped_text(skipped: dict[str, Any]) -> str:
     return text
 
 
-def _summarizer_for(c: dict[str, Any]) -> str:
+def _summarizer_for(kind: Any, fold: Any) -> str:
     """`` · summarizer for fold 1`` for a summarizer's call; empty for the agent's."""
-    if c.get("kind") != "summarizer":
+    if kind != "summarizer":
         return ""
-    fold = c.get("fold")
     return f" · summarizer for fold {fold}" if isinstance(fold, int) else " · summarizer"
 
 
@@ -424,16 +424,16 @@ def _print_run_json(rec: Recording) -> None:
 # -- one call ----------------------------------------------------------------------------
 
 
-def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
+def _print_call(console: Console, d: CallDetail, file_name: str) -> None:
 
     width = max(console.width, 60)
     head = Text.assemble(
-        (f"call {d['call']}", "bold cyan"),
-        (_summarizer_for(d), "bold magenta"),
-        (f" · iteration {d['iteration']} · {safe(d['rsid'])} · model ", "dim"),
-        safe(d["model"]),
+        (f"call {d.call}", "bold cyan"),
+        (_summarizer_for(d.kind, d.fold), "bold magenta"),
+        (f" · iteration {d.iteration} · {safe(d.rsid)} · model ", "dim"),
+        safe(d.model),
     )
-    attempt = d.get("attempt")
+    attempt = d.attempt
     if isinstance(attempt, dict):
         head.append(f" · attempt {attempt['n']} of {attempt['of']} · provider ", "dim")
         head.append(safe(as_text(attempt.get("provider"))))
@@ -442,27 +442,33 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
     console.print(head)
     for skipped in as_dict(attempt).get("skipped") or []:
         console.print(fit(Text("skipped ", "yellow"), _skipped_text(skipped), width))
-    if d["verified"]:
+    v = d.verification
+    if v.verified:
         console.print(
             Text.assemble(
                 ("✓ verified", "bold green"),
-                (f": rebuilt from the file, it hashes to {d['hash'][:12]}… as when sent", "dim"),
+                (
+                    f": rebuilt from the file, it hashes to {v.hash[:12]}… as when sent",
+                    "dim",
+                ),
             )
         )
     else:
         console.print(
             Text.assemble(
-                ("✗ not verified", "bold red"), ": ", safe(str(d["problem"] or "unknown problem"))
+                ("✗ not verified", "bold red"),
+                ": ",
+                safe(str(d.verification.problem or "unknown problem")),
             )
         )
-    if d["system"] is None:
+    if d.system is None or d.messages is None or d.tools is None:
         console.print(Text("the request cannot be rebuilt from this file", "red"))
         return
-    if d["injections"] is not None:
-        _print_hanging(console, _decisions_text(d["injections"], width), indent=0)
-    previous = d["previous_call"]
+    if d.injections is not None:
+        _print_hanging(console, _decisions_text(d.injections, width), indent=0)
+    previous = d.previous_call
     since = f" since call {previous}" if previous is not None else ""
-    removed = d["removed"] or {"system": [], "messages": [], "tools": []}
+    removed = d.removed or {"system": [], "messages": [], "tools": []}
 
     def section(title: str, note: str, items: list[dict[str, Any]]) -> None:
         console.print()
@@ -478,7 +484,7 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
     def breakpoint_line() -> None:
         console.print(Text("    ┈┈ cache breakpoint ┈┈", "dim"))
 
-    system = d["system"]
+    system = d.system
     total = sum(len(s["text"]) for s in system)
     section("system", f"{plural(len(system), 'segment')}, {total:,} chars", system)
     for seg in system:
@@ -493,11 +499,11 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
             Text.assemble(("  gone", "yellow"), (f"{since}: ", "dim"), _origin(gone, marks=False))
         )
 
-    messages = d["messages"]
-    ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d["window"])
+    messages = d.messages
+    ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d.window)
     section("messages", f"{plural(len(messages), 'message')} (window {ranges})", messages)
     seams: dict[Any, list[str]] = {}
-    for raw in d["folds"]:
+    for raw in d.seams or []:
         seams.setdefault(raw["before"], []).append(seam_text(raw))
 
     def seam(before: Any) -> None:
@@ -546,7 +552,7 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
             what.append_text(_origin(gone, marks=False))
         console.print(Text.assemble(("  gone", "yellow"), (f"{since}: ", "dim"), what))
 
-    tools = d["tools"]
+    tools = d.tools
     section("tools", plural(len(tools), "tool"), tools)
     for spec in tools:
         schema = as_dict(spec.get("input_schema"))
@@ -583,12 +589,12 @@ def _print_call(console: Console, d: dict[str, Any], file_name: str) -> None:
                 _tool_origin(gone),
             )
         )
-    if d["params"]:
+    if d.params:
         section("params", "", [])
-        console.print(Text("  " + args_text(d["params"], width - 4)))
+        console.print(Text("  " + args_text(d.params, width - 4)))
 
-    r = d["response"]
-    failures = [e for e in d.get("errors") or [] if "attempt" not in e]
+    r = d.response
+    failures = [e for e in d.errors if "attempt" not in e]
     for err in failures:
         status = f" ({err['status']})" if isinstance(err.get("status"), int) else ""
         section("failed", f"{safe(as_text(err.get('reason') or err['kind']))}{status}", [])

@@ -22,7 +22,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from afcore.readmodel._call import CallNotFoundError, CallUnreadableError, call_detail
+    from afcore.readmodel._call import (
+        CallDetail,
+        CallNotFoundError,
+        CallUnreadableError,
+        Verification,
+        call_detail,
+    )
     from afcore.readmodel._callview import EVENT_LIMIT, CallView, call_view, walk_lines
     from afcore.readmodel._folds import (
         SUMMARIZER,
@@ -58,8 +64,10 @@ if TYPE_CHECKING:
 # reader and pydantic.
 _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.readmodel._call": (
+        "CallDetail",
         "CallNotFoundError",
         "CallUnreadableError",
+        "Verification",
         "call_detail",
     ),
     "afcore.readmodel._callview": (
@@ -109,6 +117,8 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 __all__ = [
     "EVENT_LIMIT",
+    "CallDetail",
+    "Verification",
     "SUMMARIZER",
     "CallView",
     "RunPart",

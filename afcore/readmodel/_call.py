@@ -6,6 +6,7 @@ came from, why it is there, and what changed since the call before.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,97 @@ from afcore.readmodel._walk import (
 if TYPE_CHECKING:
     from afcore.recording import Call, Recording
 
-__all__ = ["CallNotFoundError", "CallUnreadableError", "call_detail"]
+__all__ = ["CallDetail", "CallNotFoundError", "CallUnreadableError", "Verification", "call_detail"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """A call rebuilt from the file and its hash compared with the one taken when it was sent."""
+
+    hash: str
+    """The hash the file holds."""
+    rebuilt_hash: str | None
+    """The hash of the request rebuilt from the file (None: it could not be rebuilt)."""
+    verified: bool
+    problem: str | None
+    """Why it does not verify."""
+
+
+@dataclass(slots=True)
+class CallDetail:
+    """One call as it was sent, with the provenance of every piece.
+
+    The three slots (``system``, ``messages``, ``tools``) are None when the request cannot
+    be rebuilt from the file (``verification.problem`` says why); each entry says where it
+    came from (``source``, ``id``, ``trigger``, ``reason``, what it read) and whether it is
+    ``new`` or ``changed`` since ``previous_call``. :meth:`to_json` is ``af show --call
+    --json``."""
+
+    call: int
+    iteration: int
+    rsid: str
+    kind: str
+    """``agent``, or ``summarizer`` for a call of the window strategy's summarizer."""
+    fold: int | None
+    """For a summarizer's call: the fold it summarized for."""
+    model: str
+    previous_call: int | None
+    """The agent's call before this one, which its changes are counted from."""
+    params: dict[str, Any]
+    cache: list[dict[str, Any]]
+    window: list[list[int]]
+    """The messages sent, as inclusive ranges of message numbers."""
+    verification: Verification
+    response: dict[str, Any] | None
+    """The reply: its text, tool calls, stop reason, usage, and a refusal's decision."""
+    attempt: dict[str, Any] | None
+    """Which attempt at its iteration's call this is, of how many, and where it went."""
+    errors: list[dict[str, Any]]
+    """The failures of this attempt, each with what was decided after it."""
+    injections: dict[str, Any] | None = None
+    """The iteration's decisions: ``evaluated``, ``fired``, ``skipped``."""
+    system: list[dict[str, Any]] | None = None
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    removed: dict[str, Any] | None = None
+    """What the previous call was sent that this one was not."""
+    seams: list[dict[str, Any]] | None = None
+    """Where the window shows a fold: each fold's fields, its ``rsid`` and the message it
+    goes ``before`` (None: after the last)."""
+
+    @property
+    def verified(self) -> bool:
+        return self.verification.verified
+
+    def to_json(self) -> dict[str, Any]:
+        v = self.verification
+        out: dict[str, Any] = {
+            "call": self.call,
+            "iteration": self.iteration,
+            "rsid": self.rsid,
+            "kind": self.kind,
+            "fold": self.fold,
+            "model": self.model,
+            "previous_call": self.previous_call,
+            "injections": self.injections,
+            "system": self.system,
+            "messages": self.messages,
+            "tools": self.tools,
+            "removed": self.removed,
+            "params": self.params,
+            "cache": self.cache,
+            "window": self.window,
+            "hash": v.hash,
+            "rebuilt_hash": v.rebuilt_hash,
+            "verified": v.verified,
+            "problem": v.problem,
+            "response": self.response,
+            "attempt": self.attempt,
+            "errors": self.errors,
+        }
+        if self.seams is not None:
+            out["folds"] = self.seams
+        return out
 
 
 class CallUnreadableError(RecordingFormatError):
@@ -37,7 +128,7 @@ class CallNotFoundError(RecordingError, LookupError):
     """A call number the recording does not hold: the caller's mistake, not the file's."""
 
 
-def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -> dict[str, Any]:
+def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -> CallDetail:
     """Call ``n`` as sent, rebuilt from the file, with its hash check and its reply, and the
     provenance of every part: where each system segment, message and tool came from, why it
     is there, and what changed since the call before.
@@ -96,29 +187,22 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
         previous = None  # a summarizer is sent its own transcript: no call before it to compare
     before = _slots(rec, resolver, previous) if previous is not None else None
     window = list(window_numbers(call.window, rec.message_count))
-    detail: dict[str, Any] = {
-        "call": call.call,
-        "iteration": call.iter,
-        "rsid": call.rsid,
-        **kind,
-        "model": call.model,
-        "previous_call": previous,
-        "injections": None,
-        "system": None,
-        "messages": None,
-        "tools": None,
-        "removed": None,
-        "params": call.params,
-        "cache": call.cache,
-        "window": [list(r) for r in call.window],
-        "hash": call.hash,
-        "rebuilt_hash": check.rebuilt,
-        "verified": check.ok,
-        "problem": check.problem,
-        "response": response_json(resolver, reply) if reply is not None else None,
-        "attempt": _attempt_of(rec, call),
-        "errors": _errors_of(rec, call),
-    }
+    detail = CallDetail(
+        call=call.call,
+        iteration=call.iter,
+        rsid=call.rsid,
+        kind=kind["kind"],
+        fold=kind["fold"],
+        model=call.model,
+        previous_call=previous,
+        params=call.params,
+        cache=call.cache,
+        window=[list(r) for r in call.window],
+        verification=Verification(call.hash, check.rebuilt, check.ok, check.problem),
+        response=response_json(resolver, reply) if reply is not None else None,
+        attempt=_attempt_of(rec, call),
+        errors=_errors_of(rec, call),
+    )
     try:
         request = rec.request(n)
         segments, tools = rec.segments(n), rec.tools(n)
@@ -182,14 +266,11 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
             if gone["n"] in evicted:
                 gone["fold"] = evicted[gone["n"]]
     prior: list[int] = before["order"] if before is not None else []
-    detail |= {
-        "injections": injections.summary(call.iter, sources) if kind["kind"] == "agent" else None,
-        "system": system,
-        "messages": messages,
-        "tools": listed,
-        "removed": removed,
-        "folds": _seams(folds.folds, recent, window, prior),
-    }
+    if kind["kind"] == "agent":
+        detail.injections = injections.summary(call.iter, sources)
+    detail.system, detail.messages, detail.tools = system, messages, listed
+    detail.removed = removed
+    detail.seams = _seams(folds.folds, recent, window, prior)
     return detail
 
 

@@ -20,7 +20,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from afcore.errors import RecordingError
-from afcore.readmodel._call import CallNotFoundError, CallUnreadableError, call_detail
+from afcore.readmodel._call import (
+    CallDetail,
+    CallNotFoundError,
+    CallUnreadableError,
+    call_detail,
+)
 from afcore.readmodel._folds import checked, fold_number
 from afcore.readmodel._text import as_dict, as_text
 from afcore.readmodel._timeline import FoldMark, Mark, Timeline
@@ -36,8 +41,9 @@ _SUMMARIZER_EVENTS = {"fold", "evicted", "error", "end", "raw", "bad"}
 @dataclass
 class CallView:
     mark: Mark
-    detail: dict[str, Any] | None
-    """call_detail's data, or None when the call could not be read (``problem`` says why)."""
+    detail: CallDetail | None
+    """The call as af show --call shows it, or None when it could not be read (``problem``
+    says why)."""
     problem: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     more_events: int = 0
@@ -69,7 +75,7 @@ def call_view(rec: Recording, timeline: Timeline, n: int) -> CallView:
         return CallView(mark, None, str(e), events, more)
     except (RecordingError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
         return CallView(mark, None, f"call {n} cannot be read: {e}", events, more)
-    shown = {f["fold"] for f in detail.get("folds") or []}
+    shown = {f["fold"] for f in detail.seams or []}
     earlier = [f for f in timeline.folds_before(mark.line) if f.number not in shown]
     return CallView(mark, detail, None, events, more, note, earlier if mark.agent else [])
 

@@ -303,7 +303,7 @@ class LensScreen(Screen[None]):
             text.append(f" · {safe(mark.attempt)}", style="cyan")
         view = self.views.get(mark.n)
         if view is not None and view.detail is not None:
-            if view.detail["verified"]:
+            if view.detail.verified:
                 text.append(" · ✓ verified", style="green")
             else:
                 text.append(" · ✗ not verified", style="bold red")
