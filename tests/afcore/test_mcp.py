@@ -266,7 +266,7 @@ def test_an_agent_calls_mcp_tools_across_runs_sync_and_async(tmp_path: Path) -> 
         pid = seen[0][1]
         path = agent.last_recording
         assert path is not None
-        report = rec.verify(rec.open(path))
+        report = rec.verify(rec.open_recording(path))
         assert report.ok, report
         lines = [orjson.loads(x) for x in path.read_bytes().splitlines()]
         statuses = [r["tool"]["status"] for r in lines if r.get("tool")]
@@ -282,7 +282,7 @@ def test_an_agent_calls_mcp_tools_across_runs_sync_and_async(tmp_path: Path) -> 
         seen.clear()
         assert asyncio.run(agent2.arun("Where is order A-1?")) == "Order A-1 has shipped."
         assert seen[0][1] != pid and seen[0][1].isdigit()
-        assert rec.verify(rec.open(agent2.last_recording)).ok  # type: ignore[arg-type]
+        assert rec.verify(rec.open_recording(agent2.last_recording)).ok  # type: ignore[arg-type]
 
 
 def test_limits_declared_by_an_af_tool_travel_over_mcp_as_data(af_http: HttpServer) -> None:
@@ -361,7 +361,7 @@ def test_a_servers_progress_is_recorded_as_the_tools_progress(tmp_path: Path) ->
     ]
     messages = [r["message"] for r in lines if r["t"] == "tool_progress"]
     assert messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3", "3 of 3"]
-    assert rec.verify(rec.open(agent.last_recording)).ok
+    assert rec.verify(rec.open_recording(agent.last_recording)).ok
 
 
 # -- af tools served to any MCP host: the SDK's own client as the host ------------------------

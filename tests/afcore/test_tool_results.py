@@ -562,7 +562,7 @@ def test_a_refusal_raised_inside_a_tool_is_its_error_result_and_the_run_goes_on(
         "checked=[...]) instead. (field: facts)"
     )
     assert agent.last_recording is not None
-    assert recording.verify(recording.open(agent.last_recording)).ok
+    assert recording.verify(recording.open_recording(agent.last_recording)).ok
 
 
 def test_what_the_helpers_return_reaches_the_model_as_their_wire_shape(tmp_path: Path) -> None:
