@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -14,8 +14,9 @@ from afcore.agent._builder import AgentBuilder
 from afcore.errors import UsageError
 from afcore.injections._engine import InjectionEngine
 from afcore.injections._model import ConfigureContext
+from afcore.loop._conversation import Conversation, as_conversation
 from afcore.loop._run import RunResult, run_loop
-from afcore.messages import SystemSegment, ToolSpec
+from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
@@ -25,6 +26,8 @@ from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._strategies import WindowStrategy
 
 __all__ = ["Agent"]
+
+History = Sequence[Message] | Conversation
 
 
 class Agent:
@@ -129,6 +132,7 @@ class Agent:
         identity: Any = None,
         observe: RecordObserver | None = None,
         stream: StreamHandler | None = None,
+        history: History | None = None,
     ) -> str:
         """Run the agent on ``message`` and return its answer.
 
@@ -136,13 +140,22 @@ class Agent:
         returned, and ``last_result.status`` says ``max_iterations``), or on an error, which is
         recorded and then raised. ``observe`` sees each record as it is written (it needs
         recording on); ``stream`` sees the model's text, thinking and tool calls as they
-        arrive (the recording keeps each reply whole, not its pieces).
+        arrive (the recording keeps each reply whole, not its pieces). ``history``: the
+        conversation so far (its messages, oldest first), which the run continues from;
+        ``last_result.transcript`` is what the next one continues from.
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(
-                self.arun(message, state=state, identity=identity, observe=observe, stream=stream)
+                self.arun(
+                    message,
+                    state=state,
+                    identity=identity,
+                    observe=observe,
+                    stream=stream,
+                    history=history,
+                )
             )
         raise UsageError("run() was called inside a running event loop; await arun(...) instead")
 
@@ -154,6 +167,7 @@ class Agent:
         identity: Any = None,
         observe: RecordObserver | None = None,
         stream: StreamHandler | None = None,
+        history: History | None = None,
     ) -> str:
         """The async form of :meth:`run`."""
         if not isinstance(message, str):
@@ -161,7 +175,7 @@ class Agent:
                 f"run(...) takes the user's message as a string, got {type(message).__name__}"
             )
         result = await self.arun_result(
-            message, state=state, identity=identity, observe=observe, stream=stream
+            message, state=state, identity=identity, observe=observe, stream=stream, history=history
         )
         return result.answer
 
@@ -173,8 +187,10 @@ class Agent:
         identity: Any = None,
         observe: RecordObserver | None = None,
         stream: StreamHandler | None = None,
+        history: History | None = None,
     ) -> RunResult:
         """Like :meth:`arun`, returning the whole :class:`RunResult`."""
+        conversation = as_conversation(history)
         config = self.recording
         if config is None and observe is not None:
             raise UsageError("observe= sees the records a run writes; this agent records nothing")
@@ -192,7 +208,14 @@ class Agent:
                 observers=(observe,) if observe else (),
             )
         return await run_loop(
-            self, message, rec, run_id, state if state is not None else {}, identity, stream
+            self,
+            message,
+            rec,
+            run_id,
+            state if state is not None else {},
+            identity,
+            stream,
+            conversation,
         )
 
     def _finished(self, result: RunResult) -> None:

@@ -2,6 +2,8 @@
 
 Every stage commits what it read and wrote to the recording:
 
+    history#0              writes message:1..k: the conversation the run continues (runs
+                           given history=, and session turns; the seed is then #1)
     seed#0                 writes user_message, message:1
     configure#1            writes model, instructions         (agents with .configure())
     inject#k               reads what the rules read; writes injections (the decisions),
@@ -20,7 +22,7 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,6 +40,7 @@ from afcore.errors import (
 )
 from afcore.injections._engine import READ_SKILL, Composition, TurnState
 from afcore.injections._model import ConfigureContext
+from afcore.loop._conversation import Conversation
 from afcore.loop._window import visit
 from afcore.messages import (
     AssistantMessage,
@@ -85,6 +88,9 @@ class RunResult:
     stop_reason: str | None = None
     """Why the model stopped its last reply (`end_turn`, `max_tokens` when the answer was
     cut short, ...); None when no reply came."""
+    transcript: tuple[Message, ...] = field(default=(), repr=False)
+    """The conversation as a next run continues from it (``history=``): the run's history,
+    or under a window strategy the live window it ended with."""
 
 
 @dataclass
@@ -126,6 +132,9 @@ class _Run:
     last_call: int = 0
     """The number of the agent's last call (summarizer calls are numbered among them)."""
     stream: StreamHandler | None = None
+    conversation: Conversation | None = None
+    keep: Callable[[Message], None] | None = None
+    """The conversation's keeper, called as each reply and tool result joins the history."""
 
 
 async def run_loop(
@@ -136,9 +145,11 @@ async def run_loop(
     state: dict[str, Any],
     identity: Any = None,
     stream: StreamHandler | None = None,
+    conversation: Conversation | None = None,
 ) -> RunResult:
     """Run one turn of ``agent`` on ``message``, writing to ``rec``. Closes ``rec``.
-    ``stream`` sees each agent call's reply as it arrives."""
+    ``stream`` sees each agent call's reply as it arrives. ``conversation``: the messages
+    the turn continues from (None: it starts from ``message`` alone)."""
     run = _Run(
         agent=agent,
         rec=rec,
@@ -149,6 +160,7 @@ async def run_loop(
         model=agent.model,
         base=agent.system,
         stream=stream,
+        conversation=conversation,
     )
     clock = agent.recording.clock if agent.recording else time.perf_counter
     started = clock()
@@ -181,6 +193,10 @@ async def run_loop(
                 rec.sync()
                 continue
             if not calls:
+                if conversation is not None and agent.window is not None:
+                    # The conversation goes on after this answer: leave what the next turn
+                    # continues from in budget, measured by the call just made.
+                    await visit(run, agent.window)
                 answer = response.text
                 fin = rec.next_rsid("finalize")
                 rec.commit(
@@ -235,6 +251,7 @@ async def run_loop(
             recording=rec.path,
             error=failure,
             stop_reason=run.last_stop,
+            transcript=tuple(run.live.messages if run.live is not None else run.history),
         )
         agent._finished(result)
     return result
@@ -259,12 +276,16 @@ def _error_info(run: _Run, e: AfError) -> dict[str, Any]:
     return info
 
 
-def _remember(run: _Run, message: Message, rsid: str) -> dict[str, Any]:
+def _remember(
+    run: _Run, message: Message, rsid: str, source: Source | None = None
+) -> dict[str, Any]:
     """Add a message to the conversation (and the live window); return its write."""
     run.history.append(message)
-    n, write = run.rec.message(message)
+    n, write = run.rec.message(message, source=source)
     if run.live is not None:
         run.live.append(LiveMessage(n, message, rsid))
+    if run.keep is not None:
+        run.keep(message)
     return write
 
 
@@ -315,12 +336,25 @@ def _start(run: _Run, message: str) -> None:
                     "patterns": [name for name, _ in redactor.policy.patterns],
                     "env": redactor.env_names,
                 },
+                **_session_link(run),
             }
         )
         for t in agent.tools.values():
             rec.tool_ref(t.spec)
     if agent.window is not None:
         run.live = LiveWindow()
+    conversation = run.conversation
+    if conversation is not None and conversation.history:
+        # The conversation before this message, recorded as what it is: prior messages,
+        # each with where it came from, written before the seed.
+        rsid = rec.next_rsid("history")
+        writes = []
+        for i, prior in enumerate(conversation.history):
+            write = _remember(run, prior, rsid, conversation.source(i))
+            if "source" in write:
+                write["source"] = rec.redactor.redact(write["source"])
+            writes.append(write)
+        rec.commit(rsid, "history", 0, writes=writes)
     seed = rec.next_rsid("seed")
     write = _remember(run, UserMessage(message), seed)
     if run.live is not None:
@@ -337,6 +371,14 @@ def _start(run: _Run, message: str) -> None:
     )
     if agent.engine.trivial:
         run.fixed = agent.engine.compose(run.turn, run.base)
+    if conversation is not None:
+        run.keep = conversation.keep
+
+
+def _session_link(run: _Run) -> dict[str, Any]:
+    """The header's ``session`` field, for a session's turn."""
+    link = run.conversation.session if run.conversation is not None else None
+    return {} if link is None else {"session": run.rec.redactor.redact(dict(link))}
 
 
 def _configure(run: _Run, message: str) -> None:

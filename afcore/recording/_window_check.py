@@ -1,9 +1,9 @@
 """Replaying the live window from the log, to check that each agent call was sent the window
 the folds before it left, and that every message a fold removed is accounted for.
 
-The live window grows with the conversation (the messages written by `seed`, by the replies
-to the agent's calls that were kept, and by tool stages) and changes only at `window`
-stages: the messages a fold names leave, and its summary, if any, takes the place of the
+The live window grows with the conversation (the messages written by `history` and `seed`,
+by the replies to the agent's calls that were kept, and by tool stages) and changes only at
+`window` stages: the messages a fold names leave, and its summary, if any, takes the place of the
 first of them. A call's window is that live window followed by the injected messages
 (written by `inject` stages).
 Summarizer calls (`summarize#k`) are sent their transcript and checked by their hash only.
@@ -41,7 +41,7 @@ class WindowReplay:
             self.injected.update(numbers)
         elif record.stage == "window":
             return self._fold(record, numbers)
-        elif record.stage == "seed" or record.stage.startswith("tool:"):
+        elif record.stage in ("history", "seed") or record.stage.startswith("tool:"):
             self.live.extend(numbers)
         return []
 

@@ -454,7 +454,7 @@ class _Walk:
             reads = _reads(data)
             t = data.get("t")
             stage = str(data.get("stage", ""))
-            if not reads and t == "commit" and stage not in ("seed",):
+            if not reads and t == "commit" and stage not in ("history", "seed"):
                 _note(node.notes, "reads not recorded here: the slice may be incomplete")
             if t == "call":
                 yield from self._call_parents(node, data, ask)
