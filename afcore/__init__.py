@@ -29,7 +29,9 @@ if TYPE_CHECKING:
         ReliabilityFailFastError,
         RunError,
         ServerError,
+        SessionError,
         StreamCutError,
+        TurnLostError,
         UsageError,
     )
     from afcore.loop import RunResult
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     )
     from afcore.recording import RecordingConfig, Redaction
     from afcore.reliability import circuit_breaker, rule
+    from afcore.sessions import Principal, SendResult, Session, SessionStore
     from afcore.tools import (
         ResultCeiling,
         Tool,
@@ -80,7 +83,9 @@ _WHERE = {
         "ReliabilityFailFastError",
         "RunError",
         "ServerError",
+        "SessionError",
         "StreamCutError",
+        "TurnLostError",
         "UsageError",
     ),
     "afcore.loop": ("RunResult",),
@@ -103,6 +108,12 @@ _WHERE = {
     "afcore.reliability": (
         "circuit_breaker",
         "rule",
+    ),
+    "afcore.sessions": (
+        "Principal",
+        "SendResult",
+        "Session",
+        "SessionStore",
     ),
     "afcore.tools": (
         "ResultCeiling",
@@ -134,6 +145,7 @@ __all__ = [
     "McpError",
     "MockExhaustedError",
     "OverloadedError",
+    "Principal",
     "Provider",
     "ProviderError",
     "RateLimitedError",
@@ -145,10 +157,15 @@ __all__ = [
     "ResultCeiling",
     "RunError",
     "RunResult",
+    "SendResult",
     "ServerError",
+    "Session",
+    "SessionError",
+    "SessionStore",
     "StreamCutError",
     "Tool",
     "ToolContext",
+    "TurnLostError",
     "UsageError",
     "WindowStrategy",
     "__version__",

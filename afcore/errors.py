@@ -17,6 +17,8 @@ Every error af raises on purpose is an ``AfError``::
     ├── RunError                    a run stopped on an error; the recording says so
     ├── McpError                    an MCP server could not be reached, stopped, or refused a call
     ├── CompactionUnmeasurableError a token-triggered window strategy got no counted tokens
+    ├── SessionError                a session's store failed, or holds what this af cannot read
+    │   └── TurnLostError           a turn's lease ran out and another process took it over
     └── RecordingError              a recording cannot be read
         ├── RecordingFormatError    not an af recording, or a record that breaks the format
         ├── UnsupportedVersionError written by a newer major version of the format
@@ -51,7 +53,9 @@ __all__ = [
     "RunError",
     "RunNotFoundError",
     "ServerError",
+    "SessionError",
     "StreamCutError",
+    "TurnLostError",
     "UnsupportedVersionError",
     "UsageError",
 ]
@@ -237,6 +241,22 @@ class CompactionUnmeasurableError(AfError):
         super().__init__(message)
         self.strategy = strategy
         self.call = call
+
+
+class SessionError(AfError):
+    """A session could not be kept: its store failed (a locked or unreachable database, a
+    schema of a newer af), or refused a change. ``session`` names it when there is one."""
+
+    def __init__(self, message: str, *, session: str | None = None, store: str = "") -> None:
+        super().__init__(message)
+        self.session = session
+        self.store = store
+
+
+class TurnLostError(SessionError):
+    """This process's turn of a session was taken over: its lease ran out (the process
+    looked dead to the others), and another process treated the turn as interrupted. What
+    the turn had stored is kept; what it would have stored after is not."""
 
 
 class RecordingError(AfError):

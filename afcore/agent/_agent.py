@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from afcore.agent._builder import AgentBuilder
 from afcore.errors import UsageError
@@ -24,6 +24,9 @@ from afcore.recording._writer import NullRecorder, Recorder, RecordObserver
 from afcore.reliability._policy import Reliability
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._strategies import WindowStrategy
+
+if TYPE_CHECKING:
+    from afcore.sessions import Session, SessionStore
 
 __all__ = ["Agent"]
 
@@ -54,6 +57,9 @@ class Agent:
     """How the live window is kept in budget (None: every message stays)."""
     reliability: Reliability | None
     """The rules each model call's attempts follow (None: one attempt, its error raised)."""
+    sessions: SessionStore | str | Path | None
+    """Where the agent's sessions are kept: a store, a SQLite file or a PostgreSQL URL (None:
+    ``.af/sessions.db`` beside the recordings folder, opened at the first session)."""
 
     @classmethod
     def create(
@@ -66,6 +72,7 @@ class Agent:
         name: str | None = None,
         tool_arg_validation: ToolValidation = "enforce",
         params: Mapping[str, Any] | None = None,
+        sessions: SessionStore | str | Path | None = None,
     ) -> AgentBuilder:
         """Start building an agent.
 
@@ -75,6 +82,9 @@ class Agent:
         ``record``: True writes each run to ``$AF_RECORDINGS`` or ``recordings/``; a folder
         writes there; False records nothing; a :class:`RecordingConfig` chooses more.
         ``params`` are sent with every call (``max_tokens``, ``temperature``, ...).
+        ``sessions``: where :meth:`session` keeps conversations: a ``SessionStore``, a SQLite
+        file, or a ``postgresql://`` URL; by default ``.af/sessions.db`` beside the
+        recordings folder.
         """
         caller = sys._getframe(1)
         source = f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}"
@@ -91,6 +101,7 @@ class Agent:
             tool_arg_validation=tool_arg_validation,
             params=params,
             source=source,
+            sessions=sessions,
         )
 
     @classmethod
@@ -102,10 +113,12 @@ class Agent:
         agent.tool_specs = tuple(t.spec for t in parts["tools"].values())
         agent.params = MappingProxyType(dict(parts["params"]))
         agent.last_result = None
+        agent._store = None
         return agent
 
     last_result: RunResult | None
     """How the last finished run ended (status, answer, iterations, usage, recording)."""
+    _store: SessionStore | None
 
     def with_model(self, model_id: str) -> Agent:
         """A copy of this agent that calls the model a ``provider:model`` id names (its
@@ -217,6 +230,16 @@ class Agent:
             stream,
             conversation,
         )
+
+    def session(self, session_id: str) -> Session:
+        """The conversation kept under ``session_id`` in the agent's session store: its
+        ``send(message)`` runs one turn on the stored transcript and stores it back. A
+        session never seen starts empty. See :mod:`afcore.sessions`."""
+        from afcore.sessions import Session, open_store
+
+        if self._store is None:
+            self._store = open_store(self.sessions, recordings=self.recording)
+        return Session(self, self._store, session_id)
 
     def _finished(self, result: RunResult) -> None:
         self.last_result = result

@@ -62,6 +62,7 @@ class AgentBuilder:
         tool_arg_validation: ToolValidation,
         params: Mapping[str, Any] | None,
         source: str | None,
+        sessions: Any = None,
     ) -> None:
         if not isinstance(provider, Provider):
             raise UsageError(
@@ -92,6 +93,7 @@ class AgentBuilder:
         self._validation = tool_arg_validation
         self._params = dict(params or {})
         self._source = source
+        self._sessions = _sessions_spec(sessions)
         self._system: list[SystemSegment] = []
         self._tools: dict[str, Tool] = {}
         self._injections: list[Injection] = []
@@ -325,7 +327,17 @@ class AgentBuilder:
             recording=self._recording,
             window=self._window,
             reliability=self._reliability,
+            sessions=self._sessions,
         )
+
+
+def _sessions_spec(sessions: Any) -> Any:
+    """``Agent.create(sessions=...)``, checked now; the store itself opens at first use."""
+    if sessions is None:
+        return None
+    from afcore.sessions import check_store_spec
+
+    return check_store_spec(sessions)
 
 
 def _recording_config(record: bool | str | Path | RecordingConfig) -> RecordingConfig | None:

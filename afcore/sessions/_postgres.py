@@ -1,0 +1,497 @@
+"""Sessions in PostgreSQL: for processes on several machines sharing conversations.
+
+Every state change of a session is one transaction that first locks the session's row
+(``SELECT ... FOR UPDATE``), so changes of one session are serialized across processes and
+machines while different sessions proceed in parallel. Leases are read on the server's
+clock, never a client's, so machines whose clocks disagree still agree on whose turn has
+run out. Messages are stored as the text of their JSON (``jsonb`` would reorder keys and
+refuse a NUL character that a model or a tool may well produce).
+
+Needs ``psycopg`` (3) and ``psycopg_pool``: ``pip install "af[postgres]"``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from afcore.errors import SessionError, UsageError
+from afcore.sessions._caller import Principal
+from afcore.sessions._store import (
+    SCHEMA_VERSION,
+    InboxItem,
+    SessionInfo,
+    SessionRow,
+    SessionStore,
+    StoredMessage,
+    StoreTx,
+    TurnInfo,
+    TurnStatus,
+    _info,
+    dump_message,
+    load_message,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["PostgresStore"]
+
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS af_schema (version integer NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS af_sessions (
+        id text PRIMARY KEY,
+        agent text NOT NULL,
+        created double precision NOT NULL,
+        last_activity double precision NOT NULL,
+        state text NOT NULL,
+        owner text,
+        since double precision,
+        lease_until double precision,
+        interrupt boolean NOT NULL,
+        turns integer NOT NULL,
+        messages integer NOT NULL,
+        version bigint NOT NULL,
+        inbox_seq integer NOT NULL,
+        open_calls text NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS af_session_messages (
+        session text NOT NULL,
+        n integer NOT NULL,
+        turn integer NOT NULL,
+        note text,
+        body text NOT NULL,
+        PRIMARY KEY (session, n)
+    )""",
+    """CREATE TABLE IF NOT EXISTS af_session_inbox (
+        session text NOT NULL,
+        seq integer NOT NULL,
+        id text NOT NULL UNIQUE,
+        body text NOT NULL,
+        principal text,
+        posted double precision NOT NULL,
+        interrupt boolean NOT NULL,
+        turn integer,
+        PRIMARY KEY (session, seq)
+    )""",
+    """CREATE INDEX IF NOT EXISTS af_session_inbox_pending ON af_session_inbox (session, seq)
+        WHERE turn IS NULL""",
+    """CREATE TABLE IF NOT EXISTS af_session_turns (
+        session text NOT NULL,
+        n integer NOT NULL,
+        status text NOT NULL,
+        owner text NOT NULL,
+        started double precision NOT NULL,
+        ended double precision,
+        run_id text,
+        recording text,
+        messages text NOT NULL,
+        answer text NOT NULL,
+        note text,
+        PRIMARY KEY (session, n)
+    )""",
+]
+_LOCK_SCHEMA = 0x61665F73  # an advisory lock key: two processes creating the tables take turns
+
+_ROW = (
+    "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
+    "messages, version, inbox_seq, open_calls"
+)
+_TURN = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
+_ITEM = "id, seq, body, principal, posted, interrupt, turn"
+_NOW = "extract(epoch from clock_timestamp())::float8"
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "postgresql://?"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresStore(SessionStore):
+    """Sessions in the PostgreSQL database at ``url`` (``postgresql://user@host/db``); the
+    tables (``af_sessions`` and ``af_session_*``) are created at first use.
+
+    ``max_connections``: the pool's size; a process uses one per transaction in flight.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        lease: float = 30.0,
+        poll: float = 0.05,
+        max_connections: int = 16,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+            raise UsageError(f"a PostgreSQL store takes a postgresql:// URL, got {url!r}")
+        try:
+            import psycopg  # noqa: F401
+            import psycopg_pool  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                'sessions in PostgreSQL need psycopg 3 and psycopg_pool: pip install "af[postgres]"'
+            ) from None
+        self.url = url
+        self.name = safe_url(url)
+        self.lease = lease
+        self.poll = poll
+        self.max_connections = max_connections
+        self.connect_timeout = connect_timeout
+        self._pool: ConnectionPool[Any] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _failed(self, e: Exception, session: str | None = None) -> SessionError:
+        return SessionError(
+            f"the session store {self.name} failed: {type(e).__name__}: {e}",
+            session=session,
+            store=self.name,
+        )
+
+    def _pool_(self) -> ConnectionPool[Any]:
+        with self._lock:
+            if self._closed:
+                raise SessionError(f"the session store {self.name} is closed")
+            if self._pool is None:
+                import psycopg
+                import psycopg_pool
+                from psycopg_pool import ConnectionPool
+
+                pool: ConnectionPool[Any] = ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=self.max_connections,
+                    kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
+                    check=ConnectionPool.check_connection,
+                    timeout=max(self.connect_timeout, 30.0),
+                    open=False,
+                    name="af-sessions",
+                )
+                try:
+                    pool.open(wait=True, timeout=self.connect_timeout)
+                    with pool.connection() as conn, conn.transaction():
+                        self._migrate(conn)
+                except SessionError:
+                    pool.close()
+                    raise
+                except (psycopg.Error, psycopg_pool.PoolTimeout) as e:
+                    pool.close()
+                    raise self._failed(e) from None
+                self._pool = pool
+            return self._pool
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_SCHEMA,))
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        row = conn.execute("SELECT max(version) FROM af_schema").fetchone()
+        version = row[0] if row else None
+        if version is None:
+            conn.execute("INSERT INTO af_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+        elif version > SCHEMA_VERSION:
+            raise SessionError(
+                f"the session store {self.name} was written by a newer af (schema {version}; "
+                f"this af reads up to {SCHEMA_VERSION})"
+            )
+
+    @contextmanager
+    def transaction(self, session_id: str, *, write: bool = True) -> Iterator[StoreTx]:
+        import psycopg
+
+        pool = self._pool_()
+        try:
+            with pool.connection() as conn, conn.transaction():
+                if not write:
+                    conn.execute("SET TRANSACTION READ ONLY, ISOLATION LEVEL REPEATABLE READ")
+                (now,) = conn.execute(f"SELECT {_NOW}").fetchone()
+                yield _Tx(conn, session_id, now, lock=write)
+        except psycopg.Error as e:
+            raise self._failed(e, session_id) from e
+
+    def sessions(self) -> list[SessionInfo]:
+        import psycopg
+
+        try:
+            with self._pool_().connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY, ISOLATION LEVEL REPEATABLE READ")
+                rows = conn.execute(
+                    f"SELECT {_ROW} FROM af_sessions ORDER BY last_activity DESC"
+                ).fetchall()
+                depth = dict(
+                    conn.execute(
+                        "SELECT session, count(*) FROM af_session_inbox WHERE turn IS NULL "
+                        "GROUP BY session"
+                    ).fetchall()
+                )
+        except psycopg.Error as e:
+            raise self._failed(e) from e
+        return [_info(r, depth.get(r.id, 0)) for r in map(_row, rows)]
+
+    def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
+        import psycopg
+
+        ours = dict(turns)
+        out: dict[str, tuple[bool, bool]] = {}
+        try:
+            with self._pool_().connection() as conn:
+                for sid, owner, state, interrupt in conn.execute(
+                    "SELECT id, owner, state, interrupt FROM af_sessions WHERE id = ANY(%s)",
+                    (list(ours),),
+                ):
+                    owned = state == "running" and owner == ours[sid]
+                    out[sid] = (bool(interrupt) and owned, owned)
+        except psycopg.Error as e:
+            raise self._failed(e) from e
+        for sid in ours:
+            out.setdefault(sid, (False, False))
+        return out
+
+    def renew(self, turns: Sequence[tuple[str, str]]) -> None:
+        import psycopg
+
+        if not turns:
+            return
+        try:
+            with self._pool_().connection() as conn, conn.transaction():
+                conn.cursor().executemany(
+                    f"UPDATE af_sessions SET lease_until = {_NOW} + %s "
+                    "WHERE id = %s AND owner = %s AND state = 'running'",
+                    [(self.lease, sid, owner) for sid, owner in turns],
+                )
+        except psycopg.Error as e:
+            raise self._failed(e) from e
+
+    def close(self) -> None:
+        self._stop_watcher()
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+
+def _row(r: Sequence[Any]) -> SessionRow:
+    return SessionRow(
+        id=r[0],
+        agent=r[1],
+        created=r[2],
+        last_activity=r[3],
+        state=r[4],
+        owner=r[5],
+        since=r[6],
+        lease_until=r[7],
+        interrupt=bool(r[8]),
+        turns=r[9],
+        messages=r[10],
+        version=r[11],
+        inbox_seq=r[12],
+        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
+    )
+
+
+def _turn(r: Sequence[Any]) -> TurnInfo:
+    return TurnInfo(
+        n=r[0],
+        status=r[1],
+        owner=r[2],
+        started=r[3],
+        ended=r[4],
+        run_id=r[5],
+        recording=r[6],
+        messages=tuple(orjson.loads(r[7])),
+        answer=r[8],
+        note=r[9],
+    )
+
+
+def _item(r: Sequence[Any]) -> InboxItem:
+    return InboxItem(
+        id=r[0],
+        seq=r[1],
+        text=r[2],
+        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
+        posted=r[4],
+        interrupt=bool(r[5]),
+        turn=r[6],
+    )
+
+
+class _Tx(StoreTx):
+    def __init__(
+        self, conn: psycopg.Connection[Any], session_id: str, now: float, *, lock: bool
+    ) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.now = now
+        self._lock = " FOR UPDATE" if lock else ""
+
+    def session(self) -> SessionRow | None:
+        r = self.conn.execute(
+            f"SELECT {_ROW} FROM af_sessions WHERE id = %s{self._lock}",
+            (self.session_id,),
+        ).fetchone()
+        return None if r is None else _row(r)
+
+    def create(self, agent: str) -> SessionRow:
+        row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
+        self.conn.execute(
+            f"INSERT INTO af_sessions ({_ROW}) VALUES ({', '.join(['%s'] * 14)}) "
+            "ON CONFLICT (id) DO NOTHING",
+            _values(row),
+        )
+        created = self.session()  # ours, or the one another process created just now
+        assert created is not None
+        return created
+
+    def save(self, row: SessionRow) -> None:
+        self.conn.execute(
+            "UPDATE af_sessions SET last_activity = %s, state = %s, owner = %s, since = %s, "
+            "lease_until = %s, interrupt = %s, turns = %s, messages = %s, version = %s, "
+            "inbox_seq = %s, open_calls = %s WHERE id = %s",
+            (*_values(row)[3:], row.id),
+        )
+
+    def transcript(self) -> list[StoredMessage]:
+        return [
+            StoredMessage(load_message(body), turn, note)
+            for turn, note, body in self.conn.execute(
+                "SELECT turn, note, body FROM af_session_messages WHERE session = %s ORDER BY n",
+                (self.session_id,),
+            )
+        ]
+
+    def append(self, start: int, messages: Sequence[StoredMessage]) -> None:
+        rows = [
+            (self.session_id, start + i, m.turn, m.note, dump_message(m.message))
+            for i, m in enumerate(messages)
+        ]
+        sql = (
+            "INSERT INTO af_session_messages (session, n, turn, note, body) "
+            "VALUES (%s, %s, %s, %s, %s)"
+        )
+        if len(rows) == 1:
+            self.conn.execute(sql, rows[0])
+        else:
+            self.conn.cursor().executemany(sql, rows)
+
+    def replace(self, messages: Sequence[StoredMessage]) -> None:
+        self.conn.execute("DELETE FROM af_session_messages WHERE session = %s", (self.session_id,))
+        self.append(1, messages)
+
+    def post(self, item: InboxItem) -> None:
+        self.conn.execute(
+            f"INSERT INTO af_session_inbox (session, {_ITEM}) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                self.session_id,
+                item.id,
+                item.seq,
+                item.text,
+                orjson.dumps(item.principal.to_json()).decode() if item.principal else None,
+                item.posted,
+                item.interrupt,
+                item.turn,
+            ),
+        )
+
+    def pending(self) -> list[InboxItem]:
+        return [
+            _item(r)
+            for r in self.conn.execute(
+                f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s "
+                "AND turn IS NULL ORDER BY seq",
+                (self.session_id,),
+            )
+        ]
+
+    def item(self, item_id: str) -> InboxItem | None:
+        r = self.conn.execute(
+            f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s AND id = %s",
+            (self.session_id, item_id),
+        ).fetchone()
+        return None if r is None else _item(r)
+
+    def consume(self, ids: Sequence[str], turn: int) -> None:
+        self.conn.execute(
+            "UPDATE af_session_inbox SET turn = %s WHERE session = %s AND id = ANY(%s) "
+            "AND turn IS NULL",
+            (turn, self.session_id, list(ids)),
+        )
+
+    def add_turn(self, turn: TurnInfo) -> None:
+        self.conn.execute(
+            f"INSERT INTO af_session_turns (session, {_TURN}) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                self.session_id,
+                turn.n,
+                turn.status,
+                turn.owner,
+                turn.started,
+                turn.ended,
+                turn.run_id,
+                turn.recording,
+                orjson.dumps(list(turn.messages)).decode(),
+                turn.answer,
+                turn.note,
+            ),
+        )
+
+    def end_turn(
+        self, n: int, *, status: TurnStatus, ended: float, answer: str, note: str | None
+    ) -> None:
+        self.conn.execute(
+            "UPDATE af_session_turns SET status = %s, ended = %s, answer = %s, note = %s "
+            "WHERE session = %s AND n = %s",
+            (status, ended, answer, note, self.session_id, n),
+        )
+
+    def turn(self, n: int) -> TurnInfo | None:
+        r = self.conn.execute(
+            f"SELECT {_TURN} FROM af_session_turns WHERE session = %s AND n = %s",
+            (self.session_id, n),
+        ).fetchone()
+        return None if r is None else _turn(r)
+
+    def turns(self) -> list[TurnInfo]:
+        return [
+            _turn(r)
+            for r in self.conn.execute(
+                f"SELECT {_TURN} FROM af_session_turns WHERE session = %s ORDER BY n",
+                (self.session_id,),
+            )
+        ]
+
+
+def _values(row: SessionRow) -> tuple[Any, ...]:
+    return (
+        row.id,
+        row.agent,
+        row.created,
+        row.last_activity,
+        row.state,
+        row.owner,
+        row.since,
+        row.lease_until,
+        row.interrupt,
+        row.turns,
+        row.messages,
+        row.version,
+        row.inbox_seq,
+        orjson.dumps(row.open_calls).decode(),
+    )

@@ -1,0 +1,480 @@
+"""Sessions in one SQLite file: the default store, for the processes of one machine.
+
+The file is in WAL mode (readers never wait for the writer), with a busy timeout (a writer
+waits for another's transaction instead of failing), and every state change of a session is
+one ``BEGIN IMMEDIATE`` transaction, so two processes changing one session take turns.
+Connections are pooled, one in use per transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from afcore.errors import SessionError
+from afcore.sessions._caller import Principal
+from afcore.sessions._store import (
+    SCHEMA_VERSION,
+    InboxItem,
+    SessionInfo,
+    SessionRow,
+    SessionStore,
+    StoredMessage,
+    StoreTx,
+    TurnInfo,
+    TurnStatus,
+    _info,
+    dump_message,
+    iter_chunks,
+    load_message,
+)
+
+__all__ = ["SQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE af_sessions (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    created REAL NOT NULL,
+    last_activity REAL NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT,
+    since REAL,
+    lease_until REAL,
+    interrupt INTEGER NOT NULL,
+    turns INTEGER NOT NULL,
+    messages INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    inbox_seq INTEGER NOT NULL,
+    open_calls TEXT NOT NULL
+);
+CREATE TABLE af_session_messages (
+    session TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    turn INTEGER NOT NULL,
+    note TEXT,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session, n)
+) WITHOUT ROWID;
+CREATE TABLE af_session_inbox (
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL UNIQUE,
+    body TEXT NOT NULL,
+    principal TEXT,
+    posted REAL NOT NULL,
+    interrupt INTEGER NOT NULL,
+    turn INTEGER,
+    PRIMARY KEY (session, seq)
+);
+CREATE INDEX af_session_inbox_pending ON af_session_inbox (session, seq) WHERE turn IS NULL;
+CREATE TABLE af_session_turns (
+    session TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    started REAL NOT NULL,
+    ended REAL,
+    run_id TEXT,
+    recording TEXT,
+    messages TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    note TEXT,
+    PRIMARY KEY (session, n)
+) WITHOUT ROWID;
+"""
+
+_ROW = (
+    "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
+    "messages, version, inbox_seq, open_calls"
+)
+_TURN = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
+_ITEM = "id, seq, body, principal, posted, interrupt, turn"
+
+_IDLE_CONNECTIONS = 8
+
+
+class SQLiteStore(SessionStore):
+    """Sessions in a SQLite file at ``path`` (its folder is created when missing).
+
+    ``busy_timeout``: seconds a transaction waits for another process's to end before
+    failing with :class:`SessionError`. ``clock``: the wall clock leases are read on.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        lease: float = 30.0,
+        poll: float = 0.05,
+        busy_timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = Path(path)
+        self.name = str(self.path)
+        self.lease = lease
+        self.poll = poll
+        self.busy_timeout = busy_timeout
+        self.clock = clock
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._ready = False
+        self._closed = False
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,  # transactions are begun and ended here, explicitly
+                check_same_thread=False,  # pooled: used by one thread at a time
+            )
+        except (OSError, sqlite3.Error) as e:
+            raise SessionError(f"cannot open the session store {self.path}: {e}") from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            # In WAL mode a commit is durable once the WAL is synced at checkpoints: a
+            # killed process loses nothing, a power cut at most the last transactions.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if not self._ready:
+                self._migrate(conn)
+        except sqlite3.Error as e:
+            conn.close()
+            raise SessionError(f"cannot open the session store {self.path}: {e}") from None
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version == 0:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            elif version > SCHEMA_VERSION:
+                raise SessionError(
+                    f"the session store {self.path} was written by a newer af (schema "
+                    f"{version}; this af reads up to {SCHEMA_VERSION})"
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._ready = True
+
+    def _take(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._closed:
+                raise SessionError(f"the session store {self.path} is closed")
+            if self._idle:
+                return self._idle.pop()
+        return self._connect()
+
+    def _give(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < _IDLE_CONNECTIONS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        conn = self._take()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:  # an error inside a statement: leave nothing open
+                conn.execute("ROLLBACK")
+            self._give(conn)
+
+    # -- the interface -------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, session_id: str, *, write: bool = True) -> Iterator[StoreTx]:
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                tx = _Tx(conn, session_id, self.clock())
+                try:
+                    yield tx
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise SessionError(
+                    f"the session store {self.path} failed: {e}",
+                    session=session_id,
+                    store=self.name,
+                ) from e
+
+    def sessions(self) -> list[SessionInfo]:
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN")
+                rows = conn.execute(
+                    f"SELECT {_ROW} FROM af_sessions ORDER BY last_activity DESC"
+                ).fetchall()
+                depth = dict(
+                    conn.execute(
+                        "SELECT session, count(*) FROM af_session_inbox WHERE turn IS NULL "
+                        "GROUP BY session"
+                    ).fetchall()
+                )
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise SessionError(f"the session store {self.path} failed: {e}") from e
+        return [_info(r, depth.get(r.id, 0)) for r in map(_row, rows)]
+
+    def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
+        ours = dict(turns)
+        out: dict[str, tuple[bool, bool]] = {}
+        with self._connection() as conn:
+            try:
+                for chunk in iter_chunks(list(ours)):
+                    marks = ",".join("?" * len(chunk))
+                    for sid, owner, state, interrupt in conn.execute(
+                        "SELECT id, owner, state, interrupt FROM af_sessions "
+                        f"WHERE id IN ({marks})",
+                        list(chunk),
+                    ):
+                        owned = state == "running" and owner == ours[sid]
+                        out[sid] = (bool(interrupt) and owned, owned)
+            except sqlite3.Error as e:
+                raise SessionError(f"the session store {self.path} failed: {e}") from e
+        for sid in ours:
+            out.setdefault(sid, (False, False))
+        return out
+
+    def renew(self, turns: Sequence[tuple[str, str]]) -> None:
+        if not turns:
+            return
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                until = self.clock() + self.lease
+                conn.executemany(
+                    "UPDATE af_sessions SET lease_until = ? WHERE id = ? AND owner = ? "
+                    "AND state = 'running'",
+                    [(until, sid, owner) for sid, owner in turns],
+                )
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise SessionError(f"the session store {self.path} failed: {e}") from e
+
+    def close(self) -> None:
+        self._stop_watcher()
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _row(r: Sequence[Any]) -> SessionRow:
+    return SessionRow(
+        id=r[0],
+        agent=r[1],
+        created=r[2],
+        last_activity=r[3],
+        state=r[4],
+        owner=r[5],
+        since=r[6],
+        lease_until=r[7],
+        interrupt=bool(r[8]),
+        turns=r[9],
+        messages=r[10],
+        version=r[11],
+        inbox_seq=r[12],
+        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
+    )
+
+
+def _turn(r: Sequence[Any]) -> TurnInfo:
+    return TurnInfo(
+        n=r[0],
+        status=r[1],
+        owner=r[2],
+        started=r[3],
+        ended=r[4],
+        run_id=r[5],
+        recording=r[6],
+        messages=tuple(orjson.loads(r[7])),
+        answer=r[8],
+        note=r[9],
+    )
+
+
+def _item(r: Sequence[Any]) -> InboxItem:
+    return InboxItem(
+        id=r[0],
+        seq=r[1],
+        text=r[2],
+        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
+        posted=r[4],
+        interrupt=bool(r[5]),
+        turn=r[6],
+    )
+
+
+class _Tx(StoreTx):
+    def __init__(self, conn: sqlite3.Connection, session_id: str, now: float) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.now = now
+
+    def session(self) -> SessionRow | None:
+        r = self.conn.execute(
+            f"SELECT {_ROW} FROM af_sessions WHERE id = ?", (self.session_id,)
+        ).fetchone()
+        return None if r is None else _row(r)
+
+    def create(self, agent: str) -> SessionRow:
+        row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
+        self.conn.execute(
+            f"INSERT INTO af_sessions ({_ROW}) VALUES ({','.join('?' * 14)})", _values(row)
+        )
+        return row
+
+    def save(self, row: SessionRow) -> None:
+        self.conn.execute(
+            "UPDATE af_sessions SET last_activity = ?, state = ?, owner = ?, since = ?, "
+            "lease_until = ?, interrupt = ?, turns = ?, messages = ?, version = ?, "
+            "inbox_seq = ?, open_calls = ? WHERE id = ?",
+            (*_values(row)[3:], row.id),
+        )
+
+    def transcript(self) -> list[StoredMessage]:
+        return [
+            StoredMessage(load_message(body), turn, note)
+            for turn, note, body in self.conn.execute(
+                "SELECT turn, note, body FROM af_session_messages WHERE session = ? ORDER BY n",
+                (self.session_id,),
+            )
+        ]
+
+    def append(self, start: int, messages: Sequence[StoredMessage]) -> None:
+        self.conn.executemany(
+            "INSERT INTO af_session_messages (session, n, turn, note, body) VALUES (?, ?, ?, ?, ?)",
+            [
+                (self.session_id, start + i, m.turn, m.note, dump_message(m.message))
+                for i, m in enumerate(messages)
+            ],
+        )
+
+    def replace(self, messages: Sequence[StoredMessage]) -> None:
+        self.conn.execute("DELETE FROM af_session_messages WHERE session = ?", (self.session_id,))
+        self.append(1, messages)
+
+    def post(self, item: InboxItem) -> None:
+        self.conn.execute(
+            f"INSERT INTO af_session_inbox (session, {_ITEM}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.session_id,
+                item.id,
+                item.seq,
+                item.text,
+                orjson.dumps(item.principal.to_json()).decode() if item.principal else None,
+                item.posted,
+                int(item.interrupt),
+                item.turn,
+            ),
+        )
+
+    def pending(self) -> list[InboxItem]:
+        return [
+            _item(r)
+            for r in self.conn.execute(
+                f"SELECT {_ITEM} FROM af_session_inbox WHERE session = ? AND turn IS NULL "
+                "ORDER BY seq",
+                (self.session_id,),
+            )
+        ]
+
+    def item(self, item_id: str) -> InboxItem | None:
+        r = self.conn.execute(
+            f"SELECT {_ITEM} FROM af_session_inbox WHERE session = ? AND id = ?",
+            (self.session_id, item_id),
+        ).fetchone()
+        return None if r is None else _item(r)
+
+    def consume(self, ids: Sequence[str], turn: int) -> None:
+        self.conn.executemany(
+            "UPDATE af_session_inbox SET turn = ? WHERE session = ? AND id = ? AND turn IS NULL",
+            [(turn, self.session_id, i) for i in ids],
+        )
+
+    def add_turn(self, turn: TurnInfo) -> None:
+        self.conn.execute(
+            f"INSERT INTO af_session_turns (session, {_TURN}) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.session_id,
+                turn.n,
+                turn.status,
+                turn.owner,
+                turn.started,
+                turn.ended,
+                turn.run_id,
+                turn.recording,
+                orjson.dumps(list(turn.messages)).decode(),
+                turn.answer,
+                turn.note,
+            ),
+        )
+
+    def end_turn(
+        self, n: int, *, status: TurnStatus, ended: float, answer: str, note: str | None
+    ) -> None:
+        self.conn.execute(
+            "UPDATE af_session_turns SET status = ?, ended = ?, answer = ?, note = ? "
+            "WHERE session = ? AND n = ?",
+            (status, ended, answer, note, self.session_id, n),
+        )
+
+    def turn(self, n: int) -> TurnInfo | None:
+        r = self.conn.execute(
+            f"SELECT {_TURN} FROM af_session_turns WHERE session = ? AND n = ?",
+            (self.session_id, n),
+        ).fetchone()
+        return None if r is None else _turn(r)
+
+    def turns(self) -> list[TurnInfo]:
+        return [
+            _turn(r)
+            for r in self.conn.execute(
+                f"SELECT {_TURN} FROM af_session_turns WHERE session = ? ORDER BY n",
+                (self.session_id,),
+            )
+        ]
+
+
+def _values(row: SessionRow) -> tuple[Any, ...]:
+    return (
+        row.id,
+        row.agent,
+        row.created,
+        row.last_activity,
+        row.state,
+        row.owner,
+        row.since,
+        row.lease_until,
+        int(row.interrupt),
+        row.turns,
+        row.messages,
+        row.version,
+        row.inbox_seq,
+        orjson.dumps(row.open_calls).decode(),
+    )
