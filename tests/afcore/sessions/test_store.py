@@ -1,0 +1,152 @@
+"""The stores themselves: what they keep, losslessly, and what they refuse."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from afcore import Agent, RecordingConfig, SessionError, UsageError, mock
+from afcore.messages import (
+    AssistantMessage,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from afcore.sessions import (
+    Principal,
+    SessionStore,
+    SQLiteStore,
+    check_store_spec,
+    default_store_path,
+    open_store,
+)
+from afcore.sessions._store import StoredMessage
+from afcore.sessions._turns import open_session, post
+
+AWKWARD = [
+    UserMessage("plain"),
+    UserMessage("nul \x00 byte, escape \x1b[31m, surrogate-free emoji 🙂, rtl \u202e, CRLF\r\n"),
+    AssistantMessage(
+        (
+            ThinkingBlock("let me think", signature="EqQBCkYIBxgCKkDk+/=="),
+            ThinkingBlock("", signature="opaque", redacted=True),
+            TextBlock("I'll look."),
+            ToolCall("toolu_01", "search", {"q": "x", "n": 3, "deep": {"a": [1, 2.5, None]}}),
+            ToolCall("af-syn-1", "search", {}, id_synthesized=True),
+        )
+    ),
+    ToolResultMessage("toolu_01", "search", "found", is_error=False),
+    ToolResultMessage("af-syn-1", "search", "boom", is_error=True),
+    AssistantMessage(()),
+]
+
+
+def test_a_transcript_comes_back_exactly_as_it_was_stored(store: SessionStore) -> None:
+    with store.transaction("lossless") as tx:
+        row = open_session(tx, "agent")
+        tx.append(
+            1, [StoredMessage(m, 1, "note" if i == 2 else None) for i, m in enumerate(AWKWARD)]
+        )
+        row.messages = len(AWKWARD)
+        tx.save(row)
+    with store.transaction("lossless", write=False) as tx:
+        back = tx.transcript()
+    assert [m.message for m in back] == AWKWARD
+    assert [m.note for m in back] == [None, None, "note", None, None, None]
+
+
+def test_the_inbox_keeps_order_ids_and_who_sent_what(store: SessionStore) -> None:
+    with store.transaction("inbox") as tx:
+        row = open_session(tx, "agent")
+        a = post(tx, row, "first", Principal(subject="u1", roles=("r",)), False)
+        b = post(tx, row, "second", Principal.anonymous(), True)
+        c = post(tx, row, "third", None, False)
+        tx.save(row)
+    with store.transaction("inbox", write=False) as tx:
+        pending = tx.pending()
+    assert [(i.id, i.seq, i.text) for i in pending] == [
+        (a.id, 1, "first"),
+        (b.id, 2, "second"),
+        (c.id, 3, "third"),
+    ]
+    assert [i.principal for i in pending] == [
+        Principal(subject="u1", roles=("r",)),
+        Principal.anonymous(),
+        None,
+    ]
+    assert [i.interrupt for i in pending] == [False, True, False]
+    assert len({a.id, b.id, c.id}) == 3
+
+
+def test_sessions_lists_each_with_its_state_and_inbox(store: SessionStore) -> None:
+    for sid, queued in (("one", 2), ("two", 0)):
+        with store.transaction(sid) as tx:
+            row = open_session(tx, "agent")
+            for k in range(queued):
+                post(tx, row, f"m{k}", None, False)
+            tx.save(row)
+    listed = {s.id: s for s in store.sessions()}
+    assert set(listed) == {"one", "two"}
+    assert (listed["one"].inbox, listed["two"].inbox) == (2, 0)
+    assert listed["one"].state == "idle" and listed["one"].agent == "agent"
+
+
+def test_a_store_written_by_a_newer_af_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    SQLiteStore(path).sessions()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(SessionError, match="newer af"):
+        SQLiteStore(path).sessions()
+
+
+def test_a_store_that_cannot_be_opened_says_where(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(SessionError, match=str(blocker)):
+        SQLiteStore(blocker / "s.db").sessions()
+
+
+def test_the_default_store_is_beside_the_recordings_folder(tmp_path: Path) -> None:
+    assert default_store_path(RecordingConfig(dir=tmp_path / "recs")) == (
+        tmp_path / ".af" / "sessions.db"
+    )
+    agent = Agent.create(
+        provider=mock(reply="hi"), model="m", record=RecordingConfig(dir=tmp_path / "recs")
+    ).build()
+    agent.session("x").send("hello")
+    assert (tmp_path / ".af" / "sessions.db").is_file()
+    assert agent.session("x").store is agent.session("y").store
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind"),
+    [("state/s.db", "SQLiteStore"), ("postgresql://u@h/db", "PostgresStore")],
+)
+def test_sessions_takes_a_path_or_a_url(spec: str, kind: str, tmp_path: Path) -> None:
+    store = open_store(spec if "://" in spec else str(tmp_path / spec))
+    assert type(store).__name__ == kind
+    store.close()
+
+
+@pytest.mark.parametrize("bad", ["mysql://h/db", "", 5, b"bytes"])
+def test_sessions_refuses_what_is_not_a_store(bad: object) -> None:
+    with pytest.raises(UsageError):
+        check_store_spec(bad)
+    with pytest.raises(UsageError):
+        Agent.create(provider=mock(reply="x"), model="m", sessions=bad)  # type: ignore[arg-type]
+
+
+def test_a_postgres_url_keeps_its_password_out_of_messages() -> None:
+    from afcore.sessions import PostgresStore
+
+    store = PostgresStore("postgresql://af:s3cret@127.0.0.1:1/none", connect_timeout=1)
+    assert "s3cret" not in store.name and "s3cret" not in repr(store)
+    with pytest.raises(SessionError) as caught:
+        store.sessions()
+    assert "s3cret" not in str(caught.value)
+    store.close()
