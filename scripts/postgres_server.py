@@ -77,7 +77,10 @@ def postgres_server(bin_dir: Path | None = None) -> Iterator[str]:
             ],
             **run,  # type: ignore[call-overload]
         )
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off"
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off "
+            "-c max_connections=300"
+        )
         subprocess.run(
             [
                 *as_user,

@@ -35,6 +35,7 @@ __all__ = [
     "SkippedProvider",
     "RunEnd",
     "Segment",
+    "SessionLink",
     "SourceInfo",
     "ToolInfo",
     "ToolOutcome",
@@ -109,8 +110,9 @@ class RedactionInfo(_Model):
 class SourceInfo(_Model):
     kind: str
     """What put this piece of context there: `base` (the builder's system text), `static`
-    (its tools), an injection's flavor (`steering`, `instruction`, `fact`, `skill`, ...), or
-    `provider` (a tool provider)."""
+    (its tools), an injection's flavor (`steering`, `instruction`, `fact`, `skill`,
+    `caller`, ...), `provider` (a tool provider); for a message the run continued from,
+    `history` (given to the run) or `session` (a session's stored transcript)."""
     id: str | None = None
     """The injection's id, for injected context."""
     trigger: str | None = None
@@ -164,7 +166,9 @@ class Write(_Model):
     ref: str | None = None
     """Hash of the blob holding the value (long or repeated values)."""
     source: SourceInfo | None = None
-    """For an injected message: the injection that put it there, and why."""
+    """For an injected message: the injection that put it there, and why; for a message of
+    the conversation the run continued from (a `history` stage): where it came from (for a
+    session, `id` is the session and `reason` the turn that wrote it)."""
 
 
 class ReplyToolCall(_Model):
@@ -269,6 +273,18 @@ class AttemptInfo(_Model):
 # -- records ---------------------------------------------------------------------------
 
 
+class SessionLink(_Model):
+    """Which turn of which session a run is (a session's turns, in order, are a
+    conversation)."""
+
+    id: str
+    """The session's id."""
+    turn: int
+    """The turn's number in the session, from 1."""
+    previous: str | None = None
+    """The run id of the session's turn before this one (None for its first)."""
+
+
 class Header(_Model):
     """The first line of every recording: what ran."""
 
@@ -297,6 +313,8 @@ class Header(_Model):
     """The agent's configuration."""
     redaction: RedactionInfo
     """The redaction policy every value in the file went through."""
+    session: SessionLink | None = None
+    """For a turn of a session: the session and the turn."""
 
 
 class Blob(_Model):

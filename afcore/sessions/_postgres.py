@@ -59,7 +59,8 @@ _SCHEMA = [
         messages integer NOT NULL,
         version bigint NOT NULL,
         inbox_seq integer NOT NULL,
-        open_calls text NOT NULL
+        open_calls text NOT NULL,
+        last_run text
     )""",
     """CREATE TABLE IF NOT EXISTS af_session_messages (
         session text NOT NULL,
@@ -101,7 +102,7 @@ _LOCK_SCHEMA = 0x61665F73  # an advisory lock key: two processes creating the ta
 
 _ROW = (
     "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
-    "messages, version, inbox_seq, open_calls"
+    "messages, version, inbox_seq, open_calls, last_run"
 )
 _TURN = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
 _ITEM = "id, seq, body, principal, posted, interrupt, turn"
@@ -177,7 +178,6 @@ class PostgresStore(SessionStore):
                     min_size=1,
                     max_size=self.max_connections,
                     kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
-                    check=ConnectionPool.check_connection,
                     timeout=max(self.connect_timeout, 30.0),
                     open=False,
                     name="af-sessions",
@@ -215,11 +215,12 @@ class PostgresStore(SessionStore):
 
         pool = self._pool_()
         try:
-            with pool.connection() as conn, conn.transaction():
+            # Pipelined: statements whose results are not read (writes, BEGIN) do not wait
+            # for the server one by one; a read waits for what came before it.
+            with pool.connection() as conn, conn.pipeline(), conn.transaction():
                 if not write:
                     conn.execute("SET TRANSACTION READ ONLY, ISOLATION LEVEL REPEATABLE READ")
-                (now,) = conn.execute(f"SELECT {_NOW}").fetchone()
-                yield _Tx(conn, session_id, now, lock=write)
+                yield _Tx(conn, session_id, lock=write)
         except psycopg.Error as e:
             raise self._failed(e, session_id) from e
 
@@ -276,6 +277,40 @@ class PostgresStore(SessionStore):
         except psycopg.Error as e:
             raise self._failed(e) from e
 
+    def append_turn(
+        self,
+        session_id: str,
+        *,
+        owner: str,
+        turn: int,
+        start: int,
+        messages: Sequence[StoredMessage],
+        open_calls: Sequence[tuple[str, str]],
+    ) -> int | None:
+        import psycopg
+
+        try:
+            with self._pool_().connection() as conn, conn.pipeline(), conn.transaction():
+                held = conn.execute(
+                    f"UPDATE af_sessions SET messages = %s, version = version + 1, "
+                    f"open_calls = %s, lease_until = {_NOW} + %s, last_activity = {_NOW} "
+                    "WHERE id = %s AND owner = %s AND turns = %s AND state = 'running' "
+                    "RETURNING version",
+                    (
+                        start + len(messages) - 1,
+                        orjson.dumps(list(open_calls)).decode(),
+                        self.lease,
+                        session_id,
+                        owner,
+                        turn,
+                    ),
+                ).fetchone()
+                if held is not None:
+                    _Tx(conn, session_id, lock=False).append(start, messages)
+        except psycopg.Error as e:
+            raise self._failed(e, session_id) from e
+        return None if held is None else int(held[0])
+
     def close(self) -> None:
         self._stop_watcher()
         with self._lock:
@@ -301,6 +336,7 @@ def _row(r: Sequence[Any]) -> SessionRow:
         version=r[11],
         inbox_seq=r[12],
         open_calls=[(a, b) for a, b in orjson.loads(r[13])],
+        last_run=r[14],
     )
 
 
@@ -332,25 +368,36 @@ def _item(r: Sequence[Any]) -> InboxItem:
 
 
 class _Tx(StoreTx):
-    def __init__(
-        self, conn: psycopg.Connection[Any], session_id: str, now: float, *, lock: bool
-    ) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], session_id: str, *, lock: bool) -> None:
         self.conn = conn
         self.session_id = session_id
-        self.now = now
+        self._now: float | None = None
         self._lock = " FOR UPDATE" if lock else ""
 
+    @property
+    def now(self) -> float:
+        if self._now is None:
+            row = self.conn.execute(f"SELECT {_NOW}").fetchone()
+            assert row is not None
+            self._now = float(row[0])
+        return self._now
+
     def session(self) -> SessionRow | None:
+        # The clock is read with the row, once the row is ours: one round trip, not two.
         r = self.conn.execute(
-            f"SELECT {_ROW} FROM af_sessions WHERE id = %s{self._lock}",
+            f"SELECT {_ROW}, {_NOW} FROM af_sessions WHERE id = %s{self._lock}",
             (self.session_id,),
         ).fetchone()
-        return None if r is None else _row(r)
+        if r is None:
+            return None
+        if self._now is None:
+            self._now = float(r[-1])
+        return _row(r)
 
     def create(self, agent: str) -> SessionRow:
         row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
         self.conn.execute(
-            f"INSERT INTO af_sessions ({_ROW}) VALUES ({', '.join(['%s'] * 14)}) "
+            f"INSERT INTO af_sessions ({_ROW}) VALUES ({', '.join(['%s'] * 15)}) "
             "ON CONFLICT (id) DO NOTHING",
             _values(row),
         )
@@ -362,7 +409,7 @@ class _Tx(StoreTx):
         self.conn.execute(
             "UPDATE af_sessions SET last_activity = %s, state = %s, owner = %s, since = %s, "
             "lease_until = %s, interrupt = %s, turns = %s, messages = %s, version = %s, "
-            "inbox_seq = %s, open_calls = %s WHERE id = %s",
+            "inbox_seq = %s, open_calls = %s, last_run = %s WHERE id = %s",
             (*_values(row)[3:], row.id),
         )
 
@@ -494,4 +541,5 @@ def _values(row: SessionRow) -> tuple[Any, ...]:
         row.version,
         row.inbox_seq,
         orjson.dumps(row.open_calls).decode(),
+        row.last_run,
     )

@@ -91,6 +91,7 @@ class Session:
         self._cache: tuple[int, tuple[StoredMessage, ...]] | None = None
         """The transcript at a version this handle read or wrote."""
         self._lock = threading.Lock()
+        self._sources: dict[tuple[int, str | None], Source] = {}
 
     def __repr__(self) -> str:
         return f"<Session {self.id!r} of {self.agent.name!r} in {self.store.name}>"
@@ -256,15 +257,11 @@ class Session:
         state = _Turn(claim)
         agent = self._agent_for(claim)
         lease = self.store.lease
+        progress = _turns.Progress(claim.length)
 
         def keep(message: Message) -> None:
-            with self.store.transaction(self.id) as tx:
-                row = tx.session()
-                assert row is not None
-                _turns.keep(tx, row, claim, [message], lease)
-                version = row.version
+            _turns.keep(self.store, claim, progress, [message])
             state.kept.append(message)
-            self._remember(version, (*history, StoredMessage(_user(claim), claim.turn)), state)
 
         conversation = Conversation(
             history=tuple(m.message for m in history),
@@ -272,7 +269,9 @@ class Session:
             keep=keep,
             session={"id": self.id, "turn": claim.turn, "previous": claim.previous},
         )
-        self._remember(claim.version, (*history, StoredMessage(_user(claim), claim.turn)), state)
+        before = (*history, StoredMessage(_user(claim), claim.turn))
+        with self._lock:
+            self._cache = (claim.version, before)
         loop = asyncio.get_running_loop()
         task = loop.create_task(
             agent.arun_result(
@@ -328,7 +327,7 @@ class Session:
         with self.store.transaction(self.id) as tx:
             row = tx.session()
             assert row is not None
-            nxt = _turns.finish(
+            nxt, held = _turns.finish(
                 tx,
                 row,
                 claim,
@@ -336,11 +335,20 @@ class Session:
                 answer=answer,
                 note=note,
                 transcript=folded,
+                progress=progress,
                 drain=status != "interrupted",
                 lease=lease,
                 name_run=self._name_run,
                 known=self._known(),
             )
+        if held is not None:  # what this handle knows is the transcript: the next turn's
+            with self._lock:
+                self._cache = (
+                    held,
+                    tuple(folded)
+                    if folded is not None
+                    else (*before, *(StoredMessage(m, claim.turn) for m in state.kept)),
+                )
         if cancelled or isinstance(error, KeyboardInterrupt):
             assert error is not None
             raise error
@@ -380,8 +388,12 @@ class Session:
         return run_id, str((config.dir or default_dir()).absolute() / f"{run_id}{SUFFIX}")
 
     def _source(self, stored: StoredMessage) -> Source:
-        reason = f"turn {stored.turn}" + (f"; {stored.note}" if stored.note else "")
-        return Source(kind="session", id=self.id, reason=reason)
+        key = (stored.turn, stored.note)
+        source = self._sources.get(key)
+        if source is None:
+            reason = f"turn {stored.turn}" + (f"; {stored.note}" if stored.note else "")
+            source = self._sources[key] = Source(kind="session", id=self.id, reason=reason)
+        return source
 
     # -- the transcript, cached between turns --------------------------------------------
 
@@ -398,13 +410,6 @@ class Session:
         # Another thread's turn moved this handle's cache on: read what the claim saw.
         with self.store.transaction(self.id, write=False) as tx:
             return tuple(tx.transcript()[:-1])
-
-    def _remember(self, version: int, before: tuple[StoredMessage, ...], turn: _Turn) -> None:
-        with self._lock:
-            self._cache = (
-                version,
-                (*before, *(StoredMessage(m, turn.claim.turn) for m in turn.kept)),
-            )
 
     def _folded(
         self,

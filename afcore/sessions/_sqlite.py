@@ -53,7 +53,8 @@ CREATE TABLE af_sessions (
     messages INTEGER NOT NULL,
     version INTEGER NOT NULL,
     inbox_seq INTEGER NOT NULL,
-    open_calls TEXT NOT NULL
+    open_calls TEXT NOT NULL,
+    last_run TEXT
 );
 CREATE TABLE af_session_messages (
     session TEXT NOT NULL,
@@ -93,7 +94,7 @@ CREATE TABLE af_session_turns (
 
 _ROW = (
     "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
-    "messages, version, inbox_seq, open_calls"
+    "messages, version, inbox_seq, open_calls, last_run"
 )
 _TURN = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
 _ITEM = "id, seq, body, principal, posted, interrupt, turn"
@@ -274,6 +275,45 @@ class SQLiteStore(SessionStore):
             except sqlite3.Error as e:
                 raise SessionError(f"the session store {self.path} failed: {e}") from e
 
+    def append_turn(
+        self,
+        session_id: str,
+        *,
+        owner: str,
+        turn: int,
+        start: int,
+        messages: Sequence[StoredMessage],
+        open_calls: Sequence[tuple[str, str]],
+    ) -> int | None:
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                now = self.clock()
+                held = conn.execute(
+                    "UPDATE af_sessions SET messages = ?, version = version + 1, open_calls = ?, "
+                    "lease_until = ?, last_activity = ? WHERE id = ? AND owner = ? AND turns = ? "
+                    "AND state = 'running' RETURNING version",
+                    (
+                        start + len(messages) - 1,
+                        orjson.dumps(list(open_calls)).decode(),
+                        now + self.lease,
+                        now,
+                        session_id,
+                        owner,
+                        turn,
+                    ),
+                ).fetchone()
+                if held is not None:
+                    _Tx(conn, session_id, now).append(start, messages)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise SessionError(
+                    f"the session store {self.path} failed: {e}",
+                    session=session_id,
+                    store=self.name,
+                ) from e
+        return None if held is None else int(held[0])
+
     def close(self) -> None:
         self._stop_watcher()
         with self._lock:
@@ -299,6 +339,7 @@ def _row(r: Sequence[Any]) -> SessionRow:
         version=r[11],
         inbox_seq=r[12],
         open_calls=[(a, b) for a, b in orjson.loads(r[13])],
+        last_run=r[14],
     )
 
 
@@ -333,7 +374,11 @@ class _Tx(StoreTx):
     def __init__(self, conn: sqlite3.Connection, session_id: str, now: float) -> None:
         self.conn = conn
         self.session_id = session_id
-        self.now = now
+        self._now = now
+
+    @property
+    def now(self) -> float:
+        return self._now
 
     def session(self) -> SessionRow | None:
         r = self.conn.execute(
@@ -344,7 +389,7 @@ class _Tx(StoreTx):
     def create(self, agent: str) -> SessionRow:
         row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
         self.conn.execute(
-            f"INSERT INTO af_sessions ({_ROW}) VALUES ({','.join('?' * 14)})", _values(row)
+            f"INSERT INTO af_sessions ({_ROW}) VALUES ({','.join('?' * 15)})", _values(row)
         )
         return row
 
@@ -352,7 +397,7 @@ class _Tx(StoreTx):
         self.conn.execute(
             "UPDATE af_sessions SET last_activity = ?, state = ?, owner = ?, since = ?, "
             "lease_until = ?, interrupt = ?, turns = ?, messages = ?, version = ?, "
-            "inbox_seq = ?, open_calls = ? WHERE id = ?",
+            "inbox_seq = ?, open_calls = ?, last_run = ? WHERE id = ?",
             (*_values(row)[3:], row.id),
         )
 
@@ -477,4 +522,5 @@ def _values(row: SessionRow) -> tuple[Any, ...]:
         row.version,
         row.inbox_seq,
         orjson.dumps(row.open_calls).decode(),
+        row.last_run,
     )

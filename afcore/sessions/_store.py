@@ -90,6 +90,8 @@ class SessionRow:
     """The last inbox position given."""
     open_calls: list[tuple[str, str]] = field(default_factory=list)
     """Tool calls in the transcript that no result answers yet: (id, tool name)."""
+    last_run: str | None = None
+    """The run id of the last turn's recording."""
 
 
 @dataclass(frozen=True)
@@ -162,11 +164,15 @@ class SessionInfo:
 
 
 class StoreTx(ABC):
-    """One transaction on one session. ``now`` is the store's clock at its start (the
-    database server's, for PostgreSQL, so that processes on several machines agree)."""
+    """One transaction on one session. ``now`` is the store's clock (the database server's,
+    for PostgreSQL, so that processes on several machines agree)."""
 
     session_id: str
-    now: float
+
+    @property
+    @abstractmethod
+    def now(self) -> float:
+        """The store's clock, read once per transaction."""
 
     @abstractmethod
     def session(self) -> SessionRow | None:
@@ -256,6 +262,22 @@ class SessionStore(ABC):
     ) -> AbstractContextManager[StoreTx]:
         """A transaction on one session: committed when the block ends, rolled back when it
         raises. ``write=False`` reads a consistent snapshot and locks nothing."""
+
+    @abstractmethod
+    def append_turn(
+        self,
+        session_id: str,
+        *,
+        owner: str,
+        turn: int,
+        start: int,
+        messages: Sequence[StoredMessage],
+        open_calls: Sequence[tuple[str, str]],
+    ) -> int | None:
+        """Add a running turn's messages to the transcript, numbered from ``start``, and set
+        its open tool calls, if turn ``turn`` of ``owner`` still holds the session (its lease
+        extended). Returns the transcript's new version; None when the turn lost the session.
+        The hot path of a turn: one short transaction that reads nothing else."""
 
     @abstractmethod
     def sessions(self) -> list[SessionInfo]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from afcore.errors import TurnLostError, UsageError
 from afcore.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
@@ -25,6 +25,7 @@ from afcore.sessions._caller import Principal, attribution, caller_text
 from afcore.sessions._store import (
     InboxItem,
     SessionRow,
+    SessionStore,
     StoredMessage,
     StoreTx,
     TurnInfo,
@@ -33,6 +34,7 @@ from afcore.sessions._store import (
 
 __all__ = [
     "Claim",
+    "Progress",
     "PROCESS_STOPPED",
     "claim",
     "finish",
@@ -50,6 +52,7 @@ INTERRUPTED = "the turn was interrupted by a new message"
 class Claim:
     """A turn this process may now run."""
 
+    session: str
     turn: int
     owner: str
     text: str
@@ -67,6 +70,8 @@ class Claim:
     """The transcript's version before the user message joined it."""
     version: int
     """... and after."""
+    length: int
+    """The transcript's length with the user message."""
     run_id: str | None
     recording: str | None
     previous: str | None
@@ -132,7 +137,7 @@ def claim(
     text, principal, caller = deliver(items)
     history = None if known == row.version else tuple(tx.transcript())
     base = row.version
-    previous = tx.turn(row.turns) if row.turns else None
+    previous = row.last_run
     ids = tuple(i.id for i in items)
     tx.consume(ids, n)
     run_id, recording = name_run(n)
@@ -158,7 +163,9 @@ def claim(
     row.lease_until = tx.now + lease
     row.interrupt = False
     row.last_activity = tx.now
+    row.last_run = run_id
     return Claim(
+        session=row.id,
         turn=n,
         owner=owner,
         text=text,
@@ -168,9 +175,10 @@ def claim(
         history=history,
         base=base,
         version=row.version,
+        length=row.messages,
         run_id=run_id,
         recording=recording,
-        previous=previous.run_id if previous is not None else None,
+        previous=previous,
     )
 
 
@@ -189,22 +197,47 @@ def deliver(items: Sequence[InboxItem]) -> tuple[str, Principal | None, str | No
     return "\n\n".join(parts), common, caller
 
 
+@dataclass
+class Progress:
+    """What the process running a turn knows of its transcript (it alone adds to it)."""
+
+    length: int
+    open_calls: list[tuple[str, str]] = field(default_factory=list)
+    held: list[Message] = field(default_factory=list)
+    """A final answer, stored by ``finish`` with the end of the turn."""
+
+
 def keep(
-    tx: StoreTx, row: SessionRow, turn: Claim, messages: Sequence[Message], lease: float
-) -> None:
-    """Add the running turn's new messages to the transcript."""
-    _check_owner(row, turn)
-    tx.append(row.messages + 1, [StoredMessage(m, turn.turn) for m in messages])
-    row.messages += len(messages)
-    row.version += 1
+    store: SessionStore, turn: Claim, progress: Progress, messages: Sequence[Message]
+) -> int | None:
+    """Add the running turn's new messages to the transcript; return its new version.
+
+    A reply that asks for no tool is the turn's answer: it is held and stored by
+    :func:`finish`, in the transaction that ends the turn, rather than in one of its own
+    just before it (a turn killed in between has stored its steps, not its answer)."""
+    if len(messages) == 1 and isinstance(messages[0], AssistantMessage):
+        if not messages[0].tool_calls:
+            progress.held.append(messages[0])
+            return None
+    open_calls = list(progress.open_calls)
     for m in messages:
         if isinstance(m, AssistantMessage):
-            row.open_calls += [(c.id, c.name) for c in m.tool_calls]
+            open_calls += [(c.id, c.name) for c in m.tool_calls]
         elif isinstance(m, ToolResultMessage):
-            row.open_calls = [c for c in row.open_calls if c[0] != m.tool_call_id]
-    row.lease_until = tx.now + lease
-    row.last_activity = tx.now
-    tx.save(row)
+            open_calls = [c for c in open_calls if c[0] != m.tool_call_id]
+    version = store.append_turn(
+        turn.session,
+        owner=turn.owner,
+        turn=turn.turn,
+        start=progress.length + 1,
+        messages=[StoredMessage(m, turn.turn) for m in messages],
+        open_calls=open_calls,
+    )
+    if version is None:
+        raise _lost(turn.session, turn.turn)
+    progress.length += len(messages)
+    progress.open_calls = open_calls
+    return version
 
 
 def finish(
@@ -216,37 +249,53 @@ def finish(
     answer: str = "",
     note: str | None = None,
     transcript: Sequence[StoredMessage] | None = None,
+    progress: Progress,
     drain: bool,
     lease: float,
     name_run: Callable[[int], tuple[str | None, str | None]],
     known: int | None,
-) -> Claim | None:
+) -> tuple[Claim | None, int | None]:
     """End the running turn; with ``drain``, start the next one when messages are waiting.
     ``transcript``: what the conversation continues from when it is not what was kept (a
-    window strategy folded it)."""
+    window strategy folded it). ``known``: the transcript version the caller holds.
+
+    Returns the next turn, and the transcript's version when it is exactly what the caller
+    holds plus what it kept (None when af closed tool calls, or the transcript changed
+    elsewhere)."""
     _check_owner(row, turn)
+    before = row.version
     if transcript is not None:
         tx.replace(transcript)
         row.messages = len(transcript)
         row.version += 1
+    elif progress.held:
+        tx.append(row.messages + 1, [StoredMessage(m, turn.turn) for m in progress.held])
+        row.messages += len(progress.held)
+        row.version += 1
+    closing = bool(row.open_calls)
     why = {"interrupted": note or INTERRUPTED, "error": "the turn stopped on an error"}
     _close(tx, row, status, answer=answer, note=note, why=why.get(status, "the turn ended"))
+    held = row.version if known == before and not closing else None
     nxt = (
-        claim(tx, row, owner=turn.owner, lease=lease, name_run=name_run, known=known)
+        claim(tx, row, owner=turn.owner, lease=lease, name_run=name_run, known=held)
         if drain
         else None
     )
     tx.save(row)
-    return nxt
+    return nxt, held
 
 
 def _check_owner(row: SessionRow, turn: Claim) -> None:
     if row.state != "running" or row.owner != turn.owner or row.turns != turn.turn:
-        raise TurnLostError(
-            f"turn {turn.turn} of session {row.id!r} was taken over by another process: its "
-            "lease ran out before this process renewed it",
-            session=row.id,
-        )
+        raise _lost(row.id, turn.turn)
+
+
+def _lost(session_id: str, turn: int) -> TurnLostError:
+    return TurnLostError(
+        f"turn {turn} of session {session_id!r} was taken over by another process: its lease "
+        "ran out before this process renewed it",
+        session=session_id,
+    )
 
 
 def _close(

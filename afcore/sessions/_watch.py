@@ -37,6 +37,7 @@ class Watcher:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._stop = threading.Event()
         self._renewed = time.monotonic()
 
     def watch(
@@ -51,13 +52,15 @@ class Watcher:
         callbacks are called from the watcher's thread, at most one of them once, and must
         not block."""
         with self._cond:
+            idle = not self._turns
             self._turns[(session_id, owner)] = _Watched(on_interrupt, on_lost)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="af-session-watcher", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            elif idle:
+                self._cond.notify()  # wake it from its idle wait; a busy one polls anyway
 
     def unwatch(self, session_id: str, owner: str) -> None:
         with self._cond:
@@ -66,6 +69,7 @@ class Watcher:
     def stop(self) -> None:
         with self._cond:
             self._stopping = True
+            self._stop.set()
             self._cond.notify()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -77,10 +81,13 @@ class Watcher:
             with self._cond:
                 while not self._turns and not self._stopping:
                     self._cond.wait()
-                if not self._stopping:
-                    self._cond.wait(timeout=store.poll)
                 if self._stopping:
                     return
+            # A poll's wait, which only stop() cuts short: a turn starting meanwhile is looked
+            # at with the others at the next poll, not at once.
+            if self._stop.wait(store.poll):
+                return
+            with self._cond:
                 turns = dict(self._turns)
             if not turns:
                 continue

@@ -75,8 +75,12 @@ def test_each_turn_records_the_transcript_it_continues_as_what_it_is(
     second = session.send("again")
     verified(second.recording)
     r = rec.open(Path(str(second.recording)))
-    header = r.raw(1)
-    assert header["session"] == {"id": "chat-2", "turn": 2, "previous": session.turns()[0].run_id}
+    assert r.header.session is not None
+    assert r.header.session.model_dump() == {
+        "id": "chat-2",
+        "turn": 2,
+        "previous": session.turns()[0].run_id,
+    }
     commits = [c for _, c in r.records() if isinstance(c, rec.Commit)]
     assert [c.rsid for c in commits[:2]] == ["history#0", "seed#1"]
     history = commits[0]
@@ -202,10 +206,7 @@ def test_a_dead_turn_elsewhere_is_taken_over_when_its_lease_runs_out(
         tx.save(row)
     assert claim is not None
     call = AssistantMessage((ToolCall("x1", "slow", {}),))
-    with store.transaction("chat-6") as tx:
-        row = tx.session()
-        assert row is not None
-        _turns.keep(tx, row, claim, [call], 30.0)
+    _turns.keep(store, claim, _turns.Progress(claim.length), [call])
     assert session.send("are you there?").status == "queued"
     now[0] += 31  # its lease runs out
     result = session.send("hello?")
@@ -241,10 +242,14 @@ def test_a_turn_whose_lease_was_taken_over_stores_nothing_more(
     session.send("taking over")
     from afcore.errors import TurnLostError
 
-    with store.transaction("chat-7") as tx, pytest.raises(TurnLostError):
-        row = tx.session()
-        assert row is not None
-        _turns.keep(tx, row, claim, [AssistantMessage(())], 30.0)
+    with pytest.raises(TurnLostError):
+        _turns.keep(
+            store,
+            claim,
+            _turns.Progress(claim.length),
+            [AssistantMessage((ToolCall("late", "slow", {}),))],
+        )
+    assert len(session.transcript()) == 3  # nothing of the lost turn after it was taken over
     store.close()
 
 
@@ -498,3 +503,31 @@ def test_asend_inside_an_event_loop(store: SessionStore, recordings: Path) -> No
         return await session.asend("yes")
 
     assert asyncio.run(main()).answer == "answer to: yes"
+
+
+def test_a_turn_cancelled_by_its_own_caller_is_kept_and_the_session_goes_on(
+    store: SessionStore, recordings: Path
+) -> None:
+    import asyncio
+
+    slow = AsyncSlow()
+    session = builder(store, recordings, slow=slow.tool()).build().session("cancelled")
+
+    async def main() -> None:
+        task = asyncio.create_task(session.asend(SLOW))
+        while not slow.started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert slow.cancelled.is_set()
+    info = session.info()
+    assert info is not None and info.state == "idle"
+    turn = session.turns()[0]
+    assert (turn.status, turn.note) == ("interrupted", "the turn was cancelled in its process")
+    closing = session.transcript()[2]
+    assert isinstance(closing, ToolResultMessage) and closing.is_error
+    assert "cancelled in its process" in closing.content
+    assert session.send("still there?").answer == "answer to: still there?"
