@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from afcore.errors import AfError, TurnLostError, UsageError
+from afcore.errors import TurnLostError, UsageError
 from afcore.injections._engine import InjectionEngine
 from afcore.loop._conversation import Conversation
 from afcore.loop._run import RunResult
@@ -24,7 +24,7 @@ from afcore.messages import Message, Source, UserMessage
 from afcore.providers._base import StreamHandler
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.sessions import _turns
-from afcore.sessions._caller import Principal, caller_injection
+from afcore.sessions._caller import CALLER_ID, Principal, caller_injection
 from afcore.sessions._ids import check_session_id
 from afcore.sessions._owner import alive, new_owner, release
 from afcore.sessions._store import (
@@ -86,6 +86,11 @@ class Session:
 
     def __init__(self, agent: Agent, store: SessionStore, session_id: str) -> None:
         self.id = check_session_id(session_id)
+        if any(i.id == CALLER_ID for i in agent.engine.injections):
+            raise UsageError(
+                f"the agent has an injection with the id {CALLER_ID!r}, the id a session gives "
+                "the caller section of its turns; rename it"
+            )
         self.agent = agent
         self.store = store
         self._cache: tuple[int, tuple[StoredMessage, ...]] | None = None
@@ -205,11 +210,12 @@ class Session:
                 turn = tx.turn(item.turn) if item.turn is not None else None
                 if turn is not None and turn.status != "running":
                     return _result(message_id, turn)
+                mine = None
                 if _turns.runnable(tx, row, alive):
                     turn = tx.turn(item.turn) if item.turn is not None else None
                     if turn is not None and turn.status != "running":
-                        tx.save(row)  # the dead turn that had taken it is closed
-                        return _result(message_id, turn)
+                        mine = _result(message_id, turn)  # it died with the turn that took it
+                    # Whoever finds the session idle delivers its inbox.
                     claim = _turns.claim(
                         tx,
                         row,
@@ -220,7 +226,10 @@ class Session:
                     )
                     tx.save(row)
             if claim is not None:
-                return await self._run_from(claim, message_id, stream)
+                ran = await self._run_from(claim, message_id, stream)
+                return mine or ran
+            if mine is not None:
+                return mine
             if deadline is not None and loop.time() >= deadline:
                 return SendResult(
                     status="running" if turn is not None else "queued",
@@ -257,7 +266,7 @@ class Session:
         state = _Turn(claim)
         agent = self._agent_for(claim)
         lease = self.store.lease
-        progress = _turns.Progress(claim.length)
+        progress = _turns.Progress(claim.length, claim.version)
 
         def keep(message: Message) -> None:
             _turns.keep(self.store, claim, progress, [message])
@@ -303,9 +312,7 @@ class Session:
                 )
             elif not state.interrupted:
                 cancelled, error = True, e  # cancelled from outside: keep state, re-raise
-        except TurnLostError as e:
-            error = e
-        except (AfError, Exception, KeyboardInterrupt) as e:
+        except (Exception, KeyboardInterrupt) as e:
             error = e
         finally:
             watcher.unwatch(self.id, claim.owner)
@@ -339,7 +346,7 @@ class Session:
                 drain=status != "interrupted",
                 lease=lease,
                 name_run=self._name_run,
-                known=self._known(),
+                known=progress.version,
             )
         if held is not None:  # what this handle knows is the transcript: the next turn's
             with self._lock:

@@ -202,6 +202,8 @@ class Progress:
     """What the process running a turn knows of its transcript (it alone adds to it)."""
 
     length: int
+    version: int
+    """The transcript's version after this process's last change."""
     open_calls: list[tuple[str, str]] = field(default_factory=list)
     held: list[Message] = field(default_factory=list)
     """A final answer, stored by ``finish`` with the end of the turn."""
@@ -236,6 +238,7 @@ def keep(
     if version is None:
         raise _lost(turn.session, turn.turn)
     progress.length += len(messages)
+    progress.version = version
     progress.open_calls = open_calls
     return version
 
@@ -257,7 +260,8 @@ def finish(
 ) -> tuple[Claim | None, int | None]:
     """End the running turn; with ``drain``, start the next one when messages are waiting.
     ``transcript``: what the conversation continues from when it is not what was kept (a
-    window strategy folded it). ``known``: the transcript version the caller holds.
+    window strategy folded it). ``known``: the transcript version the caller holds (the
+    one its last change made).
 
     Returns the next turn, and the transcript's version when it is exactly what the caller
     holds plus what it kept (None when af closed tool calls, or the transcript changed

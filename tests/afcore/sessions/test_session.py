@@ -206,7 +206,7 @@ def test_a_dead_turn_elsewhere_is_taken_over_when_its_lease_runs_out(
         tx.save(row)
     assert claim is not None
     call = AssistantMessage((ToolCall("x1", "slow", {}),))
-    _turns.keep(store, claim, _turns.Progress(claim.length), [call])
+    _turns.keep(store, claim, _turns.Progress(claim.length, claim.version), [call])
     assert session.send("are you there?").status == "queued"
     now[0] += 31  # its lease runs out
     result = session.send("hello?")
@@ -246,7 +246,7 @@ def test_a_turn_whose_lease_was_taken_over_stores_nothing_more(
         _turns.keep(
             store,
             claim,
-            _turns.Progress(claim.length),
+            _turns.Progress(claim.length, claim.version),
             [AssistantMessage((ToolCall("late", "slow", {}),))],
         )
     assert len(session.transcript()) == 3  # nothing of the lost turn after it was taken over
@@ -531,3 +531,30 @@ def test_a_turn_cancelled_by_its_own_caller_is_kept_and_the_session_goes_on(
     assert isinstance(closing, ToolResultMessage) and closing.is_error
     assert "cancelled in its process" in closing.content
     assert session.send("still there?").answer == "answer to: still there?"
+
+
+def test_a_handle_that_ran_the_last_turn_does_not_read_the_transcript_back(
+    tmp_path: Path, recordings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afcore.sessions import _sqlite
+
+    reads = []
+    original = _sqlite._Tx.transcript
+
+    def counted(self: Any) -> Any:
+        reads.append(1)
+        return original(self)
+
+    monkeypatch.setattr(_sqlite._Tx, "transcript", counted)
+    store = SQLiteStore(tmp_path / "s.db")
+    agent = builder(store, recordings).build()
+    mine, other = agent.session("cached"), agent.session("cached")
+    for k in range(5):
+        mine.send(SLOW if k % 2 else f"chat {k}")
+    assert len(reads) == 1  # the first turn's claim only
+    other.send("from another handle")  # it has never read it: it does now
+    assert len(reads) == 2
+    mine.send("and back")  # the transcript changed under it: read again, whole and right
+    assert len(reads) == 3
+    assert _text(mine.transcript()[-1]) == "assistant: answer to: and back"
+    store.close()
