@@ -221,6 +221,9 @@ def keep(
         if not messages[0].tool_calls:
             progress.held.append(messages[0])
             return None
+    # A reply held that was not the answer after all (the vendor paused its turn, and the
+    # loop went on) is stored first, in its place.
+    messages, progress.held = [*progress.held, *messages], []
     open_calls = list(progress.open_calls)
     for m in messages:
         if isinstance(m, AssistantMessage):

@@ -558,3 +558,35 @@ def test_a_handle_that_ran_the_last_turn_does_not_read_the_transcript_back(
     assert len(reads) == 3
     assert _text(mine.transcript()[-1]) == "assistant: answer to: and back"
     store.close()
+
+
+def test_a_paused_reply_is_stored_in_its_place(store: SessionStore, recordings: Path) -> None:
+    from afcore import define_tool
+
+    look = define_tool("look", "Look.", {"type": "object"}, lambda args, ctx: "seen")
+    agent = (
+        Agent.create(
+            provider=mock(
+                replies=[
+                    {"content": "Working on it.", "stop_reason": "pause_turn"},
+                    {"tool_calls": [{"id": "l1", "name": "look", "args": {}}]},
+                    "Done.",
+                ]
+            ),
+            model="m",
+            name="pausing",
+            record=RecordingConfig(dir=recordings),
+            sessions=store,
+        )
+        .tool(look)
+        .build()
+    )
+    session = agent.session("paused")
+    assert session.send("go").answer == "Done."
+    assert [_text(m) for m in session.transcript()] == [
+        "user: go",
+        "assistant: Working on it.",
+        "assistant: ",
+        "tool: seen",
+        "assistant: Done.",
+    ]
