@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 FORMAT = "af.recording"
-FORMAT_VERSION = "1.1"
+FORMAT_VERSION = "1.2"
 """major.minor: a reader refuses a newer major version and reads any minor version of its own."""
 
 
