@@ -177,6 +177,9 @@ def report_overhead(store_name: str, times: dict[str, list[list[float]]], turns:
     if store_name == "sqlite":
         met = max(ratio, ratio_first) <= TARGET
         print(f"target: session / plain run <= {TARGET} (best, both ratios): {verdict(met)}")
+    else:
+        added = per_turn("session", min) - per_turn("history", min)
+        print(f"no target on {store_name}: a session turn adds {added:.2f} ms (best runs)")
     print()
 
 

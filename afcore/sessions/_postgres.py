@@ -177,7 +177,12 @@ class PostgresStore(SessionStore):
                     self.url,
                     min_size=1,
                     max_size=self.max_connections,
-                    kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
+                    # Autocommit: a single statement is its own transaction (one round
+                    # trip); several go in an explicit one (transaction()).
+                    kwargs={
+                        "connect_timeout": max(1, int(self.connect_timeout)),
+                        "autocommit": True,
+                    },
                     timeout=max(self.connect_timeout, 30.0),
                     open=False,
                     name="af-sessions",
@@ -215,9 +220,7 @@ class PostgresStore(SessionStore):
 
         pool = self._pool_()
         try:
-            # Pipelined: statements whose results are not read (writes, BEGIN) do not wait
-            # for the server one by one; a read waits for what came before it.
-            with pool.connection() as conn, conn.pipeline(), conn.transaction():
+            with pool.connection() as conn, conn.transaction():
                 if not write:
                     conn.execute("SET TRANSACTION READ ONLY, ISOLATION LEVEL REPEATABLE READ")
                 yield _Tx(conn, session_id, lock=write)
@@ -289,24 +292,35 @@ class PostgresStore(SessionStore):
     ) -> int | None:
         import psycopg
 
+        # One statement, so one round trip: the update that checks the turn still holds
+        # the session, and the insert of its messages only when it does.
+        values = ", ".join(
+            ["(%s::text, %s::integer, %s::integer, %s::text, %s::text)"] * len(messages)
+        )
+        params: list[Any] = [
+            start + len(messages) - 1,
+            orjson.dumps(list(open_calls)).decode(),
+            self.lease,
+            session_id,
+            owner,
+            turn,
+        ]
+        for i, m in enumerate(messages):
+            params += [session_id, start + i, m.turn, m.note, dump_message(m.message)]
         try:
-            with self._pool_().connection() as conn, conn.pipeline(), conn.transaction():
+            with self._pool_().connection() as conn:
                 held = conn.execute(
+                    "WITH held AS ("
                     f"UPDATE af_sessions SET messages = %s, version = version + 1, "
                     f"open_calls = %s, lease_until = {_NOW} + %s, last_activity = {_NOW} "
                     "WHERE id = %s AND owner = %s AND turns = %s AND state = 'running' "
-                    "RETURNING version",
-                    (
-                        start + len(messages) - 1,
-                        orjson.dumps(list(open_calls)).decode(),
-                        self.lease,
-                        session_id,
-                        owner,
-                        turn,
-                    ),
+                    "RETURNING version), "
+                    "added AS (INSERT INTO af_session_messages (session, n, turn, note, body) "
+                    "SELECT v.session, v.n, v.turn, v.note, v.body FROM held, "
+                    f"(VALUES {values}) AS v (session, n, turn, note, body)) "
+                    "SELECT version FROM held",
+                    params,
                 ).fetchone()
-                if held is not None:
-                    _Tx(conn, session_id, lock=False).append(start, messages)
         except psycopg.Error as e:
             raise self._failed(e, session_id) from e
         return None if held is None else int(held[0])
