@@ -290,7 +290,9 @@ def test_hostile_session_ids_are_refused(bad: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("good", ["a", "x" * 128, "ticket-4711", "user_2a9f:thread.7", "9lives"])
 def test_session_ids_of_the_documented_set_are_taken(good: str, tmp_path: Path) -> None:
     agent = Agent.create(provider=mock(reply="hi"), model="m", sessions=tmp_path / "s.db").build()
-    assert agent.session(good).send("hello").answer == "hi"
+    session = agent.session(good)
+    assert session.send("hello").answer == "hi"
+    session.store.close()
 
 
 def test_a_session_id_that_is_not_a_string_is_refused(tmp_path: Path) -> None:

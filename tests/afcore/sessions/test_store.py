@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -97,18 +98,19 @@ def test_sessions_lists_each_with_its_state_and_inbox(store: SessionStore) -> No
 
 def test_a_store_written_by_a_newer_af_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    SQLiteStore(path).sessions()
-    with sqlite3.connect(path) as conn:
+    with SQLiteStore(path) as store:
+        store.sessions()
+    with closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA user_version = 99")
-    with pytest.raises(SessionError, match="newer af"):
-        SQLiteStore(path).sessions()
+    with SQLiteStore(path) as store, pytest.raises(SessionError, match="newer af"):
+        store.sessions()
 
 
 def test_a_store_that_cannot_be_opened_says_where(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    with pytest.raises(SessionError, match=str(blocker)):
-        SQLiteStore(blocker / "s.db").sessions()
+    with SQLiteStore(blocker / "s.db") as store, pytest.raises(SessionError, match=str(blocker)):
+        store.sessions()
 
 
 def test_the_default_store_is_beside_the_recordings_folder(tmp_path: Path) -> None:
@@ -121,6 +123,7 @@ def test_the_default_store_is_beside_the_recordings_folder(tmp_path: Path) -> No
     agent.session("x").send("hello")
     assert (tmp_path / ".af" / "sessions.db").is_file()
     assert agent.session("x").store is agent.session("y").store
+    agent.session("x").store.close()
 
 
 @pytest.mark.parametrize(
