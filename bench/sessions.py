@@ -211,7 +211,12 @@ def _sender(
             session = handles.setdefault(sid, Session(agent, store, sid))
             text = f"w{g}-{j}"
             t0 = time.perf_counter()
-            result = session.send(text)
+            try:
+                result = session.send(text)
+            except Exception as e:  # counted and shown: a send that fails is a failure
+                with lock:
+                    results.append((sid, text, "", f"error: {type(e).__name__}: {e}", 0.0))
+                continue
             took = time.perf_counter() - t0
             with lock:
                 results.append((sid, text, result.message_id, result.status, took))
@@ -256,8 +261,9 @@ def check_load(
     agent = build_agent(folder)
     store = open_spec(spec)
     sent: dict[str, dict[str, str]] = defaultdict(dict)  # session -> id -> text
-    for sid, text, mid, _, _ in results:
-        sent[sid][mid] = text
+    for sid, text, mid, status, _ in results:
+        if not status.startswith("error"):
+            sent[sid][mid] = text
     counts = dict.fromkeys(
         ("turns", "taken", "lost", "twice", "unordered", "busy", "unanswered"), 0
     )
@@ -305,8 +311,9 @@ def report_load(
     procs: int,
     threads: int,
 ) -> None:
-    latencies = sorted(r[4] for r in results)
+    latencies = sorted(r[4] for r in results if not r[3].startswith("error"))
     queued = sum(r[3] == "queued" for r in results)
+    failed = [r[3] for r in results if r[3].startswith("error")]
 
     def pct(p: float) -> float:
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
@@ -317,6 +324,7 @@ def report_load(
         ("", "figure"),
         [
             ("messages sent", f"{len(results)}"),
+            ("send() that raised", f"{len(failed)}" + (f" ({failed[0]})" if failed else "")),
             ("messages taken by a turn (each once)", f"{counts['taken']}"),
             (
                 "lost / taken twice / out of order",
@@ -335,7 +343,9 @@ def report_load(
             ("send() latency p50 / p99, ms", f"{pct(0.5):.1f} / {pct(0.99):.1f}"),
         ],
     )
-    clean = not any(counts[k] for k in ("lost", "twice", "unordered", "busy", "unanswered"))
+    clean = not failed and not any(
+        counts[k] for k in ("lost", "twice", "unordered", "busy", "unanswered")
+    )
     print(f"target: no message lost, duplicated or reordered: {verdict(clean)}")
     print()
 

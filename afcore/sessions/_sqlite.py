@@ -144,7 +144,7 @@ class SQLiteStore(SessionStore):
             raise SessionError(f"cannot open the session store {self.path}: {e}") from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._wal(conn)
             # In WAL mode a commit is durable once the WAL is synced at checkpoints: a
             # killed process loses nothing, a power cut at most the last transactions.
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -154,6 +154,22 @@ class SQLiteStore(SessionStore):
             conn.close()
             raise SessionError(f"cannot open the session store {self.path}: {e}") from None
         return conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """WAL mode, which the file keeps once set. Reading or setting the mode does not wait
+        for the busy timeout when another process holds the file (setting it needs the file
+        to itself), so a process opening the file while others write tries again until the
+        timeout."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")

@@ -153,3 +153,32 @@ def test_a_postgres_url_keeps_its_password_out_of_messages() -> None:
         store.sessions()
     assert "s3cret" not in str(caught.value)
     store.close()
+
+
+def test_processes_opening_a_new_file_at_once_all_get_in(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "fresh.db"
+    errors: list[BaseException] = []
+    go = threading.Barrier(16)
+
+    def one(k: int) -> None:
+        agent = Agent.create(provider=mock(reply="hi"), model="m", sessions=path).build()
+        session = agent.session(f"s{k}")
+        go.wait()
+        try:
+            for _ in range(5):
+                session.send("hello")
+        except BaseException as e:  # collected, then asserted on
+            errors.append(e)
+        finally:
+            session.store.close()
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with SQLiteStore(path) as store:
+        assert sorted(s.turns for s in store.sessions()) == [5] * 16
