@@ -155,7 +155,7 @@ def test_a_postgres_url_keeps_its_password_out_of_messages() -> None:
     store.close()
 
 
-def test_processes_opening_a_new_file_at_once_all_get_in(tmp_path: Path) -> None:
+def test_many_stores_opening_a_new_file_at_once_all_get_in(tmp_path: Path) -> None:
     import threading
 
     path = tmp_path / "fresh.db"
