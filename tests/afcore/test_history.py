@@ -55,7 +55,7 @@ def test_a_run_given_history_sends_it_and_records_it_as_history(tmp_path: Path) 
     assert result.transcript[:5] == (*PRIOR, UserMessage("And 3 + 3?"))
     assert isinstance(result.transcript[-1], AssistantMessage)
     assert result.transcript[-1].text == "reply 5"
-    r = rec.open(result.recording)  # type: ignore[arg-type]
+    r = rec.open_recording(result.recording)  # type: ignore[arg-type]
     report = rec.verify(r)
     assert report.ok, report.problems
     assert "session" not in r.raw(1)
@@ -81,7 +81,7 @@ def test_the_next_run_continues_from_the_transcript(tmp_path: Path) -> None:
 def test_without_history_a_run_records_no_history_stage(tmp_path: Path) -> None:
     agent = _agent(tmp_path, [])
     agent.run("one")
-    r = rec.open(agent.last_recording)  # type: ignore[arg-type]
+    r = rec.open_recording(agent.last_recording)  # type: ignore[arg-type]
     assert [c.rsid for _, c in r.records() if isinstance(c, rec.Commit)][0] == "seed#0"
 
 
@@ -110,7 +110,7 @@ def test_a_window_strategy_leaves_the_continued_conversation_in_budget(tmp_path:
         assert result is not None
         transcript = result.transcript
         assert len(transcript) <= 3
-        report = rec.verify(rec.open(result.recording))  # type: ignore[arg-type]
+        report = rec.verify(rec.open_recording(result.recording))  # type: ignore[arg-type]
         assert report.ok, report.problems
     assert seen[-1].messages[-1] == UserMessage("message 9")
     assert len(seen[-1].messages) <= 3

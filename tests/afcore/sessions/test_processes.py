@@ -110,7 +110,7 @@ def test_two_processes_posting_at_once_get_one_turn_at_a_time_and_every_answer(
             mine = [int(t.split("-")[1]) for t in order if t.startswith(prefix)]
             assert mine == list(range(COUNT))
         for t in turns:
-            assert rec.verify(rec.open(Path(str(t.recording)))).ok
+            assert rec.verify(rec.open_recording(Path(str(t.recording)))).ok
     finally:
         store.close()
 
@@ -159,11 +159,11 @@ def test_a_turn_killed_mid_tool_is_recovered_by_the_next_message(
         ]
         assert turns[1].messages == (waiting.message_id, result.message_id)
         # The killed turn's recording holds what it reached, and says it did not finish.
-        killed = rec.open(Path(str(turns[0].recording)))
+        killed = rec.open_recording(Path(str(turns[0].recording)))
         assert killed.end is None
         assert any(isinstance(r, rec.ToolStart) and r.name == "slow" for _, r in killed.records())
         # The next turn's recording verifies, with the closed call among what it continues.
-        report = rec.verify(rec.open(Path(str(turns[1].recording))))
+        report = rec.verify(rec.open_recording(Path(str(turns[1].recording))))
         assert report.ok, report.problems
     finally:
         store.close()
