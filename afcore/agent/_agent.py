@@ -22,6 +22,7 @@ from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._writer import NullRecorder, Recorder, RecordObserver
 from afcore.reliability._policy import Reliability
+from afcore.secrets import screening
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._strategies import WindowStrategy
 
@@ -220,16 +221,17 @@ class Agent:
                 clock=config.clock,
                 observers=(observe,) if observe else (),
             )
-        return await run_loop(
-            self,
-            message,
-            rec,
-            run_id,
-            state if state is not None else {},
-            identity,
-            stream,
-            conversation,
-        )
+        with screening(rec.redactor):
+            return await run_loop(
+                self,
+                message,
+                rec,
+                run_id,
+                state if state is not None else {},
+                identity,
+                stream,
+                conversation,
+            )
 
     def session(self, session_id: str) -> Session:
         """The conversation kept under ``session_id`` in the agent's session store: its

@@ -12,6 +12,7 @@ from afcore.errors import UsageError
 from afcore.injections._model import Injection, LLMActivated, OnToolReturn, Rule
 from afcore.injections._view import MISSING, RunView, preview, token
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec
+from afcore.secrets import shorten
 from afcore.tools._providers import ToolProvider, ToolProviderContext
 from afcore.tools._tool import Tool, ToolContext, define_tool
 
@@ -640,8 +641,7 @@ def _fixed(inj: Injection) -> bool:
 
 
 def _error(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}"
-    return text if len(text) <= 300 else text[:300] + "…"
+    return shorten(f"{type(e).__name__}: {e}", 300)
 
 
 def _read_skill_tool(skills: list[Injection]) -> tuple[Tool, ToolSpec]:

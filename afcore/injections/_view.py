@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from afcore.messages import Message
+from afcore.secrets import shorten
 
 __all__ = ["MISSING", "RunView", "preview", "token"]
 
@@ -22,10 +23,7 @@ def preview(value: Any) -> Any:
     """A value as evidence: JSON scalars as they are, strings and the rest cut to a line."""
     if value is None or value is MISSING or isinstance(value, bool | int | float):
         return None if value is MISSING else value
-    text = value if isinstance(value, str) else _json(value)
-    return (
-        text if len(text) <= _PREVIEW else f"{text[:_PREVIEW]}… ({len(text) - _PREVIEW} more chars)"
-    )
+    return shorten(value if isinstance(value, str) else _json(value), _PREVIEW)
 
 
 def token(value: Any) -> Any:

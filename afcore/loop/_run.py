@@ -293,6 +293,13 @@ def _start(run: _Run, message: str) -> None:
     agent, rec = run.agent, run.rec
     if rec.enabled:
         redactor = rec.redactor
+        # Before anything is written: a secret the inputs name (a state's `password`, a
+        # `token=...` in the message or the conversation before it) is replaced wherever
+        # it appears, the header included.
+        inputs = {"user_message": message, "state": run.state, "identity": run.identity}
+        if run.conversation is not None:
+            inputs["history"] = [m.to_json() for m in run.conversation.history]
+        redactor.learn(inputs)
         tools = [
             {"name": t.name, "ref": content_hash(redactor.redact(t.spec.to_json()))}
             for t in agent.tools.values()
@@ -333,7 +340,7 @@ def _start(run: _Run, message: str) -> None:
                 "config": config,
                 "redaction": {
                     "fields": list(redactor.policy.fields),
-                    "patterns": [name for name, _ in redactor.policy.patterns],
+                    "patterns": redactor.pattern_names,
                     "env": redactor.env_names,
                 },
                 **_session_link(run),
@@ -603,6 +610,10 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
     else:
         outcomes = [await _run_tool(run, jobs[0][0], jobs[0][2], concurrent)]
     # Results join the history in call order, whatever order they finished in.
+    if len(outcomes) > 1 and rec.enabled:
+        # Results are written one after another: what one names as a secret is learned
+        # before the first is written.
+        rec.redactor.learn([result.content for result, _, _ in outcomes])
     turn = run.turn
     assert turn is not None
     turn.last_tool_results = {}

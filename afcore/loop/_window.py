@@ -28,6 +28,7 @@ from afcore.messages import (
     UserMessage,
 )
 from afcore.recording._writer import ranges
+from afcore.secrets import shorten
 from afcore.window._strategies import WindowStrategy
 from afcore.window._summary import SUMMARIZER_SYSTEM, frame, message_chars, transcript
 from afcore.window._turns import LiveMessage, plan
@@ -226,7 +227,7 @@ async def _summarize(
                 "error": {"kind": type(e).__name__, "message": str(e)},
             }
         )
-        return reason if len(reason) <= 300 else reason[:300] + "…"
+        return shorten(reason, 300)
     if response.usage is not None:
         run.usage = run.usage + response.usage
     answer = AssistantMessage(response.content)

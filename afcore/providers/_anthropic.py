@@ -46,6 +46,7 @@ from afcore.providers._wire import (
     status_error,
     stream_error,
 )
+from afcore.secrets import redact_url, url_passwords
 
 if TYPE_CHECKING:
     import anthropic as sdk
@@ -138,7 +139,7 @@ class AnthropicProvider(Provider):
         self._clients: PerLoop[sdk.AsyncAnthropic] = PerLoop(self._make_client)
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "base_url": self.base_url}
+        out: dict[str, Any] = {"name": self.name, "base_url": redact_url(self.base_url)}
         if self.model:
             out["model"] = self.model
         out["max_tokens"] = self.max_tokens
@@ -147,7 +148,7 @@ class AnthropicProvider(Provider):
         return out
 
     def secrets(self) -> list[str]:
-        return [self._api_key]
+        return [self._api_key, *url_passwords(self.base_url)]
 
     def _make_client(self) -> sdk.AsyncAnthropic:
         import anthropic as sdk
@@ -218,7 +219,7 @@ class AnthropicProvider(Provider):
             raise status_error(self.name, e.status_code, e.body, headers=e.response.headers) from e
         except (sdk.APIConnectionError, httpx2.TransportError) as e:
             raise ConnectionFailedError(
-                f"{self.name} could not be reached at {self.base_url}: {_reason(e)}",
+                f"{self.name} could not be reached at {redact_url(self.base_url)}: {_reason(e)}",
                 provider=self.name,
             ) from e
         except (ValueError, TypeError, AttributeError, KeyError) as e:

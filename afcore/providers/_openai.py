@@ -44,6 +44,7 @@ from afcore.providers._wire import (
     status_error,
     stream_error,
 )
+from afcore.secrets import redact_url, url_passwords
 
 if TYPE_CHECKING:
     import httpx2
@@ -276,7 +277,7 @@ class OpenAICompatibleProvider(Provider):
             self._headers["authorization"] = f"Bearer {api_key}"
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "base_url": self.base_url}
+        out: dict[str, Any] = {"name": self.name, "base_url": redact_url(self.base_url)}
         if self.model:
             out["model"] = self.model
         if self._stream is not None:
@@ -286,7 +287,7 @@ class OpenAICompatibleProvider(Provider):
         return out
 
     def secrets(self) -> list[str]:
-        return [self._api_key] if self._api_key else []
+        return [*([self._api_key] if self._api_key else []), *url_passwords(self.base_url)]
 
     def check_params(self, params: Mapping[str, Any]) -> None:
         self._unsent(params)
@@ -392,7 +393,8 @@ class OpenAICompatibleProvider(Provider):
         text = str(e).strip()
         reason = f"{type(e).__name__}: {text}" if text else type(e).__name__
         return ConnectionFailedError(
-            f"{self.name} could not be reached at {self.base_url}: {reason}", provider=self.name
+            f"{self.name} could not be reached at {redact_url(self.base_url)}: {reason}",
+            provider=self.name,
         )
 
     def _unreadable(self, what: str, e: Exception, *, mid_stream: bool = False) -> ProviderError:

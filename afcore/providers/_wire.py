@@ -20,6 +20,7 @@ from afcore.errors import (
     ServerError,
     UsageError,
 )
+from afcore.secrets import shorten
 
 __all__ = [
     "PerLoop",
@@ -74,7 +75,7 @@ def first_line(text: str) -> str:
     for line in text.splitlines():
         line = line.strip()
         if line:
-            return line if len(line) <= _LINE_MAX else line[: _LINE_MAX - 3] + "..."
+            return shorten(line, _LINE_MAX)
     return ""
 
 

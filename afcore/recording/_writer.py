@@ -166,7 +166,8 @@ class Recorder:
     # -- records -------------------------------------------------------------------------
 
     def header(self, header: dict[str, Any]) -> None:
-        self._emit(header)
+        # Everything in it is screened: the agent's name, the provider's URL, the params.
+        self._emit(self.redactor.redact(header))
 
     def tool_ref(self, spec: ToolSpec) -> str:
         cached = self._spec_refs.get(id(spec))
@@ -212,7 +213,7 @@ class Recorder:
             raw = orjson.dumps(value)
         if len(raw) <= INLINE_LIMIT:
             return {"key": key, "value": value}
-        return {"key": key, "ref": self._store(value)}
+        return {"key": key, "ref": self._store(value, screened=True)}
 
     def commit(
         self,

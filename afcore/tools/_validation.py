@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 import orjson
 
+from afcore.secrets import shorten
 from afcore.tools._tool import Tool
 
 __all__ = ["ArgProblem", "correction", "validate_args"]
@@ -102,6 +103,4 @@ def _preview(value: Any, limit: int = _PREVIEW) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more chars)"
+    return shorten(text, limit)
