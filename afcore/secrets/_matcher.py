@@ -23,6 +23,7 @@ import orjson
 import re2
 
 from afcore.secrets._rules import (
+    KEY_QUALIFIERS,
     SHAPES,
     Shape,
     field_words_regex,
@@ -94,6 +95,10 @@ def _no_groups(pattern: str) -> str:
 
 
 def _fill(pattern: str, spelling: dict[str, str], kw: str) -> str:
+    if spelling is _JSON:
+        # In JSON a tab before a word is \t, and t is a word character: a word boundary
+        # there would turn down what the text form finds. Without it the form only widens.
+        pattern = pattern.replace(r"\b", "")
     for marker, text in spelling.items():
         pattern = pattern.replace(marker, text)
     return pattern.replace("{KW}", kw)
@@ -130,7 +135,8 @@ class Matcher:
             assign = r"(?P<k>[A-Za-z0-9_.\-]{0,40}?{KW})(?P<q>{Q})?{WS}*[:=]{WS}*" + _VALUE
             self.rules.append(Rule("assignment", "field"))
             text_parts.append(_fill(assign, _TEXT, kw))
-            json_parts.append(_fill(r"{KW}(?:{Q})?{WS}*[:=]", _JSON, kw))
+            # A key as norm_key reads it: separators anywhere, after the word too.
+            json_parts.append(_fill(r"{KW}[-_. ]*(?:{Q})?{WS}*[:=]", _JSON, kw))
             if keywords:
                 kw_all = field_words_regex((*fields, "key"))
                 near = r"(?P<k>{KW})s?\b" + _KEYWORD_GAP + _KEYWORD_VALUE
@@ -248,4 +254,9 @@ def judge(c: Candidate, secret: str, data: bytes, *, eager: bool) -> bool:
     if before.endswith(b"public"):
         return False
     word = norm_key(c.key or "")
-    return looks_like_key(secret) if word == "key" else looks_secret(secret)
+    if word != "key":
+        return looks_secret(secret)
+    qualifier = data[max(0, c.match_start - 14) : c.match_start].lower().rstrip(b" _-.")
+    if qualifier.endswith(tuple(q.encode() for q in KEY_QUALIFIERS)):
+        return False  # a cache key, a sort key: a name for data
+    return looks_like_key(secret)

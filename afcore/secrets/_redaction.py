@@ -323,8 +323,8 @@ class Redactor:
 
 
 def _holds_value(value: Any) -> bool:
-    """Anything but null and booleans, which say nothing secret."""
-    return value is not None and not isinstance(value, bool)
+    """Anything but null, booleans and the empty string, which say nothing secret."""
+    return value is not None and value != "" and not isinstance(value, bool)
 
 
 def _secret_leaves(

@@ -54,7 +54,7 @@ DEFAULT_FIELDS: tuple[str, ...] = (
 spaces: ``db_password``, ``X-Api-Key``, ``clientSecret``, ``access_token``,
 ``Proxy-Authorization`` all end with one. ``max_tokens`` does not."""
 
-_SEP = re.compile(r"[-_.\s]")
+_SEP = re.compile(r"[-_. ]")
 
 
 def norm_key(name: str) -> str:
@@ -71,7 +71,7 @@ def field_words_regex(fields: tuple[str, ...]) -> str:
     case, a separator between any two letters (``api_key``, ``API-KEY``, ``apiKey``)."""
     spelled = []
     for word in sorted(set(fields), key=len, reverse=True):
-        spelled.append(r"[-_. ]?".join(re.escape(c) for c in word))
+        spelled.append(r"[-_. ]*".join(re.escape(c) for c in word))
     return "(?i:" + "|".join(spelled) + ")"
 
 
@@ -124,11 +124,39 @@ _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 
 
+_OBJECT_ID = re.compile(
+    r"^(?:msg|toolu|srvtoolu|call|req|resp|run|thread|asst|batch|file|evt)[_-]|^chatcmpl-"
+)
+"""Vendors' ids of messages, calls, requests: random-looking, never secret."""
+
+KEY_QUALIFIERS = (
+    "cache",
+    "sort",
+    "primary",
+    "partition",
+    "foreign",
+    "idempotency",
+    "object",
+    "row",
+    "hash",
+    "dedup",
+    "lookup",
+    "unique",
+    "composite",
+    "routing",
+    "index",
+)
+"""Words that make the *key* after them a name for data, not a credential."""
+
+
 def looks_like_key(value: str) -> bool:
     """A value beside the bare word *key* (weaker evidence than *password* or *token*):
-    20 characters or more of random-looking mixed case and digits, not a hash or a uuid
-    (cache keys and idempotency keys are those), not a path or a file name."""
-    if len(value) < 20 or _HEX.match(value) or _UUID.match(value) or "." in value:
+    20 to 256 characters of random-looking mixed case and digits, not a hash or a uuid
+    (cache keys and idempotency keys are those), not a vendor's object id, not a path or a
+    file name, not a blob (an image, a signature)."""
+    if not 20 <= len(value) <= 256 or _HEX.match(value) or _UUID.match(value) or "." in value:
+        return False
+    if _OBJECT_ID.match(value):
         return False
     if not looks_secret(value):
         return False

@@ -108,12 +108,17 @@ def _walk(value: Any, path: str) -> Iterator[Hit]:
     if isinstance(value, str):
         yield from _text(value, path)
     elif isinstance(value, dict):
-        for k, v in value.items():
+        for i, (k, v) in enumerate(value.items()):
             key = str(k)
-            here = (
-                f"{path}.{key}" if key.isidentifier() else f"{path}[{orjson.dumps(key).decode()}]"
-            )
-            for hit in _text(key, path):
+            in_key = list(_text(key, path))
+            # A key that is a secret is named by its position, never spelled in a path.
+            if in_key:
+                here = f"{path}[#{i}]"
+            elif key.isidentifier():
+                here = f"{path}.{key}"
+            else:
+                here = f"{path}[{orjson.dumps(key).decode()}]"
+            for hit in in_key:
                 yield replace(hit, in_key=True, start=None, end=None, path=here)
             if _secret_value(key, v):
                 yield Hit(f"field:{key}", here)
