@@ -194,7 +194,7 @@ def scan_recording(path: str | os.PathLike[str]) -> list[Hit]:
 def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]:
     """Name the message, call and slot of hits in blobs, from the file's own index."""
     from afcore.errors import AfError
-    from afcore.recording import open as open_recording
+    from afcore.recording import open_recording
 
     wanted = {line: ref for ref, line in blob_lines.items()}
     places: dict[int, tuple[int | None, int | None, str | None]] = {}

@@ -95,7 +95,7 @@ def test_a_hit_says_where_it_is_and_never_what(tmp_path: Path) -> None:
     path = tmp_path / "leaky.jsonl"
     shutil.copy(source, path)
     lines = path.read_bytes().splitlines()
-    from afcore.recording import open as open_recording
+    from afcore.recording import open_recording
 
     with open_recording(path) as rec:
         ref = rec.message_ref(1)

@@ -20,8 +20,7 @@ import pytest
 
 from afcore import Agent, RecordingConfig, define_tool, mock, openai_compatible
 from afcore.errors import ConnectionFailedError
-from afcore.recording import open as open_recording
-from afcore.recording import verify
+from afcore.recording import open_recording, verify
 from afcore.secrets import scan_recording
 from tests.afcore.secrets_corpus import KEY_SHAPES
 
