@@ -227,11 +227,67 @@ def engines(vals: dict[str, Any], rounds: int) -> list[tuple[str, ...]]:
     return [("matcher", *raws), *rows]
 
 
+class _BaselinePolicy:
+    """The baseline's policy where today's recorder expects one: the redactor it compiles
+    gets the two names today's loop calls (``learn``, ``pattern_names``) as no-ops."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._policy = module.Redaction()
+
+    def compile(self, provider_secrets: Any = ()) -> Any:
+        redactor = self._policy.compile(provider_secrets)
+        redactor.learn = lambda value: None
+        redactor.pattern_names = [name for name, _ in redactor.policy.patterns]
+        return redactor
+
+
+def loop(baseline: ModuleType | None, rounds: int) -> list[tuple[str, ...]]:
+    """The scripted loop (bench/_af_loop.py), recording on, with short and with 1 KB tool
+    results: us per iteration with today's redactor and with the baseline's in its place."""
+    from afcore.recording import RecordingConfig
+    from bench._af_loop import build_agent, recordings_dir, run_once, timed_run
+
+    n = 200
+    rng = random.Random(3)
+    kilobyte = [_text(rng, 1000) for _ in range(64)]
+    results: dict[str, Callable[[int], str]] = {
+        "short results": lambda i: f"ok {i}",
+        "1 KB results": lambda i: f"{i} {kilobyte[i % 64]}",
+    }
+    rows = []
+    with recordings_dir() as folder:
+        for label, result in results.items():
+            agents = {"now": build_agent(n, record=folder, result=result)}
+            if baseline is not None:
+                old = build_agent(n, record=folder, result=result)
+                old.recording = RecordingConfig(dir=folder, redaction=_BaselinePolicy(baseline))  # type: ignore[arg-type]
+                agents = {"before": old, **agents}
+            times: dict[str, list[float]] = {k: [] for k in agents}
+            for agent in agents.values():
+                run_once(agent, n)
+                assert agent.last_recording is not None
+                agent.last_recording.unlink()
+            for r in range(rounds):
+                order = list(agents.items())
+                for name, agent in order if r % 2 == 0 else reversed(order):
+                    times[name].append(timed_run(agent, n) / n * 1e6)
+            best = {k: min(v) for k, v in times.items()}
+            cells = [label, *(f"{best[k]:.1f}" for k in agents)]
+            if baseline is not None:
+                cells.append(f"{best['before'] - best['now']:.1f}")
+            rows.append(tuple(cells))
+    header = ("200-iteration loop", *(f"{k} us/iter" for k in agents))
+    if baseline is not None:
+        header += ("saved us/iter",)
+    return [header, *rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE, help="git revision to compare with")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--engines", action="store_true", help="also time other matchers")
+    parser.add_argument("--loop", action="store_true", help="also time the recorded loop")
     args = parser.parse_args()
     # A realistic environment: a provider key and a dozen secret-looking variables.
     rng = random.Random(7)
@@ -278,6 +334,13 @@ def main() -> None:
         setup_rows.append((name, f"{best * 1e6:.1f}"))
     print()
     print_table("set-up per run: policy.compile(provider secrets), us", ("", "us"), setup_rows)
+
+    if args.loop:
+        table = loop(baseline, 15)
+        print()
+        print_table(
+            "the scripted loop, recording on, best of 15 interleaved runs", table[0], table[1:]
+        )
 
     if args.engines:
         table = engines(vals, 5)
