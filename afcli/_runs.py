@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 __all__ = ["open_run"]
 
 
-def open_run(ref: str) -> Recording:
-    """The recording named by a path, a run id or a unique prefix of one."""
+def open_run(ref: str, *, index: bool = True) -> Recording:
+    """The recording named by a path, a run id or a unique prefix of one. ``index=False``:
+    for a command that walks the file once (see ``open_recording``)."""
     from afcore.errors import RecordingError, RunNotFoundError
     from afcore.recording import open_recording, resolve_run
 
@@ -26,6 +27,6 @@ def open_run(ref: str) -> Recording:
     except RunNotFoundError as e:
         raise CliError(str(e), EXIT_USAGE) from None
     try:
-        return open_recording(path)
+        return open_recording(path, index=index)
     except RecordingError as e:
         raise CliError(str(e), EXIT_FAILED) from None

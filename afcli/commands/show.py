@@ -58,7 +58,7 @@ def show(
     from afcli._runs import open_run
     from afcore.readmodel import call_detail
 
-    with open_run(run) as rec:
+    with open_run(run, index=call is not None) as rec:
         if call is not None:
             data = call_detail(rec, call)
             if json_output:

@@ -34,7 +34,7 @@ def verify(
     from afcore.recording import verify as check
 
     try:
-        rec = open_run(run)
+        rec = open_run(run, index=False)
     except CliError as e:
         if not json_output or e.code != EXIT_FAILED:
             raise

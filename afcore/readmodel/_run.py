@@ -128,7 +128,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     previous_tools: list[str] | None = None
     by_rsid: dict[str, dict[str, Any]] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
-    for line, record in rec.records():
+    for line, record in rec.records(blobs=False):
         if isinstance(record, Call):
             kind = folds.kind(record.rsid)
             agent = kind["kind"] == "agent"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import hashlib
 import mmap
 import os
 import re
@@ -20,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Literal, TypeVar, overload
 
 import orjson
 from pydantic import ValidationError
@@ -37,6 +38,7 @@ from afcore.recording._models import (
     FORMAT_VERSION,
     KNOWN_TYPES,
     RECORD_ADAPTER,
+    Blob,
     Call,
     CallTool,
     Commit,
@@ -48,7 +50,15 @@ from afcore.recording._models import (
     UnknownRecord,
 )
 
-__all__ = ["MAX_LINE", "CallCheck", "Problem", "Recording", "TornTail", "open_recording"]
+__all__ = [
+    "MAX_LINE",
+    "CallCheck",
+    "CheckedBlob",
+    "Problem",
+    "Recording",
+    "TornTail",
+    "open_recording",
+]
 
 _R = TypeVar("_R", Call, Reply, RunEnd)
 
@@ -88,6 +98,16 @@ class TornTail:
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "bytes": self.size}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedBlob:
+    """A blob line as a checking walk gives it (``records(blobs="checked")``): its id, and
+    whether its value hashes to it. The value stays on disk (:meth:`Recording.blob`)."""
+
+    id: str
+    intact: bool
+    """True when the value's canonical JSON hashes to the id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +203,20 @@ def _get(numbers: array[int], n: int) -> int | None:
 
 
 def open_recording(
-    path: str | os.PathLike[str], *, max_line: int = MAX_LINE, upto: int | None = None
+    path: str | os.PathLike[str],
+    *,
+    max_line: int = MAX_LINE,
+    upto: int | None = None,
+    index: bool = True,
 ) -> Recording:
     """Open a recording for reading. Raises :class:`RecordingFormatError` when the file is not
     an af recording and :class:`UnsupportedVersionError` when it is from a newer major version.
     ``upto``: index only the whole lines in the file's first ``upto`` bytes (a viewer shows
-    the first calls of a big file at once, then opens it whole: :meth:`Recording.reopen`)."""
-    return Recording(Path(path), max_line=max_line, upto=upto)
+    the first calls of a big file at once, then opens it whole: :meth:`Recording.reopen`).
+    ``index=False``: read only the header now; the index grows as :meth:`Recording.records`
+    walks the file, so that a reader going through it once (``af show``, ``af verify``) parses
+    each line once, for the index and for itself alike."""
+    return Recording(Path(path), max_line=max_line, upto=upto, index=index)
 
 
 class _Upto:
@@ -217,11 +244,21 @@ class _Upto:
 class Recording:
     """A recording opened for reading. Cheap to open; parses lines only when asked.
 
-    Safe to read from several threads: the index does not change once built, and the value
-    cache takes a lock. A file that grows (a run still going) is read again whole with
-    :meth:`reopen`, which gives a new Recording and leaves this one as it was."""
+    Safe to read from several threads once indexed: the index does not change after, and the
+    value cache takes a lock. A file that grows (a run still going) is read again whole with
+    :meth:`reopen`, which gives a new Recording and leaves this one as it was. Opened with
+    ``index=False``, the index is built by the first walk of :meth:`records`, and until that
+    walk ends what the index answers covers the lines walked so far: such a Recording is for
+    one reader going through the file once."""
 
-    def __init__(self, path: Path, *, max_line: int = MAX_LINE, upto: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_line: int = MAX_LINE,
+        upto: int | None = None,
+        index: bool = True,
+    ) -> None:
         self.path = path
         self.max_line = max_line
         self.upto = upto
@@ -230,40 +267,66 @@ class Recording:
         self.size = 0
         """The file's size when it was opened."""
         try:
-            self._file = path.open("rb")
+            file = path.open("rb")
         except FileNotFoundError:
             raise RecordingFormatError(f"no such file: {path}", path=path) from None
         except IsADirectoryError:
             raise RecordingFormatError(f"{path} is a folder, not a recording", path=path) from None
         except OSError as e:
             raise RecordingFormatError(f"cannot read {path}: {e.strerror}", path=path) from None
-        size = os.fstat(self._file.fileno()).st_size
+        size = os.fstat(file.fileno()).st_size
         if size == 0:
-            self._file.close()
+            file.close()
             raise RecordingFormatError(f"{path} is empty, not an af recording", path=path)
-        # The map keeps its own handle on the file; closing ours once the index is built
-        # means a Recording that is never closed leaks no file descriptor.
-        with self._file:
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            self.size = len(self._map)
-            self._index = _Index()
-            self._messages: int | None = None
-            # The index makes many small objects that never form cycles: the cycle
-            # collector walking them again and again would make a big file's index
-            # quadratic in its size.
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                self._build_index()
-            finally:
-                if collecting:
-                    gc.enable()
-        self.header = self._read_header()
+        try:
+            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        except BaseException:
+            file.close()
+            raise
+        self.size = len(self._map)
+        # The map keeps its own handle on the file; ours is closed once the index is built,
+        # so a Recording that is never closed leaks no file descriptor.
+        self._file: IO[bytes] | None = file
+        self._index = _Index()
+        self._messages: int | None = None
+        partial = upto is not None and upto < self.size
+        self._lines: Iterator[bytes] | None = iter(
+            _Upto(file, upto if partial and upto is not None else self.size, partial)
+        )
+        self._pos = 0
+        """where the next line to index starts"""
+        self._last_end = 0
+        """where the last whole line indexed ends, its newline excluded"""
+        self._size = 0
+        """where the last line indexed ends (a whole line's newline excluded)"""
+        self._blobs: dict[int, int] = {}
+        """blobs indexed since :attr:`_Index.blob_keys` was last sorted: id prefix -> line
+        index (the first stored under a prefix; the others wait in ``_collided``)"""
+        self._collided: list[int] = []
         self._values: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
+        try:
+            if index:
+                self._index_all()
+            else:
+                for _ in self._scan():
+                    break  # the header: the rest is indexed as it is walked
+            self.header = self._read_header()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def complete(self) -> bool:
+        """True once the index covers every line it is to cover (see ``index=False``)."""
+        return self._lines is None
 
     def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._lines = None
         self._map.close()
 
     def __enter__(self) -> Recording:
@@ -274,100 +337,137 @@ class Recording:
 
     # -- the index -----------------------------------------------------------------------
 
-    def _build_index(self) -> None:
+    def _index_all(self) -> None:
+        # The index makes many small objects that never form cycles: the cycle collector
+        # walking them again and again would make a big file's index quadratic in its size.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for _ in self._scan():
+                pass
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _finish(self) -> None:
+        """The scan is over: sort the blobs it found, let the file go."""
+        self._lines = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._blobs or self._collided:
+            keys = list(self._index.blob_keys)
+            keys += [(prefix << _LINE_BITS) | i for prefix, i in self._blobs.items()]
+            keys += self._collided
+            keys.sort()
+            self._index.blob_keys = array("q", keys)
+            self._blobs = {}
+            self._collided = []
+
+    def _scan(self) -> Iterator[tuple[int, bytes, int, Any]]:
+        """Index the lines not indexed yet, one at a time, giving each as it is indexed:
+        ``(line index, bytes, kind code, parsed JSON or None)``. Blobs, calls and replies as
+        af writes them are indexed from their first bytes, unparsed; the rest are parsed
+        here, and what was parsed is handed on so that no line is parsed twice."""
+        lines = self._lines
+        if lines is None:
+            return
         idx, limit = self._index, self.max_line
         starts, kinds = idx.starts, idx.kinds
         blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
         blank, bad = _BLANK, _BAD
-        blob_keys: list[int] = []
-        pos = 0
-        line = 0
+        blobs, collided = self._blobs, self._collided
         index_record = self._index_record
         commits, put = idx.commits, _put_next
-        self._file.seek(0)
-        # Lines come from the buffered file (split in C); the map serves reads later. Only
-        # the lines the map holds (a file still being written grows in between), and of
-        # those only the prefix asked for.
-        last_end = 0
         mapped = len(self._map)
-        partial = self.upto is not None and self.upto < mapped
-        end = self.upto if partial and self.upto is not None else mapped
-        for raw in _Upto(self._file, end, partial):
-            line += 1
-            starts.append(pos)
-            size = len(raw)
-            if pos + size > mapped:
-                # Written after the file was mapped (a run still going): not readable
-                # through the map, so as if the file ended here, cut short.
-                raw = raw[: mapped - pos]
+        pos, last_end = self._pos, self._last_end
+        line = len(starts)
+        try:
+            for raw in lines:
+                line += 1
                 size = len(raw)
-                if not size:
-                    starts.pop()
-                    break
-            pos += size
-            torn = raw[-1] != 10  # no newline: the last line, maybe cut short
-            length = size if torn else size - 1
-            if not torn:
-                last_end = pos - 1
-            if length > limit:
-                self.problems.append(
-                    Problem(
-                        line,
-                        f"line is {_mb(length)}, over the {_mb(limit)} a record may take; skipped",
+                if pos + size > mapped:
+                    # Written after the file was mapped (a run still going): not readable
+                    # through the map, so as if the file ended here, cut short.
+                    raw = raw[: mapped - pos]
+                    size = len(raw)
+                    if not size:
+                        break
+                starts.append(pos)
+                pos += size
+                torn = raw[-1] != 10  # no newline: the last line, maybe cut short
+                length = size if torn else size - 1
+                if not torn:
+                    last_end = pos - 1
+                self._size = pos if torn else last_end
+                i = line - 1
+                if length > limit:
+                    self.problems.append(
+                        Problem(
+                            line,
+                            f"line is {_mb(length)}, over the {_mb(limit)} a record may take; "
+                            "skipped",
+                        )
                     )
-                )
-                kinds.append(bad)
-                continue
-            # Blobs, calls and replies as af writes them are indexed from their first
-            # bytes: a blob by its id, a call and a reply by their numbers. The rest of the
-            # line is parsed when the record is read (verify parses every one).
-            fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
-            if fast == blob:
-                if size > _BLOB_ID_END + 2 and raw[_BLOB_ID_END] == 34:
-                    try:
-                        prefix = int(raw[18:27], 16)
-                    except ValueError:
-                        pass
-                    else:
-                        blob_keys.append((prefix << _LINE_BITS) | (line - 1))
-                        kinds.append(blob)
-                        continue
-            elif fast == reply:
-                head = _REPLY_HEAD.match(raw)
-                if head is not None:
-                    commits.append(line - 1)
-                    put(idx.replies, int(head[1]), line - 1)
-                    put(idx.messages, int(head[2]), line - 1)
-                    kinds.append(reply)
-                    continue
-            elif fast == call:
-                head = _CALL_HEAD.match(raw)
-                if head is not None:
-                    commits.append(line - 1)
-                    put(idx.calls, int(head[1]), line - 1)
-                    kinds.append(call)
-                    continue
-            try:
-                data = orjson.loads(raw)
-            except orjson.JSONDecodeError as e:
-                if torn:
-                    self.torn_tail = TornTail(line, length)
-                    starts.pop()
-                    pos = last_end
-                    break
-                if raw.isspace():
-                    kinds.append(blank)
-                else:
-                    self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
                     kinds.append(bad)
-                continue
-            kinds.append(index_record(line - 1, data, blob_keys))
-        # Where the last line ends (a complete last line's newline excluded).
-        self._size = pos if pos != last_end + 1 else last_end
-        blob_keys.sort()
-        idx.blob_keys = array("q", blob_keys)
+                    yield i, raw, bad, None
+                    continue
+                fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
+                if fast == blob:
+                    if size > _BLOB_ID_END + 2 and raw[_BLOB_ID_END] == 34:
+                        try:
+                            prefix = int(raw[18:27], 16)
+                        except ValueError:
+                            pass
+                        else:
+                            if blobs.setdefault(prefix, i) != i:
+                                collided.append((prefix << _LINE_BITS) | i)
+                            kinds.append(blob)
+                            yield i, raw, blob, None
+                            continue
+                elif fast == reply:
+                    head = _REPLY_HEAD.match(raw)
+                    if head is not None:
+                        commits.append(i)
+                        put(idx.replies, int(head[1]), i)
+                        put(idx.messages, int(head[2]), i)
+                        kinds.append(reply)
+                        yield i, raw, reply, None
+                        continue
+                elif fast == call:
+                    head = _CALL_HEAD.match(raw)
+                    if head is not None:
+                        commits.append(i)
+                        put(idx.calls, int(head[1]), i)
+                        kinds.append(call)
+                        yield i, raw, call, None
+                        continue
+                try:
+                    data = orjson.loads(raw)
+                except orjson.JSONDecodeError as e:
+                    if torn:
+                        self.torn_tail = TornTail(line, length)
+                        starts.pop()
+                        pos = last_end
+                        self._size = last_end
+                        break
+                    if raw.isspace():
+                        kinds.append(blank)
+                        yield i, raw, blank, None
+                    else:
+                        self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                        kinds.append(bad)
+                        yield i, raw, bad, None
+                    continue
+                kind = index_record(i, data)
+                kinds.append(kind)
+                yield i, raw, kind, data
+            # The end of the file, of what was mapped, or a torn last line.
+            self._finish()
+        finally:
+            self._pos, self._last_end = pos, last_end
 
-    def _index_record(self, i: int, data: Any, blob_keys: list[int]) -> int:
+    def _index_record(self, i: int, data: Any) -> int:
         idx = self._index
         if not isinstance(data, dict) or not isinstance(data.get("t"), str):
             self.problems.append(Problem(i + 1, 'not a record (a JSON object with a string "t")'))
@@ -396,7 +496,9 @@ class Recording:
                 _add(idx.calls, int(data["call"]), i)
             elif t == "blob":  # not in af's own layout: parsed here
                 ref = data["id"]
-                blob_keys.append((int(ref[:9], 16) << _LINE_BITS) | i)
+                prefix = int(ref[:9], 16)
+                if self._blobs.setdefault(prefix, i) != i:
+                    self._collided.append((prefix << _LINE_BITS) | i)
             elif t == "run_end":
                 idx.run_end = i
             elif t not in KNOWN_TYPES:
@@ -518,40 +620,109 @@ class Recording:
             return UnknownRecord.model_validate(raw)
         return RECORD_ADAPTER.validate_python(raw)
 
+    @overload
     def records(
-        self, lines: Iterable[int] | None = None
-    ) -> Iterator[tuple[int, Record | UnknownRecord]]:
+        self, lines: Iterable[int] | None = None, *, blobs: bool = True
+    ) -> Iterator[tuple[int, Record | UnknownRecord]]: ...
+
+    @overload
+    def records(
+        self, lines: None = None, *, blobs: Literal["checked"]
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]: ...
+
+    def records(
+        self, lines: Iterable[int] | None = None, *, blobs: bool | Literal["checked"] = True
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]:
         """Every readable record with its line number, or those on ``lines`` (from 1, in
-        order): a reader that knows which records it needs reads only those. Lines that are
-        not valid records were reported in :attr:`problems` when the file was opened, or are
-        reported here. A walk of the whole file hands the pages it read back as it goes, so
-        memory stays flat however big the file."""
-        kinds = self._index.kinds
+        order): a reader that knows which records it needs reads only those. ``blobs=False``:
+        all but the blobs (a reader that takes values by their ref reads each when it needs
+        it); ``"checked"``: each blob as a :class:`CheckedBlob`, its value hashed as it lies
+        in the file and parsed only when that differs from its id. Lines that are not valid
+        records were reported in :attr:`problems` when the file was indexed, or are reported
+        here. A walk of the whole file hands the pages it
+        read back as it goes, so memory stays flat however big the file; a walk that meets
+        lines not indexed yet (``index=False``) indexes them as it goes, parsing each once."""
         if lines is not None:
             for line in lines:
                 yield line, self._typed(line - 1)
             return
+        blob = _KIND_CODES["blob"]
+        skip = {_BAD, _BLANK} if blobs else {_BAD, _BLANK, blob}
+        checked = blobs == "checked"
+        check = self._checked_blob
         # The hot loop of every walk (verify reads each line once): kept flat.
-        starts, view, loads = self._index.starts, self._map, orjson.loads
+        idx = self._index
+        kinds, starts, view, loads = idx.kinds, idx.starts, self._map, orjson.loads
         validate, unknown = RECORD_ADAPTER.validate_python, UnknownRecord.model_validate
-        count, size = len(starts), self._size
+        problems = self.problems
+        indexed = len(starts)
         release = RELEASE_EVERY
-        for i, kind in enumerate(kinds):
-            if kind == _BAD or kind == _BLANK:
+        for i in range(indexed):
+            kind = kinds[i]
+            if kind in skip:
                 continue
             start = starts[i]
             if start > release:
                 release = start + RELEASE_EVERY
                 self.release_pages()
-            end = starts[i + 1] - 1 if i + 1 < count else size
+            end = starts[i + 1] - 1 if i + 1 < indexed else self._size
+            if checked and kind == blob:
+                found = check(i, view[start:end])
+                if found is not None:
+                    yield i + 1, found
+                continue
             try:
                 raw = loads(view[start:end])
                 yield i + 1, (validate(raw) if raw.get("t") in KNOWN_TYPES else unknown(raw))
-            except orjson.JSONDecodeError as e:  # a blob line indexed by its prefix
-                self.problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
+            except orjson.JSONDecodeError as e:  # a line indexed by its head
+                problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except ValidationError as e:
                 name = _KIND_NAMES.get(kind, "a")
-                self.problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
+                problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
+        # Lines not indexed yet come from the file as the index takes them in.
+        for i, raw, kind, data in self._scan():
+            if kind in skip:
+                continue
+            if starts[i] > release:  # values read by ref come through the map
+                release = starts[i] + RELEASE_EVERY
+                self.release_pages()
+            if checked and kind == blob:
+                found = check(i, raw[:-1] if raw[-1] == 10 else raw)
+                if found is not None:
+                    yield i + 1, found
+                continue
+            try:
+                if data is None:
+                    data = loads(raw)
+                yield i + 1, (validate(data) if data.get("t") in KNOWN_TYPES else unknown(data))
+            except orjson.JSONDecodeError as e:
+                problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
+            except ValidationError as e:
+                name = _KIND_NAMES.get(kind, "a")
+                problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
+
+    def _checked_blob(self, i: int, raw: bytes) -> CheckedBlob | None:
+        """Blob line ``i`` checked against its id; None (and a problem) when it is not a
+        valid blob record."""
+        if (
+            raw[_BLOB_ID_END : _BLOB_ID_END + 10] == b'","value":'
+            and raw.startswith(_BLOB_PREFIX)
+            and raw[-1] == 125
+        ):
+            # As af writes it, the value is the canonical JSON its id was taken from:
+            # bytes that hash to the id are that value, whole.
+            ref = raw[18:_BLOB_ID_END].decode("ascii", "replace")
+            if hashlib.sha256(memoryview(raw)[_BLOB_ID_END + 10 : -1]).hexdigest() == ref:
+                return CheckedBlob(ref, True)
+        try:
+            record = Blob.model_validate(orjson.loads(raw))
+        except orjson.JSONDecodeError as e:
+            self.problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
+            return None
+        except ValidationError as e:
+            self.problems.append(Problem(i + 1, f"invalid blob record: {_first_error(e)}"))
+            return None
+        return CheckedBlob(record.id, content_hash(record.value) == record.id)
 
     def raw(self, line: int) -> Any:
         """Line ``line`` (from 1) as parsed JSON, unchecked: for readers that walk many
@@ -681,9 +852,12 @@ class Recording:
 
     @property
     def message_count(self) -> int:
-        if self._messages is None:  # counted once: the file is read as it was opened
-            self._messages = sum(1 for i in self._index.messages if i >= 0)
-        return self._messages
+        if self._messages is not None:
+            return self._messages
+        count = sum(1 for i in self._index.messages if i >= 0)
+        if self.complete:  # counted once: the file is read as it was opened
+            self._messages = count
+        return count
 
     def _message_entry(self, n: int) -> tuple[str, int]:
         """Message ``n``'s blob id and the line index of the record that wrote it."""
@@ -742,9 +916,17 @@ class Recording:
         keys = self._index.blob_keys
         mask = (1 << _LINE_BITS) - 1
         at = bisect.bisect_left(keys, prefix << _LINE_BITS)
-        want = ref.encode()
+        found = []
         while at < len(keys) and keys[at] >> _LINE_BITS == prefix:
-            i = keys[at] & mask
+            found.append(keys[at] & mask)
+            at += 1
+        if self._blobs:  # indexed by a walk still going
+            recent = self._blobs.get(prefix)
+            if recent is not None:
+                found.append(recent)
+            found += [k & mask for k in self._collided if k >> _LINE_BITS == prefix]
+        want = ref.encode()
+        for i in sorted(found) if len(found) > 1 else found:
             start = self._index.starts[i]
             if self._map[start + 18 : start + _BLOB_ID_END] == want:
                 return i
@@ -753,7 +935,6 @@ class Recording:
                     return i
             except orjson.JSONDecodeError:
                 pass
-            at += 1
         return None
 
     def value(self, write: Any) -> Any:

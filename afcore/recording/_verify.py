@@ -19,7 +19,6 @@ from typing import Any
 from afcore.recording._hashing import content_hash, request_digest, request_hash
 from afcore.recording._models import (
     ArgsInvalid,
-    Blob,
     Call,
     CallTool,
     Commit,
@@ -32,7 +31,14 @@ from afcore.recording._models import (
     ToolStart,
     UnknownRecord,
 )
-from afcore.recording._reader import CallCheck, Problem, Recording, TornTail, expand_list
+from afcore.recording._reader import (
+    CallCheck,
+    CheckedBlob,
+    Problem,
+    Recording,
+    TornTail,
+    expand_list,
+)
 from afcore.recording._window_check import WindowReplay
 
 __all__ = ["VerifyReport", "verify"]
@@ -64,8 +70,9 @@ class VerifyReport:
 
 def verify(rec: Recording) -> VerifyReport:
     """Rebuild every call and check its hash; check sequence numbers, reads, refs and blobs,
-    and that each call's window is the one the folds before it left."""
-    report = VerifyReport(torn_tail=rec.torn_tail, unknown_records=rec.unknown_records)
+    and that each call's window is the one the folds before it left. ``rec`` may be opened
+    with ``index=False``: the check is then the one walk that indexes it."""
+    report = VerifyReport()
     window = WindowReplay(rec.value)
     hashes = _CallHashes(rec)
     problems = report.problems
@@ -76,6 +83,8 @@ def verify(rec: Recording) -> VerifyReport:
     """(system, tools) list pairs whose every ref was stored before a call that named them"""
     messages = 0
     calls = 0
+    later: list[tuple[int, int, int]] = []
+    """calls whose hash is checked after the walk: their place in the checks, line, number"""
     last_seq = 0
     end_line: int | None = None
     last_line = 0
@@ -120,20 +129,21 @@ def verify(rec: Recording) -> VerifyReport:
                     )
         written[seq] = keys
 
-    for line, record in rec.records():
+    for line, record in rec.records(blobs="checked"):
         last_line = line
         if end_line is not None:
-            problems.append(Problem(line, f"a {record.t} record follows run_end (line {end_line})"))
+            t = "blob" if isinstance(record, CheckedBlob) else record.t
+            problems.append(Problem(line, f"a {t} record follows run_end (line {end_line})"))
             end_line = None
         kind = type(record)
         if kind is ToolStart or kind is ToolProgress or kind is ArgsInvalid:
             continue  # nothing to check beyond their fields
-        if isinstance(record, Blob):
-            good = content_hash(record.value) == record.id
-            if not good:
+        if kind is CheckedBlob:
+            assert isinstance(record, CheckedBlob)
+            if not record.intact:
                 problems.append(Problem(line, f"blob {record.id[:12]} does not hash to its id"))
             blobs.add(record.id)
-            hashes.blob(record.id, good)
+            hashes.blob(record.id, record.intact)
         elif isinstance(record, Commit):
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
@@ -180,11 +190,16 @@ def verify(rec: Recording) -> VerifyReport:
             if differs is not None:
                 problems.append(Problem(line, f"call {record.call}: {differs}"))
             check = hashes.check(record)
-            report.checks.append(check)
-            if check.ok:
-                report.verified += 1
+            if check is None:
+                # Rebuilt as a reader would, once the whole file is indexed.
+                later.append((len(report.checks), line, record.call))
+                report.checks.append(CallCheck(record.call, False, record.hash, None))
             else:
-                problems.append(Problem(line, f"call {record.call}: {check.problem}"))
+                report.checks.append(check)
+                if check.ok:
+                    report.verified += 1
+                else:
+                    problems.append(Problem(line, f"call {record.call}: {check.problem}"))
         elif isinstance(record, Reply):
             check_seq(line, record.seq)
             note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
@@ -207,7 +222,15 @@ def verify(rec: Recording) -> VerifyReport:
                 problems.append(Problem(line, "a second header"))
         elif isinstance(record, UnknownRecord):
             pass  # kept as it is; counted in unknown_records
+    for at, line, n in later:
+        check = rec.check_call(n)
+        report.checks[at] = check
+        if check.ok:
+            report.verified += 1
+        else:
+            problems.append(Problem(line, f"call {n}: {check.problem}"))
     report.calls = calls
+    report.torn_tail, report.unknown_records = rec.torn_tail, rec.unknown_records
     problems.extend(Problem(0, p) for p in window.unaccounted())
     if rec.end is None and rec.torn_tail is None:
         problems.append(
@@ -255,10 +278,12 @@ class _CallHashes:
             if refs[n] is None and isinstance(w.ref, str):
                 refs[n] = w.ref.encode()  # the first write of a message is the one read
 
-    def check(self, call: Call) -> CallCheck:
+    def check(self, call: Call) -> CallCheck | None:
+        """The call's check, or None when it must be rebuilt from the file as a reader
+        would (something it names has not been seen checked)."""
         fast = self._fast(call)
         if fast is None:
-            return self._rec.check_call(call.call)
+            return None
         if fast != call.hash:
             return CallCheck(
                 call.call, False, call.hash, fast, "the rebuilt request's hash differs"
