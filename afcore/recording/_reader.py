@@ -219,28 +219,6 @@ def open_recording(
     return Recording(Path(path), max_line=max_line, upto=upto, index=index)
 
 
-class _Upto:
-    """The lines of a file that end by ``limit``: what the index walks. ``partial``: a prefix
-    is wanted, so a line without its newline is left for a later, whole open."""
-
-    def __init__(self, file: IO[bytes], limit: int, partial: bool) -> None:
-        self._file = file
-        self._limit = limit
-        self._partial = partial
-
-    def __iter__(self) -> Iterator[bytes]:
-        used = 0
-        for raw in self._file:
-            used += len(raw)
-            if used > self._limit:
-                return  # written after the file was mapped (a run still going): not yet
-            if self._partial and not raw.endswith(b"\n"):
-                return
-            yield raw
-            if used == self._limit and self._partial:
-                return
-
-
 class Recording:
     """A recording opened for reading. Cheap to open; parses lines only when asked.
 
@@ -289,10 +267,11 @@ class Recording:
         self._file: IO[bytes] | None = file
         self._index = _Index()
         self._messages: int | None = None
-        partial = upto is not None and upto < self.size
-        self._lines: Iterator[bytes] | None = iter(
-            _Upto(file, upto if partial and upto is not None else self.size, partial)
-        )
+        self._partial = upto is not None and upto < self.size
+        """only a prefix is to be indexed: a line without its newline is left for later"""
+        self._end = upto if self._partial and upto is not None else self.size
+        """the lines that end by this offset are indexed (a file still being written grows
+        past what was mapped)"""
         self._pos = 0
         """where the next line to index starts"""
         self._last_end = 0
@@ -320,13 +299,12 @@ class Recording:
     @property
     def complete(self) -> bool:
         """True once the index covers every line it is to cover (see ``index=False``)."""
-        return self._lines is None
+        return self._file is None
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
-        self._lines = None
         self._map.close()
 
     def __enter__(self) -> Recording:
@@ -351,7 +329,6 @@ class Recording:
 
     def _finish(self) -> None:
         """The scan is over: sort the blobs it found, let the file go."""
-        self._lines = None
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -369,8 +346,8 @@ class Recording:
         ``(line index, bytes, kind code, parsed JSON or None)``. Blobs, calls and replies as
         af writes them are indexed from their first bytes, unparsed; the rest are parsed
         here, and what was parsed is handed on so that no line is parsed twice."""
-        lines = self._lines
-        if lines is None:
+        file = self._file
+        if file is None:
             return
         idx, limit = self._index, self.max_line
         starts, kinds = idx.starts, idx.kinds
@@ -379,20 +356,18 @@ class Recording:
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
         commits, put = idx.commits, _put_next
-        mapped = len(self._map)
+        end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         line = len(starts)
         try:
-            for raw in lines:
-                line += 1
+            # Lines come from the buffered file (split in C); the map serves reads later.
+            for raw in file:
                 size = len(raw)
-                if pos + size > mapped:
-                    # Written after the file was mapped (a run still going): not readable
-                    # through the map, so as if the file ended here, cut short.
-                    raw = raw[: mapped - pos]
-                    size = len(raw)
-                    if not size:
-                        break
+                if pos + size > end:
+                    break  # written after the file was mapped (a run still going): not yet
+                if partial and raw[-1] != 10:
+                    break  # a prefix is wanted: this line is for a whole open
+                line += 1
                 starts.append(pos)
                 pos += size
                 torn = raw[-1] != 10  # no newline: the last line, maybe cut short

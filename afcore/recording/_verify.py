@@ -79,8 +79,8 @@ def verify(rec: Recording) -> VerifyReport:
     written: dict[int, set[str]] = {}
     """seq -> keys that commit wrote"""
     blobs: set[str] = set()
-    lists_ok: set[tuple[str, str]] = set()
-    """(system, tools) list pairs whose every ref was stored before a call that named them"""
+    lists_ok: set[str] = set()
+    """slot lists whose every ref was stored before a call that named them"""
     messages = 0
     calls = 0
     later: list[tuple[int, int, int]] = []
@@ -108,6 +108,21 @@ def verify(rec: Recording) -> VerifyReport:
                 problems.append(
                     Problem(line, f"reads {key} at seq {version}, which did not write it")
                 )
+
+    def check_list(line: int, ref: str, model: type[Segment] | type[CallTool]) -> None:
+        """The refs in a slot list were stored before the call naming it. Of a delta whose
+        base checked, only the entries it adds are checked."""
+        value = rec.blob(ref)
+        entries: Any = None
+        if isinstance(value, dict) and isinstance(value.get("base"), str):
+            check_ref(line, value["base"], "the list a delta extends")
+            if value["base"] in lists_ok:
+                expand_list(value, rec.blob)  # its shape, as a reader takes it
+                entries = value["then"]
+        for raw in rec.listed(ref) if entries is None else entries:
+            entry = model.model_validate(raw)
+            what = "a system segment" if isinstance(entry, Segment) else f"tool {entry.name}"
+            check_ref(line, entry.ref, what)
 
     def check_seq(line: int, seq: int) -> None:
         nonlocal last_seq
@@ -159,27 +174,20 @@ def verify(rec: Recording) -> VerifyReport:
             check_ref(line, record.system, "the system segments")
             check_ref(line, record.tools, "the tool list")
             lists = (record.system, record.tools)
-            if record.system in blobs and record.tools in blobs and lists not in lists_ok:
+            if record.system in blobs and record.tools in blobs and not lists_ok.issuperset(lists):
                 found = len(problems)
                 try:
-                    for listed in lists:
-                        value = rec.blob(listed)
-                        if isinstance(value, dict) and isinstance(value.get("base"), str):
-                            check_ref(line, value["base"], "the list a delta extends")
-                    for raw in rec.listed(record.system):
-                        seg = Segment.model_validate(raw)
-                        check_ref(line, seg.ref, "a system segment")
-                    for raw in rec.listed(record.tools):
-                        tool = CallTool.model_validate(raw)
-                        check_ref(line, tool.ref, f"tool {tool.name}")
+                    for listed, model in ((record.system, Segment), (record.tools, CallTool)):
+                        if listed not in lists_ok:
+                            check_list(line, listed, model)
                 except (KeyError, ValueError, TypeError):
                     problems.append(Problem(line, "the segment or tool list it names is malformed"))
                 if len(problems) == found:
-                    # Blobs once stored stay stored: the lists check the same for every call
-                    # that names them.
+                    # Blobs once stored stay stored: a list checks the same for every call
+                    # that names it.
                     if len(lists_ok) > 4096:
                         lists_ok.clear()
-                    lists_ok.add(lists)
+                    lists_ok.update(lists)
             for a, b in record.window:
                 if not 1 <= a <= b <= messages:
                     problems.append(
@@ -317,14 +325,34 @@ class _CallHashes:
         out: list[str] | None = None
         if ref in self._good and ref not in self._bad:
             try:
-                entries = expand_list(self._rec.blob(ref), self._checked_blob)
-                out = [self._entry_hash(e, slot) for e in entries]
+                value = self._rec.blob(ref)
+                base = self._base(value, slot)
+                if base is not None:
+                    # A delta of a list already hashed: only its new entries are hashed.
+                    out = base[: value["keep"]] + [self._entry_hash(e, slot) for e in value["then"]]
+                else:
+                    entries = expand_list(value, self._checked_blob)
+                    out = [self._entry_hash(e, slot) for e in entries]
             except (KeyError, ValueError, TypeError):  # ValidationError is a ValueError
                 out = None
         if len(self._lists) >= self._LISTS:
             self._lists.clear()
         self._lists[ref] = out
         return out
+
+    def _base(self, value: Any, slot: str) -> list[str] | None:
+        """For a delta that :func:`expand_list` takes, the hashes of its base's entries."""
+        if not isinstance(value, dict) or set(value) != {"base", "keep", "then"}:
+            return None
+        base, keep = value["base"], value["keep"]
+        if not isinstance(base, str) or not isinstance(value["then"], list):
+            return None
+        if not isinstance(self._checked_blob(base), list):
+            return None  # a delta of a delta: expand_list says what is wrong
+        hashes = self._listed(base, slot)
+        if hashes is None or not isinstance(keep, int) or isinstance(keep, bool):
+            return None
+        return hashes if 0 <= keep <= len(hashes) else None
 
     def _checked_blob(self, ref: str) -> Any:
         if ref not in self._good or ref in self._bad:
