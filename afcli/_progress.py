@@ -312,7 +312,7 @@ class Progress:
             if r.get("stage") == "window" and fold is not None:
                 f = checked(self._value(w), fold)
                 text = fold_text(f, compact=True)
-                if not f["count"] and f["refusals"]:
+                if not f.count and f.refusals:
                     # Nothing left: what kept it all is the news.
                     text += f"; {reasons_text(f)}"
                 # Our own words, made safe by fold_text: cut to the line like a model's.

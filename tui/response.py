@@ -17,6 +17,8 @@ from textual.visual import VisualType
 from afcore.readmodel import (
     CallDetail,
     CallView,
+    Decisions,
+    ToolCall,
     as_dict,
     as_text,
     fold_text,
@@ -25,6 +27,7 @@ from afcore.readmodel import (
     refusal_texts,
     safe,
     status_style,
+    usage_json,
     usage_text,
 )
 from tui.slots import ARGS
@@ -56,35 +59,35 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
         said += "" if failed else "stopped before the reply came"
         yield Text(said, style="yellow"), None
     else:
-        yield heading("RESPONSE", safe(as_text(r["stop_reason"]))), None
-        note = Text(usage_text(r["usage"]), style="dim")
-        if r.get("ms") is not None:
-            note.append(f" · {ms_text(r['ms'])}", style="dim")
+        yield heading("RESPONSE", safe(as_text(r.stop_reason))), None
+        note = Text(usage_text(usage_json(r.usage)), style="dim")
+        if r.ms is not None:
+            note.append(f" · {ms_text(r.ms)}", style="dim")
         yield note, None
-        if r.get("missing"):
-            yield Text(f"the reply's message is missing: {safe(r['missing'])}", style="red"), None
-        if r["text"]:
-            shown, hidden = preview(r["text"])
+        if r.missing:
+            yield Text(f"the reply's message is missing: {safe(r.missing)}", style="red"), None
+        if r.text:
+            shown, hidden = preview(r.text)
             yield (
                 shown,
                 Item(
                     "reply",
-                    full=r["text"] if hidden else None,
+                    full=r.text if hidden else None,
                     title=f"call {mark.n} · reply",
                     why="answer"
                     if any(e["kind"] == "answer" for e in view.events)
                     else f"call:{mark.n}",
                 ),
             )
-        if r.get("thinking_chars"):
-            yield Text(f"(thinking, {r['thinking_chars']:,} chars)", style="dim italic"), None
+        if r.thinking_chars:
+            yield Text(f"(thinking, {r.thinking_chars:,} chars)", style="dim italic"), None
         used: set[int] = set()
-        for i, tc in enumerate(r["tool_calls"]):
+        for i, tc in enumerate(r.tool_calls):
             result = next(
                 (
                     (j, e)
                     for j, e in enumerate(tools)
-                    if j not in used and e.get("call_id") == as_text(tc.get("id"))
+                    if j not in used and e.get("call_id") == as_text(tc.id)
                 ),
                 None,
             )
@@ -112,17 +115,17 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
 def _tool_call(
     call: int,
     i: int,
-    tc: dict[str, Any],
+    tc: ToolCall,
     result: dict[str, Any] | None,
     invalid: dict[str, dict[str, Any]],
     width: int,
 ) -> Entry:
-    name = as_text(tc.get("name"))
+    name = as_text(tc.name)
     head = Text.assemble(
         ("→ ", "cyan"),
         (safe(name), "bold cyan"),
         ("(", "dim"),
-        args_line(tc.get("args"), ARGS),
+        args_line(tc.args, ARGS),
         (")", "dim"),
     )
     parts: list[Part] = [head]
@@ -200,7 +203,7 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
         lines += [Text(f"  {t}", style="dim") for t in refusal_texts(f)]
         if e.get("evicted"):
             lines.append(Text(f"  {plural(e['evicted'], 'message')} left the window", style="dim"))
-        return row(None, *lines), Item(f"ev:{e['line']}", why=f"fold:{f['fold']}")
+        return row(None, *lines), Item(f"ev:{e['line']}", why=f"fold:{f.fold}")
     if kind == "evicted":
         said = f"{plural(e['evicted'], 'message')} left the window (fold {e.get('fold')})"
         return Text.assemble(at, (safe(said), "yellow")), None
@@ -261,28 +264,28 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
 def _decision_key(id: str, d: CallDetail) -> str | None:
     """What ``w`` asks about a decision that fired: the segment it put in the system prompt,
     or the message it put in the window."""
-    if any(s.get("id") == id for s in d.system or []):
+    if any(s.provenance.id == id for s in d.system or []):
         return f"system:{id}"
-    placed = [m["n"] for m in d.messages or [] if m.get("id") == id]
+    placed = [m.n for m in d.messages or [] if m.id == id]
     return f"message:{placed[-1]}" if placed else None
 
 
-def _decisions(inj: dict[str, Any], detail: CallDetail) -> Iterator[Entry]:
-    yield heading("DECISIONS", f"{inj['evaluated']} injections evaluated"), None
-    for d in inj["fired"]:
-        text = Text.assemble(("fired ", "green"), (safe(as_text(d["id"])), "bold green"))
-        trigger = as_text(d.get("trigger"))
+def _decisions(inj: Decisions, detail: CallDetail) -> Iterator[Entry]:
+    yield heading("DECISIONS", f"{inj.evaluated} injections evaluated"), None
+    for d in inj.fired:
+        text = Text.assemble(("fired ", "green"), (safe(as_text(d.id)), "bold green"))
+        trigger = as_text(d.trigger)
         text.append(f" · {safe(trigger)}", style="dim")
-        reason = as_text(d.get("reason"))
+        reason = as_text(d.reason)
         if reason and reason != trigger:
             text.append(f" · {safe(reason)[:400]}", style="dim")
-        yield text, Item(f"dec:{d['id']}", why=_decision_key(as_text(d["id"]), detail))
-    for d in inj["skipped"]:
-        failed = d.get("error") is not None
+        yield text, Item(f"dec:{d.id}", why=_decision_key(as_text(d.id), detail))
+    for d in inj.skipped:
+        failed = d.error is not None
         text = Text.assemble(
-            ("skipped ", "red" if failed else "yellow"), (safe(as_text(d["id"])), "bold")
+            ("skipped ", "red" if failed else "yellow"), (safe(as_text(d.id)), "bold")
         )
-        why = as_text(d.get("reason")) + (f": {as_text(d['error'])}" if failed else "")
+        why = as_text(d.reason) + (f": {as_text(d.error)}" if failed else "")
         text.append(f" · {safe(why)[:400]}", style="red" if failed else "dim")
         yield text, None
 

@@ -19,10 +19,16 @@ from afcore.readmodel import (
     CallDetail,
     CallView,
     FoldMark,
+    FoldView,
+    MessageEntry,
+    Provenance,
+    Removed,
+    Seam,
     as_dict,
     as_text,
     checked,
     fold_text,
+    params_text,
     plural,
     reasons_text,
     safe,
@@ -69,7 +75,7 @@ def slot_entries(
         yield Text(safe(view.note), style="yellow"), None
     previous = d.previous_call
     since = f" since call {previous}" if previous is not None else ""
-    removed = d.removed or {"system": [], "messages": [], "tools": []}
+    removed = d.removed or Removed([], [], [])
     yield from _system(d, removed, since)
     yield Text(""), None
     yield from _messages(d, d.messages, removed, since, rec, opened, width, rows, view.earlier)
@@ -77,9 +83,9 @@ def slot_entries(
     yield from _tools(d, removed, since)
 
 
-def _changes(items: list[dict[str, Any]], since: str) -> Text:
-    new = sum(1 for i in items if i.get("change") == "new")
-    changed = sum(1 for i in items if i.get("change") == "changed")
+def _changes(changes: list[str | None], since: str) -> Text:
+    new = changes.count("new")
+    changed = changes.count("changed")
     parts = [f"{new} new" if new else "", f"{changed} changed" if changed else ""]
     said = ", ".join(p for p in parts if p)
     return Text(f" · {said}{since}" if said and since else "", style="yellow")
@@ -89,50 +95,50 @@ def _badge(change: Any) -> Text:
     return Text(f"\n{change}", style="bold yellow") if change else Text("")
 
 
-def _why_line(item: dict[str, Any]) -> Text | None:
+def _why_line(p: Provenance | None) -> Text | None:
     """For context an injection put there: why it fired, when that says more than its
     trigger (the gutter names the trigger and the cache policy)."""
-    if item.get("source") in (None, "base", "configure", "static"):
+    if p is None or p.source in (None, "base", "configure", "static"):
         return None
-    trigger, reason = as_text(item.get("trigger")), as_text(item.get("reason"))
+    trigger, reason = as_text(p.trigger), as_text(p.reason)
     if not reason or reason in (trigger, "always"):
         return None
     return Text(safe(reason)[:600], style="dim italic")
 
 
-def _system(d: CallDetail, removed: dict[str, Any], since: str) -> Iterator[Entry]:
+def _system(d: CallDetail, removed: Removed, since: str) -> Iterator[Entry]:
     system = d.system or []
-    total = sum(len(s["text"]) for s in system)
+    total = sum(len(s.text) for s in system)
     note = Text(f"{plural(len(system), 'segment')} · {total:,} chars", style="dim")
-    note.append_text(_changes(system, since))
+    note.append_text(_changes([s.change for s in system], since))
     yield heading("SYSTEM", note), None
     for seg in system:
-        src = seg.get("source")
-        gutter = Text(source_label(src, seg.get("id"), seg.get("trigger")), style="magenta")
-        if seg.get("cache"):
-            gutter.append(f"\ncache {safe(as_text(seg['cache']))}", style="dim")
-        gutter.append_text(_badge(seg.get("change")))
-        body, hidden = preview(seg["text"])
-        why = _why_line(seg)
-        key = f"system:{seg['id']}" if seg.get("id") else f"call:{d.call}"
+        p = seg.provenance
+        gutter = Text(source_label(p.source, p.id, p.trigger), style="magenta")
+        if p.cache:
+            gutter.append(f"\ncache {safe(as_text(p.cache))}", style="dim")
+        gutter.append_text(_badge(seg.change))
+        body, hidden = preview(seg.text)
+        why = _why_line(p)
+        key = f"system:{p.id}" if p.id else f"call:{d.call}"
         item = Item(
-            f"seg:{seg['position']}",
-            full=seg["text"] if hidden else None,
-            title=f"call {d.call} · system segment {seg['position']}",
+            f"seg:{seg.position}",
+            full=seg.text if hidden else None,
+            title=f"call {d.call} · system segment {seg.position}",
             why=key,
         )
         yield (row(gutter, why, body) if why is not None else row(gutter, body)), item
-        if seg["cache_breakpoint"]:
+        if seg.cache_breakpoint:
             yield rule("cache breakpoint"), None
-    for gone in removed["system"]:
-        label = source_label(gone.get("source"), gone.get("id"))
+    for gone in removed.system:
+        label = source_label(gone.source, gone.id)
         yield Text(f"  gone{since}: {label}", style="yellow"), None
 
 
 def _messages(
     d: CallDetail,
-    messages: list[dict[str, Any]],
-    removed: dict[str, Any],
+    messages: list[MessageEntry],
+    removed: Removed,
     since: str,
     rec: Recording,
     opened: set[int],
@@ -142,73 +148,75 @@ def _messages(
 ) -> Iterator[Entry]:
     ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d.window)
     note = Text(f"{plural(len(messages), 'message')} · window {ranges}", style="dim")
-    note.append_text(_changes(messages, since))
+    note.append_text(_changes([m.change for m in messages], since))
     yield heading("MESSAGES", note), None
-    seams: dict[int | None, list[dict[str, Any]]] = {}
-    for f in d.seams or []:
-        seams.setdefault(f.get("before"), []).append(f)
+    seams: dict[int | None, list[Seam]] = {}
+    for seam in d.seams or []:
+        seams.setdefault(seam.before, []).append(seam)
     results = _results(messages)
     calls = _calls(messages)
     earlier = [f for f in earlier if f.count]
     # The messages earlier folds took out were where the first message after them is now.
     first = min((f.first for f in earlier if f.first is not None), default=None)
     for msg in messages:
-        if earlier and first is not None and msg["n"] > first:
+        if earlier and first is not None and msg.n > first:
             yield from _earlier(earlier, rec, opened)
             earlier = []
-        for f in seams.pop(msg["n"], []):
-            yield from _seam(f, rec, opened)
+        for seam in seams.pop(msg.n, []):
+            yield from _seam(seam.fold, rec, opened)
         yield _message(d, msg, results, calls, width, rows)
     if earlier:
         yield from _earlier(earlier, rec, opened)
-    for f in seams.pop(None, []) + [f for fs in seams.values() for f in fs]:
-        yield from _seam(f, rec, opened)
-    for gone in removed["messages"]:
-        if gone.get("fold") is not None:
+    for seam in seams.pop(None, []) + [s for ss in seams.values() for s in ss]:
+        yield from _seam(seam.fold, rec, opened)
+    for gone in removed.messages:
+        if gone.fold is not None:
             continue  # its seam says where it went
-        what = f"#{gone['n']}"
-        if gone.get("source"):
-            what += f" {source_label(gone.get('source'), gone.get('id'))}"
+        what = f"#{gone.n}"
+        if gone.source:
+            what += f" {source_label(gone.source, gone.id)}"
         yield Text(f"  gone{since}: {what}", style="yellow"), None
 
 
-def _results(messages: list[dict[str, Any]]) -> dict[str, int]:
+def _results(messages: list[MessageEntry]) -> dict[str, int]:
     """tool call id -> the message in the window that answers it."""
     return {
-        as_text(m.get("tool_call_id")): m["n"]
+        as_text(m.message.get("tool_call_id")): m.n
         for m in messages
-        if m.get("role") == "tool" and m.get("tool_call_id")
+        if m.role == "tool" and m.message.get("tool_call_id")
     }
 
 
-def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+def _calls(messages: list[MessageEntry]) -> dict[str, tuple[int, str]]:
     """tool call id -> the assistant message that asked for it, and the tool's name."""
     out: dict[str, tuple[int, str]] = {}
     for m in messages:
-        content = m.get("content")
+        content = m.content
         for block in content if isinstance(content, list) else []:
             b = as_dict(block)
             if b.get("type") == "tool_call" and b.get("id"):
-                out[as_text(b["id"])] = (m["n"], as_text(b.get("name")))
+                out[as_text(b["id"])] = (m.n, as_text(b.get("name")))
     return out
 
 
 def _message(
     d: CallDetail,
-    msg: dict[str, Any],
+    msg: MessageEntry,
     results: dict[str, int],
     calls: dict[str, tuple[int, str]],
     width: int,
     rows: Rows,
 ) -> Entry:
-    role = as_text(msg.get("role")) or "?"
+    role = as_text(msg.role) or "?"
     # Calls next to each other share most of their window: a message drawn for one is
     # drawn for the next unless what is said about it there differs.
     key = (
-        msg["n"],
+        msg.n,
         width,
-        *(msg.get(k) for k in ("change", "source", "id", "trigger", "reason", "cache", "writer")),
-        calls.get(as_text(msg.get("tool_call_id"))),
+        msg.change,
+        *_placed(msg.provenance),
+        msg.writer,
+        calls.get(as_text(msg.message.get("tool_call_id"))),
         tuple(results.get(id) for id in _asked(msg)),
     )
     cached = rows.get(key)
@@ -221,17 +229,24 @@ def _message(
         rows.move_to_end(key)
     drawn, full = cached
     item = Item(
-        f"msg:{msg['n']}",
+        f"msg:{msg.n}",
         full=full,
-        title=f"call {d.call} · message #{msg['n']} ({safe(role)})",
-        why=f"message:{msg['n']}",
+        title=f"call {d.call} · message #{msg.n} ({safe(role)})",
+        why=f"message:{msg.n}",
     )
     return drawn, item
 
 
-def _asked(msg: dict[str, Any]) -> list[str]:
+def _placed(p: Provenance | None) -> tuple[str | None, ...]:
+    """What a row says of where a message came from."""
+    if p is None:
+        return (None,) * 5
+    return (p.source, p.id, p.trigger, p.reason, p.cache)
+
+
+def _asked(msg: MessageEntry) -> list[str]:
     """The ids of the tool calls a message asks for."""
-    content = msg.get("content")
+    content = msg.content
     return [
         as_text(b.get("id"))
         for b in (as_dict(x) for x in (content if isinstance(content, list) else []))
@@ -240,36 +255,37 @@ def _asked(msg: dict[str, Any]) -> list[str]:
 
 
 def _message_row(
-    msg: dict[str, Any],
+    msg: MessageEntry,
     role: str,
     results: dict[str, int],
     calls: dict[str, tuple[int, str]],
     width: int,
 ) -> tuple[Row, str | None]:
-    gutter = Text(f"#{msg['n']} ", style="dim")
+    gutter = Text(f"#{msg.n} ", style="dim")
     gutter.append(safe(role), style="bold")
     if role == "tool":
-        gutter.append(f" {safe(as_text(msg.get('name')))}", style="cyan")
-        if msg.get("is_error"):
+        gutter.append(f" {safe(as_text(msg.message.get('name')))}", style="cyan")
+        if msg.message.get("is_error"):
             gutter.append(" error", style="red")
-    if msg.get("source") is not None:
-        label = source_label(msg["source"], msg.get("id"), msg.get("trigger"))
+    p = msg.provenance
+    if p is not None and p.source is not None:
+        label = source_label(p.source, p.id, p.trigger)
         gutter.append(f"\n{label}", style="magenta")
-    if msg.get("writer"):
-        gutter.append(f"\n{safe(msg['writer'])}", style="dim")
-    gutter.append_text(_badge(msg.get("change")))
+    if msg.writer:
+        gutter.append(f"\n{safe(msg.writer)}", style="dim")
+    gutter.append_text(_badge(msg.change))
     parts: list[Part] = []
-    why = _why_line(msg)
+    why = _why_line(p)
     if why is not None:
         parts.append(why)
     if role == "tool":
-        asked = calls.get(as_text(msg.get("tool_call_id")))
+        asked = calls.get(as_text(msg.message.get("tool_call_id")))
         if asked is not None:
             parts.append(Text(f"← answers {safe(asked[1])} asked in #{asked[0]}", style="dim"))
         else:
             parts.append(Text("← its call is not in this window", style="yellow"))
     full, hidden_total = "", 0
-    content = msg.get("content")
+    content = msg.content
     for part in content if isinstance(content, list) else [content]:
         b = as_dict(part)
         if isinstance(part, dict) and b.get("type") == "tool_call":
@@ -299,8 +315,8 @@ def _message_row(
     return row(gutter, *parts), full if hidden_total else None
 
 
-def _seam(f: dict[str, Any], rec: Recording, opened: set[int]) -> Iterator[Entry]:
-    number = f["fold"]
+def _seam(f: FoldView, rec: Recording, opened: set[int]) -> Iterator[Entry]:
+    number = f.fold
     is_open = number in opened
     text = Text("▾ " if is_open else "▸ ", style="bold yellow")
     text.append(seam_text(f), style="bold yellow")
@@ -311,10 +327,10 @@ def _seam(f: dict[str, Any], rec: Recording, opened: set[int]) -> Iterator[Entry
     if not is_open:
         return
     shown = 0
-    for a, b in f["messages"]:
+    for a, b in f.messages:
         for m in range(a, b + 1):
             if shown >= FOLDED_SHOWN:
-                left = f["count"] - shown
+                left = f.count - shown
                 yield Text(f"   … and {left:,} more folded messages", style="dim"), None
                 return
             shown += 1
@@ -347,7 +363,7 @@ def _earlier(folds: list[FoldMark], rec: Recording, opened: set[int]) -> Iterato
     for mark in folds:
         f = _fold_value(rec, mark)
         yield Text(f"   {fold_text(f, compact=True)}", style="dim yellow"), None
-        for a, b in f["messages"]:
+        for a, b in f.messages:
             for m in range(a, b + 1):
                 if shown >= FOLDED_SHOWN:
                     yield Text(f"   … and {count - shown:,} more", style="dim"), None
@@ -357,7 +373,7 @@ def _earlier(folds: list[FoldMark], rec: Recording, opened: set[int]) -> Iterato
     yield Text("   ── end of the earlier folds ──", style="dim yellow"), None
 
 
-def _fold_value(rec: Recording, mark: FoldMark) -> dict[str, Any]:
+def _fold_value(rec: Recording, mark: FoldMark) -> FoldView:
     """The fold written on ``mark``'s line, its fields checked."""
     try:
         writes = as_dict(rec.raw(mark.line)).get("writes") or []
@@ -405,12 +421,12 @@ def _folded(rec: Recording, fold: int, n: int) -> Entry:
     return row(gutter, body), item
 
 
-def _tools(d: CallDetail, removed: dict[str, Any], since: str) -> Iterator[Entry]:
+def _tools(d: CallDetail, removed: Removed, since: str) -> Iterator[Entry]:
     tools = d.tools or []
     note = Text(plural(len(tools), "tool"), style="dim")
-    note.append_text(_changes(tools, since))
-    added = [t["name"] for t in tools if t.get("change") == "new"]
-    gone = [t["name"] for t in removed["tools"]]
+    note.append_text(_changes([t.change for t in tools], since))
+    added = [t.name for t in tools if t.change == "new"]
+    gone = [t.name for t in removed.tools]
     if since and (added or gone):
         moves = " ".join(
             [f"+{safe(as_text(t))}" for t in added] + [f"-{safe(as_text(t))}" for t in gone]
@@ -418,34 +434,27 @@ def _tools(d: CallDetail, removed: dict[str, Any], since: str) -> Iterator[Entry
         note.append(f" · {moves}", style="yellow")
     yield heading("TOOLS", note), None
     for spec in tools:
-        source, id = as_text(spec.get("source")), spec.get("id")
+        source, id = as_text(spec.source), spec.id
         if source == "skill" and id == "read_skill":
             gutter = Text("skill catalog", style="magenta")
         else:
             gutter = Text(source_label(source, id), style="magenta")
-        gutter.append_text(_badge(spec.get("change")))
-        schema = as_dict(spec.get("input_schema"))
-        required = schema.get("required")
-        needed = (
-            {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-        )
-        params = ", ".join(
-            f"{k}{'' if k in needed else '?'}" for k in as_dict(schema.get("properties"))
-        )
+        gutter.append_text(_badge(spec.change))
+        params = params_text(spec.input_schema)
         head = Text.assemble(
-            (safe(as_text(spec.get("name"))), "bold cyan"), ("(", "dim"), safe(params), (")", "dim")
+            (safe(as_text(spec.name)), "bold cyan"), ("(", "dim"), safe(params), (")", "dim")
         )
-        description, hidden = preview(as_text(spec.get("description")), lines=4)
+        description, hidden = preview(as_text(spec.description), lines=4)
         item = Item(
-            f"tool:{as_text(spec.get('name'))}",
-            full=as_text(spec.get("description")) if hidden else None,
-            title=f"call {d.call} · tool {safe(as_text(spec.get('name')))}",
+            f"tool:{as_text(spec.name)}",
+            full=as_text(spec.description) if hidden else None,
+            title=f"call {d.call} · tool {safe(as_text(spec.name))}",
             why=f"tools@{d.call}",
         )
         description.stylize("dim")
         yield row(gutter, head, description), item
-        if spec["cache_breakpoint"]:
+        if spec.cache_breakpoint:
             yield rule("cache breakpoint"), None
-    for t in removed["tools"]:
-        label = source_label(t.get("source"), t.get("id"))
-        yield Text(f"  gone{since}: {safe(as_text(t['name']))} ({label})", style="yellow"), None
+    for t in removed.tools:
+        label = source_label(t.source, t.id)
+        yield Text(f"  gone{since}: {safe(as_text(t.name))} ({label})", style="yellow"), None

@@ -5,36 +5,51 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from afcli._errors import command
 from afcli._params import RunArg
-from afcli._render import Printer, block, fit, out_console, print_indented, print_json
+from afcli._render import (
+    Line,
+    Printer,
+    block,
+    fit,
+    out_console,
+    print_hanging,
+    print_indented,
+    print_json,
+)
 from afcore.readmodel import (
     args_text,
     as_dict,
     as_text,
-    checked,
     evidence_text,
     fold_text,
     line,
     ms_text,
+    params_text,
     plural,
     refusal_texts,
     safe,
     seam_text,
     status_style,
+    usage_json,
     usage_text,
 )
 
 if TYPE_CHECKING:
-    from afcore.readmodel import CallDetail
-    from afcore.recording import Recording
-
-Out = Console | Printer
-"""Where the overview prints: a console, or a Printer over one."""
+    from afcore.readmodel import (
+        Attempt,
+        CallDetail,
+        CallSummary,
+        Decisions,
+        FoldPart,
+        Provenance,
+        RunHead,
+        RunOutcome,
+    )
+    from afcore.recording import AttemptDecision, Recording, SkippedProvider
 
 __all__ = ["show"]
 
@@ -94,244 +109,222 @@ def _print_run(console: Console, rec: Recording) -> None:
     out.flush()
 
 
-def _print_head(console: Out, v: dict[str, Any]) -> None:
-    agent = v["agent"]
-    head = Text.assemble(
-        ("run ", "dim"),
-        (safe(v["run_id"]), "bold"),
-        ("  ", ""),
-        (safe(agent["name"]), "bold"),
-    )
+def _print_head(out: Printer, v: RunHead) -> None:
+    agent = v.agent
+    head = Line(("run ", "dim"), (safe(v.run_id), "bold"), "  ", (safe(agent["name"]), "bold"))
     if agent.get("source"):
         head.append(f" ({safe(agent['source'])})", "dim")
-    head.append(f"  model {safe(v['model'])}", "dim")
-    console.print(head)
-    started = safe(str(v["started_at"]))
-    console.print(Text(f"started {started[:19].replace('T', ' ')} UTC", "dim"))
+    head.append(f"  model {safe(v.model)}", "dim")
+    out.print(head)
+    started = safe(str(v.started_at))
+    out.print(Line(f"started {started[:19].replace('T', ' ')} UTC", style="dim"))
 
 
-def _print_call_line(console: Out, c: dict[str, Any]) -> None:
+def _print_call_line(out: Printer, c: CallSummary) -> None:
     """One call of the overview: its sizes and decisions, its reply, what followed it."""
-    width = max(console.width, 60)
-    console.print()
-    system, tools = c["system"], c["tools"]
-    segments = "?" if system["segments"] is None else plural(system["segments"], "segment")
-    chars = "?" if system["chars"] is None else f"{system['chars']:,}"
-    sizes = Text.assemble(
+    width = max(out.width, 60)
+    out.print()
+    segments = "?" if c.segments is None else plural(c.segments, "segment")
+    chars = "?" if c.chars is None else f"{c.chars:,}"
+    sizes = [
         ("system ", "dim"),
-        f"{segments}, {chars} chars",
+        (f"{segments}, {chars} chars", ""),
         ("  messages ", "dim"),
-        f"{c['messages']:,}",
+        (f"{c.messages:,}", ""),
         ("  tools ", "dim"),
-        "?" if tools is None else f"{tools:,}",
-    )
+        ("?" if c.tools is None else f"{c.tools:,}", ""),
+    ]
     attempt = _shown_attempt(c)
     if attempt is None:
-        console.print(
-            Text.assemble(
-                (f"call {c['call']}", "bold cyan"),
-                (_summarizer_for(c.get("kind"), c.get("fold")), "bold magenta"),
-                (f" · iteration {c['iteration']}", "cyan"),
+        out.print(
+            Line(
+                (f"call {c.call}", "bold cyan"),
+                (_summarizer_for(c.kind, c.fold), "bold magenta"),
+                (f" · iteration {c.iteration}", "cyan"),
                 "   ",
-                sizes,
+                *sizes,
             )
         )
     else:
-        _print_hanging(console, _attempt_head(c, attempt), indent=0)
-        for skipped in attempt["skipped"]:
-            console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
+        print_hanging(out, _attempt_head(c, attempt), indent=0)
+        for skipped in attempt.skipped:
+            out.print(fit(Line("  skipped ", style="yellow"), _skipped_text(skipped), width))
     # Later attempts at a call send what the first sent: its sizes and decisions hold.
-    first = attempt is None or attempt["n"] == 1
+    first = attempt is None or attempt.n == 1
     if attempt is not None and first:
-        console.print(Text("  ") + sizes)
-    if c["injections"] is not None and first:
-        decisions = _decisions_text(c["injections"], max(60, width // 2), cap=8)
-        _print_hanging(console, decisions, indent=2)
-    changes = _tool_changes(c["tools_added"], c["tools_removed"])
+        out.print(Line("  ", *sizes))
+    if c.injections is not None and first:
+        print_hanging(out, _decisions_text(c.injections, max(60, width // 2), cap=8), indent=2)
+    changes = _tool_changes(c.tools_added, c.tools_removed)
     if changes:
-        console.print(fit(Text("  tools ", "dim"), changes, width))
-    r = c["response"]
+        out.print(fit(Line("  tools ", style="dim"), changes, width))
+    r = c.response
     if r is None:
-        if not c["errors"]:
-            console.print(Text("  no reply recorded", "yellow"))
+        if not c.errors:
+            out.print(Line("  no reply recorded", style="yellow"))
     else:
-        console.print(
-            Text.assemble(
+        out.print(
+            Line(
                 ("  reply ", "dim"),
-                usage_text(r["usage"]),
-                (f" · {ms_text(r['ms'])} · {safe(str(r['stop_reason']))}", "dim"),
+                usage_text(usage_json(r.usage)),
+                (f" · {ms_text(r.ms)} · {safe(str(r.stop_reason))}", "dim"),
             )
         )
-        if r.get("missing"):
-            console.print(Text(f"  (reply message missing: {safe(r['missing'])})", "red"))
-        if r["text"] and c["kind"] == "summarizer":
-            console.print(fit(Text("  summary ", "dim"), r["text"], width))
-        elif r["text"] and r["tool_calls"]:
-            console.print(fit(Text("  says ", "dim"), r["text"], width))
-        for tc in r["tool_calls"]:
-            name = safe(str(tc["name"]))
-            console.print(
-                Text.assemble(
+        if r.missing:
+            out.print(Line(f"  (reply message missing: {safe(r.missing)})", style="red"))
+        if r.text and c.kind == "summarizer":
+            out.print(fit(Line("  summary ", style="dim"), r.text, width))
+        elif r.text and r.tool_calls:
+            out.print(fit(Line("  says ", style="dim"), r.text, width))
+        for tc in r.tool_calls:
+            name = safe(str(tc.name))
+            out.print(
+                Line(
                     ("  → ", "cyan"),
                     (name, "bold cyan"),
                     ("(", "dim"),
-                    args_text(tc["args"], width - len(name) - 8),
+                    args_text(tc.args, width - len(name) - 8),
                     (")", "dim"),
                 )
             )
     refused = {}
-    for bad in c["invalid_args"]:
-        problems = "; ".join(
-            f"{p.get('path', '$')}: {p.get('message', '')}" for p in bad["problems"]
-        )
-        if bad["enforced"]:
+    for bad in c.invalid_args:
+        problems = "; ".join(f"{p.get('path', '$')}: {p.get('message', '')}" for p in bad.problems)
+        if bad.enforced:
             # Shown on the rejected result, in place of the correction's boilerplate.
-            refused[bad["call_id"]] = problems
+            refused[bad.call_id] = problems
         else:
-            head = Text.assemble(
+            head = Line(
                 ("  ! ", "yellow"),
-                (safe(str(bad["name"])), "cyan"),
+                (safe(str(bad.name)), "cyan"),
                 (" ran with invalid arguments: ", "yellow"),
             )
-            console.print(fit(head, problems, width))
-    for res in c["results"]:
-        status = res["status"]
-        content = res["content"]
-        if res["call_id"] in refused:
-            tail = refused[res["call_id"]]
-        elif content is not None:
-            tail = str(content)
+            out.print(fit(head, problems, width))
+    for res in c.results:
+        status = res.status
+        if res.call_id in refused:
+            tail = refused[res.call_id]
+        elif res.content is not None:
+            tail = str(res.content)
         else:
-            tail = f"(missing: {res.get('missing') or 'no value'})"
-        head = Text.assemble(
-            ("  ← ", status_style(status)),
-            (safe(res["name"]), "cyan"),
-            (f" {status}", status_style(status)),
-            (f" · {ms_text(res['ms'])} · ", "dim"),
+            tail = f"(missing: {res.missing or 'no value'})"
+        style = status_style(status)
+        head = Line(
+            ("  ← ", style),
+            (safe(res.name), "cyan"),
+            (f" {status}", style),
+            (f" · {ms_text(res.ms)} · ", "dim"),
         )
-        console.print(fit(head, tail, width))
-    for err in c["errors"]:
-        head = Text.assemble(("  ✗ ", "bold red"), (safe(err["kind"]), "red"), ": ")
-        console.print(fit(head, err["message"], width))
-        decision = err.get("decision")
-        why = as_text(decision.get("reason")) if isinstance(decision, dict) else ""
-        if why and why not in as_text(err["message"]):
+        out.print(fit(head, tail, width))
+    for err in c.errors:
+        head = Line(("  ✗ ", "bold red"), (safe(err.kind), "red"), ": ")
+        out.print(fit(head, err.message, width))
+        why = as_text(err.decision.reason) if err.decision is not None else ""
+        if why and why not in as_text(err.message):
             # Why af decided what it did (a default, an override): its own words.
-            console.print(fit(Text("    ", ""), why, width), style="dim")
-        for skipped in as_dict(err.get("attempt")).get("skipped") or []:
-            console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
+            out.print(fit(Line("    "), why, width), style="dim")
+        for skipped in err.attempt.skipped if err.attempt is not None else []:
+            out.print(fit(Line("  skipped ", style="yellow"), _skipped_text(skipped), width))
 
 
-def _print_end(console: Out, v: dict[str, Any], calls: int) -> None:
+def _print_end(out: Printer, v: RunOutcome, calls: int) -> None:
     """The outcome, after the last call."""
-    width = max(console.width, 60)
-    console.print()
-    if v["answer"] is not None:
-        console.print(Text("answer", "bold"))
-        console.print(Text(safe(str(v["answer"]))))
-        console.print()
-    _print_problems(console, v)
-    status = v["status"]
-    outcome = Text.assemble((status.replace("_", " "), f"bold {status_style(status)}"))
+    width = max(out.width, 60)
+    out.print()
+    if v.answer is not None:
+        out.print(Line(("answer", "bold")))
+        out.print(Text(safe(str(v.answer))))
+        out.print()
+    _print_problems(out, v.to_json())
+    status = v.status
+    outcome = Line((status.replace("_", " "), f"bold {status_style(status)}"))
     if status == "incomplete":
         outcome.append(": the recording has no run_end (the run was cut off, or is still running)")
     else:
         outcome.append(
-            f" after {plural(v['iterations'], 'iteration')} · {plural(calls, 'call')}"
-            f" · {usage_text(v['usage'])} · {ms_text(v['ms'])}",
+            f" after {plural(v.iterations, 'iteration')} · {plural(calls, 'call')}"
+            f" · {usage_text(usage_json(v.usage))} · {ms_text(v.ms)}",
             "dim",
         )
-    console.print(outcome)
-    if v["error"]:
-        console.print(
-            Text.assemble(
-                ("  ", ""), (safe(v["error"]["kind"]), "red"), ": ", safe(v["error"]["message"])
-            )
-        )
-    for err in v["errors"]:
+    out.print(outcome)
+    if v.error:
+        out.print(Line("  ", (safe(v.error["kind"]), "red"), ": ", safe(v.error["message"])))
+    for err in v.errors:
         # A fail-fast before any attempt at its call: the providers it passed over.
-        for skipped in as_dict(err.get("attempt")).get("skipped") or []:
-            console.print(fit(Text("  skipped ", "yellow"), _skipped_text(skipped), width))
+        for skipped in err.attempt.skipped if err.attempt is not None else []:
+            out.print(fit(Line("  skipped ", style="yellow"), _skipped_text(skipped), width))
 
 
-def _shown_attempt(c: dict[str, Any]) -> dict[str, Any] | None:
+def _shown_attempt(c: CallSummary) -> Attempt | None:
     """A call's attempt, when there is something to say about it: more than one attempt at
     its call, a failure, a provider other than the agent's, a provider passed over."""
-    a = c.get("attempt")
-    if not isinstance(a, dict):
+    a = c.attempt
+    if a is None:
         return None
-    plain = (
-        a.get("n") == 1
-        and a.get("of") == 1
-        and a.get("via") == "agent"
-        and not a.get("skipped")
-        and not c["errors"]
-        and not (c["response"] or {}).get("decision")
-    )
+    plain = a.plain and not c.errors and not (c.response is not None and c.response.decision)
     return None if plain else a
 
 
-def _attempt_head(c: dict[str, Any], a: dict[str, Any]) -> Text:
+def _attempt_head(c: CallSummary, a: Attempt) -> Line:
     """``call 3 · attempt 1 of iteration 2 · anthropic:claude-sonnet-4-5 · failed:
     rate_limited (429) → retry``."""
-    out = Text.assemble(
-        (f"call {c['call']}", "bold cyan"),
-        (f" · attempt {a['n']} of iteration {c['iteration']}", "cyan"),
+    out = Line(
+        (f"call {c.call}", "bold cyan"),
+        (f" · attempt {a.n} of iteration {c.iteration}", "cyan"),
         (" · ", "dim"),
-        safe(f"{as_text(a.get('provider'))}:{as_text(c.get('model'))}"),
+        safe(f"{a.provider}:{c.model}"),
     )
-    if a.get("via") != "agent":
-        out.append(f" ({safe(as_text(a.get('via')))})", "dim")
-    failed = next((e for e in c["errors"] if "attempt" not in e), None)
+    if a.via != "agent":
+        out.append(f" ({safe(a.via)})", "dim")
+    failed = next((e for e in c.errors if e.attempt is None), None)
     if failed is not None:
-        reason = as_text(failed.get("reason")) or as_text(failed.get("kind"))
-        status = f" ({failed['status']})" if isinstance(failed.get("status"), int) else ""
-        mid = ", mid-stream" if failed.get("mid_stream") else ""
+        reason = as_text(failed.reason) or as_text(failed.kind)
+        status = f" ({failed.status})" if isinstance(failed.status, int) else ""
+        mid = ", mid-stream" if failed.mid_stream else ""
         out.append(" · ", "dim")
         out.append(f"failed: {safe(reason)}{status}{mid}", "red")
-        decision = failed.get("decision")
-        if isinstance(decision, dict):
+        if failed.decision is not None:
             out.append(" → ", "dim")
-            out.append_text(_decision_text(decision, True))
-    refused = as_dict((c["response"] or {}).get("decision"))
-    if refused and refused.get("verb") != "ok":
+            out.extend(_decision_text(failed.decision, True))
+    refused = c.response.decision if c.response is not None else None
+    if refused is not None and refused.verb != "ok":
         out.append(" · ", "dim")
         out.append("answer refused", "yellow")
         out.append(" → ", "dim")
-        out.append_text(_decision_text(refused, False))
+        out.extend(_decision_text(refused, False))
     return out
 
 
-def _decision_text(d: dict[str, Any], failed: bool) -> Text:
+def _decision_text(d: AttemptDecision, failed: bool) -> Line:
     """``retry (rule transient, after 0.5 s)``, ``fail_fast: attempts-exhausted (retry
     asked by rule transient)``; ``ok`` after a failure is said as what it means."""
-    verb = as_text(d.get("verb"))
+    verb = as_text(d.verb)
     style = "bold red" if verb == "fail_fast" else "bold yellow"
-    out = Text("error stands" if verb == "ok" and failed else safe(verb), style)
-    if d.get("kind"):
-        out.append(f": {safe(as_text(d['kind']))}", style)
+    out = Line(("error stands" if verb == "ok" and failed else safe(verb), style))
+    if d.kind:
+        out.append(f": {safe(as_text(d.kind))}", style)
     notes = []
-    if d.get("asked"):
-        by = f" by rule {as_text(d['rule'])}" if d.get("rule") else ""
-        notes.append(f"{as_text(d['asked'])} asked{by}")
-    elif d.get("rule"):
-        notes.append(f"rule {as_text(d['rule'])}")
-    if isinstance(d.get("delay"), int | float) and d["delay"]:
-        notes.append(f"after {d['delay']:g} s")
+    if d.asked:
+        by = f" by rule {as_text(d.rule)}" if d.rule else ""
+        notes.append(f"{as_text(d.asked)} asked{by}")
+    elif d.rule:
+        notes.append(f"rule {as_text(d.rule)}")
+    if d.delay:
+        notes.append(f"after {d.delay:g} s")
     if notes:
         out.append(f" ({safe(', '.join(notes))})", "dim")
     return out
 
 
-def _skipped_text(skipped: dict[str, Any]) -> str:
+def _skipped_text(skipped: SkippedProvider) -> str:
     """``mock:m (agent): retry_other, the circuit breaker of mock is open``."""
-    decision = as_dict(skipped.get("decision"))
-    text = f"{as_text(skipped.get('provider'))}:{as_text(skipped.get('model'))}"
-    text += f" ({as_text(skipped.get('via'))}): {as_text(decision.get('verb'))}"
-    if decision.get("rule"):
-        text += f" by rule {as_text(decision['rule'])}"
-    if decision.get("reason"):
-        text += f", {as_text(decision['reason'])}"
+    decision = skipped.decision
+    text = f"{as_text(skipped.provider)}:{as_text(skipped.model)}"
+    text += f" ({as_text(skipped.via)}): {as_text(decision.verb)}"
+    if decision.rule:
+        text += f" by rule {as_text(decision.rule)}"
+    if decision.reason:
+        text += f", {as_text(decision.reason)}"
     return text
 
 
@@ -342,19 +335,18 @@ def _summarizer_for(kind: Any, fold: Any) -> str:
     return f" · summarizer for fold {fold}" if isinstance(fold, int) else " · summarizer"
 
 
-def _print_fold(console: Out, raw: dict[str, Any]) -> None:
+def _print_fold(out: Printer, part: FoldPart) -> None:
     """A fold of the live window, between the calls it separates, and what it kept."""
-    fold = raw.get("fold")
-    f = checked(raw, fold if isinstance(fold, int) else 0)
-    console.print()
-    _print_hanging(console, Text(fold_text(f), "bold magenta"), indent=0)
+    f = part.view
+    out.print()
+    print_hanging(out, Line(fold_text(f), style="bold magenta"), indent=0)
     for kept in refusal_texts(f):
-        _print_hanging(console, Text(kept, "magenta"), indent=2)
-    if raw.get("missing"):
-        console.print(Text(f"  (fold value missing: {safe(str(raw['missing']))})", "red"))
+        print_hanging(out, Line(kept, style="magenta"), indent=2)
+    if part.missing:
+        out.print(Line(f"  (fold value missing: {safe(str(part.missing))})", style="red"))
 
 
-def _print_problems(console: Out, v: dict[str, Any]) -> None:
+def _print_problems(console: Printer, v: dict[str, Any]) -> None:
 
     problems = v["problems"]
     if problems:
@@ -406,16 +398,18 @@ def _print_run_json(rec: Recording) -> None:
     started = False
     for part in run_view(rec):
         if part.kind == "header":
-            out.write("{\n" + ",\n".join(field(k, v) for k, v in part.data.items()))
+            head = part.data.to_json()
+            out.write("{\n" + ",\n".join(field(k, v) for k, v in head.items()))
             out.write(',\n  "calls": [')
         elif part.kind == "call":
-            out.write(("," if started else "") + "\n" + item(part.data))
+            out.write(("," if started else "") + "\n" + item(part.data.to_json()))
             started = True
         elif part.kind == "fold":
-            folds.append(part.data)  # a few per call at most, small: written after the calls
+            # A few per call at most, small: written after the calls.
+            folds.append(part.data.to_json())
         else:
             out.write("\n  ],\n" if started else "],\n")
-            end = {k: v for k, v in part.data.items() if k != "calls"}
+            end = {k: v for k, v in part.data.to_json().items() if k != "calls"}
             out.write(",\n".join([field("folds", folds), *(field(k, v) for k, v in end.items())]))
             out.write("\n}\n")
     out.flush()
@@ -425,56 +419,55 @@ def _print_run_json(rec: Recording) -> None:
 
 
 def _print_call(console: Console, d: CallDetail, file_name: str) -> None:
+    out = Printer(console)
+    _print_detail(out, d)
+    out.flush()
 
+
+def _print_detail(console: Printer, d: CallDetail) -> None:
     width = max(console.width, 60)
-    head = Text.assemble(
+    head = Line(
         (f"call {d.call}", "bold cyan"),
         (_summarizer_for(d.kind, d.fold), "bold magenta"),
         (f" · iteration {d.iteration} · {safe(d.rsid)} · model ", "dim"),
         safe(d.model),
     )
     attempt = d.attempt
-    if isinstance(attempt, dict):
-        head.append(f" · attempt {attempt['n']} of {attempt['of']} · provider ", "dim")
-        head.append(safe(as_text(attempt.get("provider"))))
-        if attempt.get("via") != "agent":
-            head.append(f" ({safe(as_text(attempt.get('via')))})", "dim")
+    if attempt is not None:
+        head.append(f" · attempt {attempt.n} of {attempt.of} · provider ", "dim")
+        head.append(safe(attempt.provider))
+        if attempt.via != "agent":
+            head.append(f" ({safe(attempt.via)})", "dim")
     console.print(head)
-    for skipped in as_dict(attempt).get("skipped") or []:
-        console.print(fit(Text("skipped ", "yellow"), _skipped_text(skipped), width))
+    for skipped in attempt.skipped if attempt is not None else []:
+        console.print(fit(Line("skipped ", style="yellow"), _skipped_text(skipped), width))
     v = d.verification
     if v.verified:
         console.print(
-            Text.assemble(
+            Line(
                 ("✓ verified", "bold green"),
-                (
-                    f": rebuilt from the file, it hashes to {v.hash[:12]}… as when sent",
-                    "dim",
-                ),
+                (f": rebuilt from the file, it hashes to {v.hash[:12]}… as when sent", "dim"),
             )
         )
     else:
         console.print(
-            Text.assemble(
-                ("✗ not verified", "bold red"),
-                ": ",
-                safe(str(d.verification.problem or "unknown problem")),
-            )
+            Line(("✗ not verified", "bold red"), ": ", safe(str(v.problem or "unknown problem")))
         )
     if d.system is None or d.messages is None or d.tools is None:
-        console.print(Text("the request cannot be rebuilt from this file", "red"))
+        console.print(Line("the request cannot be rebuilt from this file", style="red"))
         return
     if d.injections is not None:
-        _print_hanging(console, _decisions_text(d.injections, width), indent=0)
+        print_hanging(console, _decisions_text(d.injections, width), indent=0)
     previous = d.previous_call
     since = f" since call {previous}" if previous is not None else ""
-    removed = d.removed or {"system": [], "messages": [], "tools": []}
+    from afcore.readmodel import Removed
 
-    def section(title: str, note: str, items: list[dict[str, Any]]) -> None:
+    removed = d.removed or Removed([], [], [])
+
+    def section(title: str, note: str, changes: str = "") -> None:
         console.print()
-        changes = _change_counts(items)
         console.print(
-            Text.assemble(
+            Line(
                 (title, "bold"),
                 (f"  {note}", "dim"),
                 (f" · {changes}{since}" if changes and previous is not None else "", "yellow"),
@@ -482,56 +475,69 @@ def _print_call(console: Console, d: CallDetail, file_name: str) -> None:
         )
 
     def breakpoint_line() -> None:
-        console.print(Text("    ┈┈ cache breakpoint ┈┈", "dim"))
+        console.print(Line("    ┈┈ cache breakpoint ┈┈", style="dim"))
 
     system = d.system
-    total = sum(len(s["text"]) for s in system)
-    section("system", f"{plural(len(system), 'segment')}, {total:,} chars", system)
+    total = sum(len(s.text) for s in system)
+    section(
+        "system",
+        f"{plural(len(system), 'segment')}, {total:,} chars",
+        _change_counts([s.change for s in system]),
+    )
     for seg in system:
-        head = Text(f"  [{seg['position']}] ", "dim")
-        head.append_text(_origin(seg))
-        _with_reason(console, head, seg, width)
-        print_indented(console, block(seg["text"]))
-        if seg["cache_breakpoint"]:
+        head = (
+            Line(f"  [{seg.position}] ", style="dim")
+            .extend(_origin(seg.provenance, seg.change))
+            .flat()
+        )
+        _with_reason(console, head, seg.provenance, width)
+        print_indented(console, block(seg.text))
+        if seg.cache_breakpoint:
             breakpoint_line()
-    for gone in removed["system"]:
+    for gone in removed.system:
         console.print(
-            Text.assemble(("  gone", "yellow"), (f"{since}: ", "dim"), _origin(gone, marks=False))
+            Line(("  gone", "yellow"), (f"{since}: ", "dim")).extend(
+                _origin_of(gone.source, gone.id)
+            )
         )
 
     messages = d.messages
     ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d.window)
-    section("messages", f"{plural(len(messages), 'message')} (window {ranges})", messages)
-    seams: dict[Any, list[str]] = {}
-    for raw in d.seams or []:
-        seams.setdefault(raw["before"], []).append(seam_text(raw))
+    section(
+        "messages",
+        f"{plural(len(messages), 'message')} (window {ranges})",
+        _change_counts([m.change for m in messages]),
+    )
+    seams: dict[int | None, list[str]] = {}
+    for seam in d.seams or []:
+        seams.setdefault(seam.before, []).append(seam_text(seam.fold))
 
-    def seam(before: Any) -> None:
+    def print_seams(before: int | None) -> None:
         for text in seams.pop(before, []):
-            console.print(Text(f"  {text}", "magenta"))
+            console.print(Line(f"  {text}", style="magenta"))
 
     for msg in messages:
-        seam(msg["n"])
-        role = as_text(msg.get("role")) or "?"
-        label = Text.assemble((f"  #{msg['n']} ", "dim"), (safe(role), "bold"))
+        print_seams(msg.n)
+        role = as_text(msg.role) or "?"
+        label = Line((f"  #{msg.n} ", "dim"), (safe(role), "bold"))
         if role == "tool":
-            label.append(f" {safe(as_text(msg.get('name')))}", "cyan")
-            if msg.get("is_error"):
+            label.append(f" {safe(as_text(msg.message.get('name')))}", "cyan")
+            if msg.message.get("is_error"):
                 label.append(" error", "red")
-        if msg.get("source") is not None:
+        if msg.provenance is not None and msg.provenance.source is not None:
             label.append("  ")
-            label.append_text(_origin(msg))
-        elif msg.get("change"):
-            label.append(f"  {msg['change']}", "bold yellow")
-        if msg["writer"]:
-            label.append(f"  written by {safe(msg['writer'])}", "dim")
-        _with_reason(console, label, msg, width)
-        for part in _message_parts(msg):
+            label.extend(_origin(msg.provenance, msg.change))
+        elif msg.change:
+            label.append(f"  {msg.change}", "bold yellow")
+        if msg.writer:
+            label.append(f"  written by {safe(msg.writer)}", "dim")
+        _with_reason(console, label, msg.provenance, width)
+        for part in _message_parts(msg.message):
             if isinstance(part, tuple):
                 name, args = part
                 print_indented(
                     console,
-                    Text.assemble(
+                    Line(
                         ("→ ", "cyan"),
                         (safe(str(name)), "bold cyan"),
                         ("(", "dim"),
@@ -542,89 +548,79 @@ def _print_call(console: Console, d: CallDetail, file_name: str) -> None:
             else:
                 print_indented(console, block(part))
     for rest in list(seams):
-        seam(rest)
-    for gone in removed["messages"]:
-        if gone.get("fold") is not None:
+        print_seams(rest)
+    for gone in removed.messages:
+        if gone.fold is not None:
             continue  # its fold's seam says where it went
-        what = Text(f"#{gone['n']}")
-        if gone.get("source"):
+        what = Line(f"#{gone.n}")
+        if gone.source:
             what.append(" ")
-            what.append_text(_origin(gone, marks=False))
-        console.print(Text.assemble(("  gone", "yellow"), (f"{since}: ", "dim"), what))
+            what.extend(_origin_of(gone.source, gone.id))
+        console.print(Line(("  gone", "yellow"), (f"{since}: ", "dim")).extend(what))
 
     tools = d.tools
-    section("tools", plural(len(tools), "tool"), tools)
+    section("tools", plural(len(tools), "tool"), _change_counts([t.change for t in tools]))
     for spec in tools:
-        schema = as_dict(spec.get("input_schema"))
-        required = schema.get("required")
-        required = (
-            {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-        )
-        params = ", ".join(
-            f"{k}{'' if k in required else '?'}" for k in as_dict(schema.get("properties"))
-        )
         console.print(
-            Text.assemble(
-                ("  ", ""),
-                (safe(as_text(spec.get("name"))), "bold cyan"),
+            Line(
+                "  ",
+                (safe(as_text(spec.name)), "bold cyan"),
                 ("(", "dim"),
-                safe(params),
+                safe(params_text(spec.input_schema)),
                 (")", "dim"),
-                ("  ", ""),
-                _tool_origin(spec),
-            )
+                "  ",
+            ).extend(_tool_origin(spec.source, spec.id, spec.input_schema, spec.change))
         )
-        console.print(
-            Text.assemble(("    ", ""), line(as_text(spec.get("description")), width - 6))
-        )
-        if spec["cache_breakpoint"]:
+        console.print(Line("    ", line(as_text(spec.description), width - 6)))
+        if spec.cache_breakpoint:
             breakpoint_line()
-    for gone in removed["tools"]:
+    for gone in removed.tools:
         console.print(
-            Text.assemble(
+            Line(
                 ("  gone", "yellow"),
                 (f"{since}: ", "dim"),
-                (safe(as_text(gone["name"])), "cyan"),
+                (safe(as_text(gone.name)), "cyan"),
                 "  ",
-                _tool_origin(gone),
-            )
+            ).extend(_tool_origin(gone.source, gone.id, None, None))
         )
     if d.params:
-        section("params", "", [])
-        console.print(Text("  " + args_text(d.params, width - 4)))
+        section("params", "")
+        console.print(Line("  " + args_text(d.params, width - 4)))
 
     r = d.response
-    failures = [e for e in d.errors if "attempt" not in e]
+    failures = [e for e in d.errors if e.attempt is None]
     for err in failures:
-        status = f" ({err['status']})" if isinstance(err.get("status"), int) else ""
-        section("failed", f"{safe(as_text(err.get('reason') or err['kind']))}{status}", [])
-        print_indented(console, Text(f"{safe(err['kind'])}: {safe(as_text(err['message']))}"))
-        decision = err.get("decision")
-        if isinstance(decision, dict):
-            print_indented(console, Text("→ ", "dim") + _decision_text(decision, True))
-            if decision.get("reason"):
-                print_indented(console, Text(safe(as_text(decision["reason"])), "dim"))
+        status = f" ({err.status})" if isinstance(err.status, int) else ""
+        section("failed", f"{safe(as_text(err.reason or err.kind))}{status}")
+        print_indented(console, Line(f"{safe(err.kind)}: {safe(as_text(err.message))}"))
+        if err.decision is not None:
+            print_indented(
+                console, Line("→ ", style="dim").extend(_decision_text(err.decision, True))
+            )
+            if err.decision.reason:
+                print_indented(console, Line(safe(as_text(err.decision.reason)), style="dim"))
     if r is None:
         if not failures:
-            section("response", "none recorded: the run stopped before the reply came", [])
+            section("response", "none recorded: the run stopped before the reply came")
         return
     section(
         "response",
-        f"{safe(str(r['stop_reason']))} · {usage_text(r['usage'])} · {ms_text(r['ms'])}",
-        [],
+        f"{safe(str(r.stop_reason))} · {usage_text(usage_json(r.usage))} · {ms_text(r.ms)}",
     )
-    if r.get("decision") and r["decision"].get("verb") != "ok":
-        print_indented(console, Text("refused → ", "yellow") + _decision_text(r["decision"], False))
-    if r["text"]:
-        print_indented(console, block(r["text"]))
-    for tc in r["tool_calls"]:
+    if r.refused and r.decision is not None:
+        print_indented(
+            console, Line("refused → ", style="yellow").extend(_decision_text(r.decision, False))
+        )
+    if r.text:
+        print_indented(console, block(r.text))
+    for tc in r.tool_calls:
         print_indented(
             console,
-            Text.assemble(
+            Line(
                 ("→ ", "cyan"),
-                (safe(str(tc["name"])), "bold cyan"),
+                (safe(str(tc.name)), "bold cyan"),
                 ("(", "dim"),
-                args_text(tc["args"], width - 12),
+                args_text(tc.args, width - 12),
                 (")", "dim"),
             ),
         )
@@ -633,68 +629,72 @@ def _print_call(console: Console, d: CallDetail, file_name: str) -> None:
 # -- provenance --------------------------------------------------------------------------
 
 
-def _origin(item: dict[str, Any], *, marks: bool = True) -> Text:
+def _origin(p: Provenance, change: str | None = None) -> Line:
     """``skill prices`` / ``base``, and ``new`` or ``changed`` since the previous call."""
-    out = Text(safe(as_text(item.get("source")) or "?"), "magenta")
-    if item.get("id"):
-        out.append(f" {safe(as_text(item['id']))}", "bold magenta")
-    if marks and item.get("change"):
-        out.append(f"  {item['change']}", "bold yellow")
+    out = _origin_of(p.source, p.id)
+    if change:
+        out.append(f"  {change}", "bold yellow")
     return out
 
 
-def _why(item: dict[str, Any]) -> str:
+def _origin_of(source: str | None, id: str | None) -> Line:
+    out = Line((safe(as_text(source)) or "?", "magenta"))
+    if id:
+        out.append(f" {safe(as_text(id))}", "bold magenta")
+    return out
+
+
+def _why(p: Provenance) -> str:
     """The trigger, the cache policy and the reason it fired, when that says more than the
     trigger: ``rule · cache never · rule returned true reading user_message = "..."``."""
-    trigger, reason = as_text(item.get("trigger")), as_text(item.get("reason"))
+    trigger, reason = as_text(p.trigger), as_text(p.reason)
     parts = [trigger]
-    if item.get("cache"):
-        parts.append(f"cache {as_text(item['cache'])}")
+    if p.cache:
+        parts.append(f"cache {as_text(p.cache)}")
     if reason != trigger:
         parts.append(reason)
-    reads = item.get("reads")
-    if isinstance(reads, dict) and reads and " reading " not in reason:
+    if p.reads and " reading " not in reason:
         # What a content function read, or the result a tool-return trigger saw.
-        parts.append(f"reading {evidence_text(reads)}")
-    return " · ".join(p for p in parts if p)
+        parts.append(f"reading {evidence_text(p.reads)}")
+    return " · ".join(part for part in parts if part)
 
 
-def _with_reason(console: Console, head: Text, item: dict[str, Any], width: int) -> None:
+def _with_reason(console: Printer, head: Line, p: Provenance | None, width: int) -> None:
     """Print ``head`` and, for injected context, why it is there: on the same line when it
     fits, else wrapped below it."""
-    why = _why(item)
-    if not why or item.get("source") in (None, "base", "configure"):
+    why = _why(p) if p is not None else ""
+    if not why or p is None or p.source in (None, "base", "configure"):
         console.print(head)
         return
     if len(head) + 3 + len(line(why, 10_000)) <= width:
-        console.print(Text.assemble(head, (" · ", "dim"), (line(why, 10_000), "dim")))
+        console.print(Line(*head.flat().pieces, (" · ", "dim"), (line(why, 10_000), "dim")))
         return
     console.print(head)
     # Evidence is kept short by the recorder (a preview of each value): show all of it.
-    print_indented(console, Text(line(why, 1_000), "dim"), indent=6)
+    print_indented(console, Line(line(why, 1_000), style="dim"), indent=6)
 
 
-def _tool_origin(tool: dict[str, Any]) -> Text:
-    source, id = as_text(tool.get("source")), as_text(tool.get("id"))
+def _tool_origin(source: Any, id: Any, schema: Any, change: str | None) -> Line:
+    source, id = as_text(source), as_text(id)
     if source == "skill" and id == "read_skill":
-        schema = as_dict(as_dict(tool.get("input_schema")).get("properties")).get("id")
-        skills = as_dict(schema).get("enum")
+        prop = as_dict(as_dict(schema).get("properties")).get("id")
+        skills = as_dict(prop).get("enum")
         listed = ", ".join(map(as_text, skills)) if isinstance(skills, list) else ""
-        out = Text("skill catalog", "magenta")
+        out = Line(("skill catalog", "magenta"))
         if listed:
             out.append(f": {safe(listed)}", "magenta")
     else:
-        out = Text(safe(source) or "?", "magenta")
+        out = Line((safe(source) or "?", "magenta"))
         if id:
             out.append(f" {safe(id)}", "bold magenta")
-    if tool.get("change"):
-        out.append(f"  {tool['change']}", "bold yellow")
+    if change:
+        out.append(f"  {change}", "bold yellow")
     return out
 
 
-def _change_counts(items: list[dict[str, Any]]) -> str:
-    new = sum(1 for i in items if i.get("change") == "new")
-    changed = sum(1 for i in items if i.get("change") == "changed")
+def _change_counts(changes: list[str | None]) -> str:
+    new = changes.count("new")
+    changed = changes.count("changed")
     return ", ".join(
         part
         for part in (f"{new} new" if new else "", f"{changed} changed" if changed else "")
@@ -702,52 +702,36 @@ def _change_counts(items: list[dict[str, Any]]) -> str:
     )
 
 
-def _print_hanging(console: Out, text: Text, indent: int) -> None:
-    """``text`` wrapped to the console, its first line indented by ``indent``, the rest by
-    two more."""
-    room = max(console.width - indent - 2, 20)
-    if "\n" not in text.plain and cell_len(text.plain) <= room:
-        line = text.copy()
-        line.rstrip()
-        console.print(Text(" " * indent) + line, soft_wrap=True)
-        return
-    full = console.console if isinstance(console, Printer) else console
-    lines = text.wrap(full, room)
-    for i, wrapped in enumerate(lines):
-        wrapped.rstrip()
-        console.print(Text(" " * (indent + (2 if i else 0))) + wrapped, soft_wrap=True)
-
-
 def _tool_changes(added: list[str], removed: list[str]) -> str:
     """``+convert_currency -search``: the tools slot since the previous call (untrusted)."""
     return " ".join([f"+{t}" for t in added] + [f"-{t}" for t in removed])
 
 
-def _decisions_text(inj: dict[str, Any], reason_limit: int, cap: int | None = None) -> Text:
+def _decisions_text(inj: Decisions, reason_limit: int, cap: int | None = None) -> Line:
     """``injections 5 evaluated · fired tone, refund-rule · skipped cite (search did not
     return)``. Skipped injections that give the same reason are named together, failed ones
     first; each reason is cut to ``reason_limit``. ``cap``: name at most this many
     injections in each list, and say how many more there are."""
-    out = Text.assemble(("injections ", "dim"), f"{inj['evaluated']} evaluated")
-    if inj["fired"]:
+    out = Line(("injections ", "dim"), f"{inj.evaluated} evaluated")
+    if inj.fired:
         out.append(" · fired ", "dim")
-        out.append_text(_ids([f["id"] for f in inj["fired"]], cap, "green"))
-    if not inj["skipped"]:
+        out.extend(_ids([f.id for f in inj.fired], cap, "green"))
+    if not inj.skipped:
         return out
     out.append(" · skipped ", "dim")
     groups: dict[tuple[bool, str], list[Any]] = {}
-    for skip in inj["skipped"]:
-        failed = skip.get("error") is not None
-        why = as_text(skip.get("reason"))
+    for skip in inj.skipped:
+        failed = skip.error is not None
+        why = as_text(skip.reason)
         if failed:
-            why += f": {as_text(skip['error'])}"
-        groups.setdefault((failed, why), []).append(skip["id"])
+            why += f": {as_text(skip.error)}"
+        groups.setdefault((failed, why), []).append(skip.id)
     ordered = sorted(groups.items(), key=lambda g: not g[0][0])  # failed first, else in order
     shown = ordered if cap is None else ordered[:cap]
     for i, ((failed, why), ids) in enumerate(shown):
         if i:
             out.append(", ")
-        out.append_text(_ids(ids, cap, "red" if failed else ""))
+        out.extend(_ids(ids, cap, "red" if failed else ""))
         out.append(f" ({line(why, reason_limit)})", "red" if failed else "dim")
     if len(shown) < len(ordered):
         rest = sum(len(ids) for _, ids in ordered[len(shown) :])
@@ -755,10 +739,10 @@ def _decisions_text(inj: dict[str, Any], reason_limit: int, cap: int | None = No
     return out
 
 
-def _ids(ids: list[Any], cap: int | None, style: str) -> Text:
+def _ids(ids: list[Any], cap: int | None, style: str) -> Line:
     """``a, b, c`` or, past ``cap``, ``a, b, c and 12 more``."""
     shown = ids if cap is None else ids[:cap]
-    out = Text(", ".join(safe(as_text(i)) for i in shown), style)
+    out = Line((", ".join(safe(as_text(i)) for i in shown), style))
     if len(shown) < len(ids):
         out.append(f" and {len(ids) - len(shown):,} more", "dim")
     return out

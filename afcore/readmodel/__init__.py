@@ -9,6 +9,8 @@
   few numbers a call and where the stages are that each call's provenance depends on, so
   that any call is shown without reading the file from the top (:func:`call_view`: a call
   with the events that followed it, as the Lens shows it);
+- the typed objects all of these are made of (``_model``): a call's summary, its
+  response, attempts, errors, decisions, slot entries with their provenance, seams, folds;
 - a fold of the window, checked field by field;
 - plain text both front ends need: :func:`safe` display of hostile text, cuts that say what
   they cut, plurals, token usage, tool arguments and parameters.
@@ -40,6 +42,30 @@ if TYPE_CHECKING:
         refusal_texts,
         seam_text,
         writers_text,
+    )
+    from afcore.readmodel._model import (
+        Attempt,
+        CallError,
+        CallSummary,
+        Decision,
+        Decisions,
+        FoldPart,
+        FoldView,
+        Gone,
+        InvalidArgs,
+        MessageEntry,
+        Provenance,
+        Refusal,
+        Removed,
+        Response,
+        RunHead,
+        RunOutcome,
+        Seam,
+        SystemEntry,
+        ToolCall,
+        ToolEntry,
+        ToolResult,
+        usage_json,
     )
     from afcore.readmodel._run import RunPart, overview, run_view
     from afcore.readmodel._text import (
@@ -73,7 +99,6 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.readmodel._callview": (
         "EVENT_LIMIT",
         "CallView",
-        "RunPart",
         "call_view",
         "walk_lines",
     ),
@@ -84,10 +109,33 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "fold_text",
         "messages_text",
         "reasons_text",
-        "run_view",
         "refusal_texts",
         "seam_text",
         "writers_text",
+    ),
+    "afcore.readmodel._model": (
+        "Attempt",
+        "CallError",
+        "CallSummary",
+        "Decision",
+        "Decisions",
+        "FoldPart",
+        "FoldView",
+        "Gone",
+        "InvalidArgs",
+        "MessageEntry",
+        "Provenance",
+        "Refusal",
+        "Removed",
+        "Response",
+        "RunHead",
+        "RunOutcome",
+        "Seam",
+        "SystemEntry",
+        "ToolCall",
+        "ToolEntry",
+        "ToolResult",
+        "usage_json",
     ),
     "afcore.readmodel._run": ("RunPart", "overview", "run_view"),
     "afcore.readmodel._text": (
@@ -116,6 +164,28 @@ _WHERE: dict[str, tuple[str, ...]] = {
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
+    "Attempt",
+    "CallError",
+    "CallSummary",
+    "Decision",
+    "Decisions",
+    "FoldPart",
+    "FoldView",
+    "Gone",
+    "InvalidArgs",
+    "MessageEntry",
+    "Provenance",
+    "Refusal",
+    "Removed",
+    "Response",
+    "RunHead",
+    "RunOutcome",
+    "Seam",
+    "SystemEntry",
+    "ToolCall",
+    "ToolEntry",
+    "ToolResult",
+    "usage_json",
     "EVENT_LIMIT",
     "CallDetail",
     "Verification",

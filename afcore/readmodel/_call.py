@@ -6,20 +6,35 @@ came from, why it is there, and what changed since the call before.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from afcore.errors import RecordingError, RecordingFormatError
-from afcore.readmodel._folds import SUMMARIZER, checked
+from afcore.readmodel._folds import SUMMARIZER
+from afcore.readmodel._model import (
+    Attempt,
+    CallError,
+    Decision,
+    Decisions,
+    FoldPart,
+    Gone,
+    MessageEntry,
+    Provenance,
+    Removed,
+    Response,
+    Seam,
+    SystemEntry,
+    ToolEntry,
+)
 from afcore.readmodel._text import as_dict, as_text
 from afcore.readmodel._walk import (
     Folds,
     Injections,
     Resolver,
-    attempt_json,
-    error_json,
-    response_json,
+    attempt_of,
+    error_of,
+    response_of,
     source_json,
     window_numbers,
 )
@@ -68,22 +83,21 @@ class CallDetail:
     window: list[list[int]]
     """The messages sent, as inclusive ranges of message numbers."""
     verification: Verification
-    response: dict[str, Any] | None
+    response: Response | None
     """The reply: its text, tool calls, stop reason, usage, and a refusal's decision."""
-    attempt: dict[str, Any] | None
+    attempt: Attempt | None
     """Which attempt at its iteration's call this is, of how many, and where it went."""
-    errors: list[dict[str, Any]]
+    errors: list[CallError]
     """The failures of this attempt, each with what was decided after it."""
-    injections: dict[str, Any] | None = None
-    """The iteration's decisions: ``evaluated``, ``fired``, ``skipped``."""
-    system: list[dict[str, Any]] | None = None
-    messages: list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    removed: dict[str, Any] | None = None
+    injections: Decisions | None = None
+    """The iteration's decisions."""
+    system: list[SystemEntry] | None = None
+    messages: list[MessageEntry] | None = None
+    tools: list[ToolEntry] | None = None
+    removed: Removed | None = None
     """What the previous call was sent that this one was not."""
-    seams: list[dict[str, Any]] | None = None
-    """Where the window shows a fold: each fold's fields, its ``rsid`` and the message it
-    goes ``before`` (None: after the last)."""
+    seams: list[Seam] | None = None
+    """Where the window shows a fold."""
 
     @property
     def verified(self) -> bool:
@@ -99,11 +113,11 @@ class CallDetail:
             "fold": self.fold,
             "model": self.model,
             "previous_call": self.previous_call,
-            "injections": self.injections,
-            "system": self.system,
-            "messages": self.messages,
-            "tools": self.tools,
-            "removed": self.removed,
+            "injections": self.injections.to_json() if self.injections else None,
+            "system": None if self.system is None else [e.to_json() for e in self.system],
+            "messages": None if self.messages is None else [e.to_json() for e in self.messages],
+            "tools": None if self.tools is None else [e.to_json() for e in self.tools],
+            "removed": self.removed.to_json() if self.removed else None,
             "params": self.params,
             "cache": self.cache,
             "window": self.window,
@@ -111,12 +125,12 @@ class CallDetail:
             "rebuilt_hash": v.rebuilt_hash,
             "verified": v.verified,
             "problem": v.problem,
-            "response": self.response,
-            "attempt": self.attempt,
-            "errors": self.errors,
+            "response": self.response.to_json() if self.response else None,
+            "attempt": self.attempt.to_json() if self.attempt else None,
+            "errors": [e.to_json() for e in self.errors],
         }
         if self.seams is not None:
-            out["folds"] = self.seams
+            out["folds"] = [s.to_json() for s in self.seams]
         return out
 
 
@@ -159,7 +173,7 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     """the agent's last call before this one"""
     written = 0
     """the highest message number written so far"""
-    when: list[tuple[dict[str, Any], int | None, int]] = []
+    when: list[tuple[FoldPart, int | None, int]] = []
     """each fold, the agent's call it came after, and the last message written before it"""
     # The inject stages up to this call: its iteration's decisions, and the injection behind
     # each injected message in its window (written when it first landed, maybe long before);
@@ -182,8 +196,8 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
             fold = folds.see(record)
             if fold is not None:
                 when.append((fold, previous, written))
-    kind = folds.kind(call.rsid)
-    if kind["kind"] != "agent":
+    who, summarized = folds.kind(call.rsid)
+    if who != "agent":
         previous = None  # a summarizer is sent its own transcript: no call before it to compare
     before = _slots(rec, resolver, previous) if previous is not None else None
     window = list(window_numbers(call.window, rec.message_count))
@@ -191,15 +205,15 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
         call=call.call,
         iteration=call.iter,
         rsid=call.rsid,
-        kind=kind["kind"],
-        fold=kind["fold"],
+        kind=who,
+        fold=summarized,
         model=call.model,
         previous_call=previous,
         params=call.params,
         cache=call.cache,
         window=[list(r) for r in call.window],
         verification=Verification(call.hash, check.rebuilt, check.ok, check.problem),
-        response=response_json(resolver, reply) if reply is not None else None,
+        response=response_of(resolver, reply) if reply is not None else None,
         attempt=_attempt_of(rec, call),
         errors=_errors_of(rec, call),
     )
@@ -212,43 +226,54 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     decided = injections.decided(call.iter)
     marks = {(c.get("slot"), c.get("index")) for c in call.cache if isinstance(c, dict)}
 
-    system: list[dict[str, Any]] = []
+    system: list[SystemEntry] = []
     for i, (seg, body) in enumerate(zip(segments, request["system"], strict=True)):
         src = source_json(seg.source)
         text = as_text(as_dict(body).get("text"))
-        entry = {"position": i + 1, "text": text} | _provenance(src, decided)
-        entry["cache_breakpoint"] = ("system", i) in marks
-        entry["change"] = _change(before, "segments", _segment_key(src, text), text)
-        system.append(entry)
+        system.append(
+            SystemEntry(
+                position=i + 1,
+                text=text,
+                provenance=_provenance(src, decided),
+                cache_breakpoint=("system", i) in marks,
+                change=_change(before, "segments", _segment_key(src, text), text),
+            )
+        )
 
-    messages: list[dict[str, Any]] = []
+    messages: list[MessageEntry] = []
     for m, raw in zip(window, request["messages"], strict=True):
         try:
             writer: str | None = as_text(rec.message_writer(m)) or None
         except (IndexError, KeyError):
             writer = None
-        msg = as_dict(raw)
-        entry = {"n": m, "role": msg.get("role"), "content": msg.get("content")} | msg
-        entry |= {"n": m, "writer": writer}
+        placed: Provenance | None = None
         if m in injections.messages:
-            entry |= _provenance(injections.messages[m], decided)
+            placed = _provenance(injections.messages[m], decided)
         elif m in folds.messages:
-            entry |= _provenance(folds.messages[m], {})
-        entry["change"] = None if before is None or m in before["messages"] else "new"
-        messages.append(entry)
+            placed = _provenance(folds.messages[m], {})
+        messages.append(
+            MessageEntry(
+                n=m,
+                message=as_dict(raw),
+                writer=writer,
+                provenance=placed,
+                change=None if before is None or m in before["messages"] else "new",
+            )
+        )
 
-    listed: list[dict[str, Any]] = []
+    listed: list[ToolEntry] = []
     for i, (tool, spec) in enumerate(zip(tools, request["tools"], strict=True)):
         src = source_json(tool.source)
-        entry = {"name": tool.name} | as_dict(spec)
-        entry |= {
-            "name": tool.name,
-            "source": src.get("kind"),
-            "id": src.get("id"),
-            "cache_breakpoint": ("tools", i) in marks,
-            "change": _change(before, "tools", tool.name, tool.ref),
-        }
-        listed.append(entry)
+        listed.append(
+            ToolEntry(
+                name=tool.name,
+                spec=as_dict(spec),
+                source=src.get("kind"),
+                id=src.get("id"),
+                cache_breakpoint=("tools", i) in marks,
+                change=_change(before, "tools", tool.name, tool.ref),
+            )
+        )
 
     sources = [source_json(x.source) for x in segments] + [source_json(t.source) for t in tools]
     sources += [injections.messages[m] for m in window if m in injections.messages]
@@ -258,15 +283,19 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     if removed is not None:
         # A message that left in a fold since the call before is shown by the fold's seam.
         evicted = {
-            m: f["fold"]
+            m: f.view.fold
             for f, _ in recent
-            for m in window_numbers(checked(f, 0)["messages"], rec.message_count)
+            for m in window_numbers(f.view.messages, rec.message_count)
         }
-        for gone in removed["messages"]:
-            if gone["n"] in evicted:
-                gone["fold"] = evicted[gone["n"]]
+        removed = replace(
+            removed,
+            messages=[
+                replace(gone, fold=evicted[gone.n]) if gone.n in evicted else gone
+                for gone in removed.messages
+            ],
+        )
     prior: list[int] = before["order"] if before is not None else []
-    if kind["kind"] == "agent":
+    if who == "agent":
         detail.injections = injections.summary(call.iter, sources)
     detail.system, detail.messages, detail.tools = system, messages, listed
     detail.removed = removed
@@ -274,12 +303,12 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     return detail
 
 
-def _attempt_of(rec: Recording, call: Call) -> dict[str, Any] | None:
+def _attempt_of(rec: Recording, call: Call) -> Attempt | None:
     """Which attempt ``call`` is, and how many its stage made (the calls around it with
     the same rsid)."""
     from pydantic import ValidationError
 
-    out = attempt_json(call.attempt)
+    out = attempt_of(call.attempt)
     if out is None:
         return None
     numbers = set(rec.call_numbers)
@@ -294,14 +323,15 @@ def _attempt_of(rec: Recording, call: Call) -> dict[str, Any] | None:
                 break
             count += 1
             m += step
-    return out | {"of": count}
+    out.of = count
+    return out
 
 
-def _errors_of(rec: Recording, call: Call) -> list[dict[str, Any]]:
+def _errors_of(rec: Recording, call: Call) -> list[CallError]:
     """The error events about ``call``: they follow it before the next call or reply."""
     from afcore.recording import ErrorEvent
 
-    out: list[dict[str, Any]] = []
+    out: list[CallError] = []
     try:
         line = rec.writer_lines(f"call:{call.call}")[0]
     except IndexError:
@@ -315,44 +345,45 @@ def _errors_of(rec: Recording, call: Call) -> list[dict[str, Any]]:
         raw = rec.raw(at)
         if isinstance(raw, dict) and raw.get("t") == "error" and raw.get("call") == call.call:
             try:
-                out.append(error_json(ErrorEvent.model_validate(raw)))
+                out.append(error_of(ErrorEvent.model_validate(raw)))
             except ValueError:  # a malformed event is verify's to report
                 continue
     return out
 
 
 def _seams(
-    folds: list[dict[str, Any]],
-    recent: list[tuple[dict[str, Any], int]],
+    folds: list[FoldPart],
+    recent: list[tuple[FoldPart, int]],
     window: list[int],
     prior: list[int],
-) -> list[dict[str, Any]]:
+) -> list[Seam]:
     """Where a call's window shows a fold: before the summary it wrote, for as long as that
     summary is in the window; and, for a fold since the agent's call before (``recent``,
     each with the last message written before it) that wrote none, where the messages it
-    dropped were, or where it happened. ``before``: the message the seam goes before (None:
-    after the last)."""
+    dropped were, or where it happened."""
     sent = set(window)
     out = []
-    for raw in folds:
-        f = checked(raw, raw["fold"])
+    for part in folds:
+        f = part.view
         before: int | None
-        at = next((at for r, at in recent if r is raw), None)
-        if f["summary"] is not None and f["summary"] in sent:
-            before = f["summary"]
+        at = next((at for r, at in recent if r is part), None)
+        if f.summary is not None and f.summary in sent:
+            before = f.summary
         elif at is not None:
-            before = _dropped_at(f, window, prior, at)
+            before = _dropped_at(f.messages, window, prior, at)
         else:
             continue
-        out.append(f | {"rsid": as_text(raw.get("rsid")), "before": before})
+        out.append(Seam(f, part.rsid, before))
     return out
 
 
-def _dropped_at(f: dict[str, Any], window: list[int], prior: list[int], at: int) -> int | None:
-    """The message of ``window`` that followed what fold ``f`` dropped from the window before
-    (``prior``); for a fold that dropped nothing, the first written after it (``at``: the
-    last message written before it)."""
-    gone = set(window_numbers(f["messages"], max([*window, *prior, at, 0])))
+def _dropped_at(
+    messages: list[tuple[int, int]], window: list[int], prior: list[int], at: int
+) -> int | None:
+    """The message of ``window`` that followed what a fold dropped (``messages``) from the
+    window before (``prior``); for a fold that dropped nothing, the first written after it
+    (``at``: the last message written before it)."""
+    gone = set(window_numbers(messages, max([*window, *prior, at, 0])))
     first = next((i for i, m in enumerate(prior) if m in gone), None)
     if first is not None:
         sent = set(window)
@@ -362,24 +393,23 @@ def _dropped_at(f: dict[str, Any], window: list[int], prior: list[int], at: int)
     return next((m for m in window if m > at), None)
 
 
-def _provenance(src: dict[str, Any], decided: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _provenance(src: dict[str, Any], decided: dict[str, Decision]) -> Provenance:
     """Where a piece of context came from, and (for an injection) why it is there: the
     reason this iteration's decision gave, with what it read."""
-    out: dict[str, Any] = {
-        "source": src.get("kind"),
-        "id": src.get("id"),
-        "trigger": src.get("trigger"),
-        "reason": src.get("reason"),
-        "cache": src.get("cache"),
-    }
+    reason, reads = src.get("reason"), None
     decision = decided.get(src.get("id") or "")
-    if decision is not None and decision["fired"]:
+    if decision is not None and decision.fired:
         # An injected message is written once and sent again while its text stays the same;
         # the reason it is there at this call is this iteration's.
-        out["reason"] = decision["reason"]
-        if "reads" in decision:
-            out["reads"] = decision["reads"]
-    return out
+        reason, reads = decision.reason, decision.reads
+    return Provenance(
+        source=src.get("kind"),
+        id=src.get("id"),
+        trigger=src.get("trigger"),
+        reason=reason,
+        cache=src.get("cache"),
+        reads=reads,
+    )
 
 
 def _segment_key(src: dict[str, Any], text: str) -> tuple[str, str]:
@@ -407,7 +437,9 @@ def _slots(rec: Recording, resolver: Resolver, n: int) -> dict[str, Any] | None:
     return {"call": n, "segments": segments, "tools": tools, "messages": set(order), "order": order}
 
 
-def _change(before: dict[str, Any] | None, slot: str, key: Any, value: Any) -> str | None:
+def _change(
+    before: dict[str, Any] | None, slot: str, key: Any, value: Any
+) -> Literal["new", "changed"] | None:
     """`new` (not in the previous call), `changed` (there, different), or None (the same,
     or this is the first call)."""
     if before is None:
@@ -420,36 +452,34 @@ def _change(before: dict[str, Any] | None, slot: str, key: Any, value: Any) -> s
 
 def _removed(
     before: dict[str, Any] | None,
-    system: list[dict[str, Any]],
+    system: list[SystemEntry],
     window: list[int],
-    tools: list[dict[str, Any]],
+    tools: list[ToolEntry],
     placed: dict[int, dict[str, Any]],
-) -> dict[str, Any] | None:
-    """What the previous call was sent that this one was not."""
+) -> Removed | None:
+    """What the previous call was sent that this one was not; ``placed``: the sources of
+    the messages written by an injection or a window stage."""
     if before is None:
         return None
-    keys = {_segment_key({"kind": s["source"], "id": s["id"]}, s["text"]) for s in system}
-    names = {t["name"] for t in tools}
+    keys = {
+        _segment_key({"kind": s.provenance.source, "id": s.provenance.id}, s.text) for s in system
+    }
+    names = {t.name for t in tools}
     sent = set(window)
-    return {
-        "system": [
-            {"source": src.get("kind"), "id": src.get("id"), "text": text}
+    gone: list[Gone] = []
+    for m in sorted(before["messages"] - sent):
+        src = placed.get(m)
+        gone.append(Gone(n=m) if src is None else Gone(src.get("kind"), src.get("id"), n=m))
+    return Removed(
+        system=[
+            Gone(src.get("kind"), src.get("id"), text=text)
             for key, (text, src) in before["segments"].items()
             if key not in keys
         ],
-        "messages": [_gone_message(m, placed) for m in sorted(before["messages"] - sent)],
-        "tools": [
-            {"name": name, "source": src.get("kind"), "id": src.get("id")}
+        messages=gone,
+        tools=[
+            Gone(src.get("kind"), src.get("id"), name=name)
             for name, (_, src) in before["tools"].items()
             if name not in names
         ],
-    }
-
-
-def _gone_message(n: int, placed: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """A message the call before was sent and this one was not; ``placed``: the sources of
-    the messages written by an injection or a window stage."""
-    src = placed.get(n)
-    if src is None:
-        return {"n": n}
-    return {"n": n, "source": src.get("kind"), "id": src.get("id")}
+    )

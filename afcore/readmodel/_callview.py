@@ -75,7 +75,7 @@ def call_view(rec: Recording, timeline: Timeline, n: int) -> CallView:
         return CallView(mark, None, str(e), events, more)
     except (RecordingError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
         return CallView(mark, None, f"call {n} cannot be read: {e}", events, more)
-    shown = {f["fold"] for f in detail.seams or []}
+    shown = {seam.fold.fold for seam in detail.seams or []}
     earlier = [f for f in timeline.folds_before(mark.line) if f.number not in shown]
     return CallView(mark, detail, None, events, more, note, earlier if mark.agent else [])
 

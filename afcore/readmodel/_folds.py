@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from afcore.readmodel._model import FoldView, Refusal
 from afcore.readmodel._text import line, plural, safe
 
 __all__ = [
@@ -60,7 +61,7 @@ def fold_number(key: str) -> int | None:
     return int(number) if key.startswith("fold:") and number.isdigit() else None
 
 
-def checked(value: Any, fold: int) -> dict[str, Any]:
+def checked(value: Any, fold: int) -> FoldView:
     """A fold's value with the fields the words need, each of its type (or None)."""
     v = value if isinstance(value, dict) else {}
     summary = v.get("summary") if isinstance(v.get("summary"), dict) else None
@@ -68,30 +69,31 @@ def checked(value: Any, fold: int) -> dict[str, Any]:
     listed = v.get("refusals")
     for r in listed if isinstance(listed, list) else []:
         if isinstance(r, dict):
-            error = r.get("error")
+            error, reason = r.get("error"), r.get("reason")
             refusals.append(
-                {
-                    "reason": r.get("reason") if isinstance(r.get("reason"), str) else "?",
-                    "messages": _ranges(r.get("messages")),
-                    "writers": _strings(r.get("writers")),
-                    "error": error if isinstance(error, str) else None,
-                }
+                Refusal(
+                    reason=reason if isinstance(reason, str) else "?",
+                    messages=_ranges(r.get("messages")),
+                    writers=_strings(r.get("writers")),
+                    error=error if isinstance(error, str) else None,
+                )
             )
     count = _int(v.get("count"))
     messages = _ranges(v.get("messages"))
-    return {
-        "fold": fold,
-        "strategy": v.get("strategy") if isinstance(v.get("strategy"), str) else "?",
-        "iteration": _int(v.get("iteration")),
-        "count": count if count is not None else sum(b - a + 1 for a, b in messages),
-        "messages": messages,
-        "folded": _strings(v.get("folded")),
-        "measured": _int(v.get("measured")),
-        "threshold": _int(v.get("threshold")),
-        "summary": _int(summary.get("message")) if summary is not None else None,
-        "summary_call": _int(summary.get("call")) if summary is not None else None,
-        "refusals": refusals,
-    }
+    strategy = v.get("strategy")
+    return FoldView(
+        fold=fold,
+        strategy=strategy if isinstance(strategy, str) else "?",
+        iteration=_int(v.get("iteration")),
+        count=count if count is not None else sum(b - a + 1 for a, b in messages),
+        messages=messages,
+        folded=_strings(v.get("folded")),
+        measured=_int(v.get("measured")),
+        threshold=_int(v.get("threshold")),
+        summary=_int(summary.get("message")) if summary is not None else None,
+        summary_call=_int(summary.get("call")) if summary is not None else None,
+        refusals=refusals,
+    )
 
 
 def writers_text(writers: list[str]) -> str:
@@ -108,29 +110,29 @@ def messages_text(ranges: list[tuple[int, int]]) -> str:
     return f"{'message' if count == 1 else 'messages'} {listed}"
 
 
-def _at(f: dict[str, Any]) -> str:
-    return f" at iteration {f['iteration']}" if f["iteration"] is not None else ""
+def _at(f: FoldView) -> str:
+    return f" at iteration {f.iteration}" if f.iteration is not None else ""
 
 
-def fold_text(f: dict[str, Any], *, compact: bool = False) -> str:
+def fold_text(f: FoldView, *, compact: bool = False) -> str:
     """``fold 1 at iteration 7: 12 messages (seed#0 .. tool:search#14) -> 1 summary by
     summarize_oldest; 41,210 tokens measured, threshold 30,000``. ``compact``: for a line
     under its iteration, ``fold 1: 12 messages -> 1 summary by summarize_oldest (41,210
     tokens over 30,000)``."""
-    strategy = safe(f["strategy"])
-    head = f"fold {f['fold']}{'' if compact else _at(f)}: "
-    if compact and not f["count"]:
-        head = f"fold {f['fold']} by {strategy}: nothing left the window"
-    elif f["count"]:
-        writers = "" if compact else writers_text(f["folded"])
-        head += plural(f["count"], "message") + (f" ({writers})" if writers else "")
-        if f["summary"] is not None:
+    strategy = safe(f.strategy)
+    head = f"fold {f.fold}{'' if compact else _at(f)}: "
+    if compact and not f.count:
+        head = f"fold {f.fold} by {strategy}: nothing left the window"
+    elif f.count:
+        writers = "" if compact else writers_text(f.folded)
+        head += plural(f.count, "message") + (f" ({writers})" if writers else "")
+        if f.summary is not None:
             head += f" -> 1 summary by {strategy}"
         else:
             head += f" -> dropped by {strategy}"
     else:
         head += f"nothing left the window ({strategy})"
-    measured, threshold = f["measured"], f["threshold"]
+    measured, threshold = f.measured, f.threshold
     if measured is not None and compact:
         head += f" ({measured:,} tokens" + (f" over {threshold:,})" if threshold else ")")
     elif measured is not None:
@@ -140,37 +142,37 @@ def fold_text(f: dict[str, Any], *, compact: bool = False) -> str:
     return head
 
 
-def _why(refusal: dict[str, Any]) -> str:
-    why = _REASONS.get(refusal["reason"], safe(refusal["reason"]))
-    if refusal["error"]:
-        why += f": {line(refusal['error'], 300)}"
+def _why(refusal: Refusal) -> str:
+    why = _REASONS.get(refusal.reason, safe(refusal.reason))
+    if refusal.error:
+        why += f": {line(refusal.error, 300)}"
     return why
 
 
-def reasons_text(f: dict[str, Any]) -> str:
+def reasons_text(f: FoldView) -> str:
     """The refusals' reasons on one line: ``kept: the current request, the last tool
     result``."""
-    return "kept: " + ", ".join(_why(r) for r in f["refusals"]) if f["refusals"] else ""
+    return "kept: " + ", ".join(_why(r) for r in f.refusals) if f.refusals else ""
 
 
-def refusal_texts(f: dict[str, Any]) -> list[str]:
+def refusal_texts(f: FoldView) -> list[str]:
     """One line per refusal: ``kept: message 1 (seed#0): the current request``."""
     out = []
-    for r in f["refusals"]:
+    for r in f.refusals:
         why = _why(r)
-        writers = writers_text(r["writers"])
-        what = messages_text(r["messages"]) if r["messages"] else "messages"
+        writers = writers_text(r.writers)
+        what = messages_text(r.messages) if r.messages else "messages"
         out.append(f"kept: {what}" + (f" ({writers})" if writers else "") + f": {why}")
     return out
 
 
-def seam_text(f: dict[str, Any]) -> str:
+def seam_text(f: FoldView) -> str:
     """``── 8 messages folded by summarize_oldest at iteration 6 (fold 1) ──``."""
-    strategy = safe(f["strategy"])
-    if not f["count"]:
+    strategy = safe(f.strategy)
+    if not f.count:
         what = f"nothing left the window ({strategy})"
-    elif f["summary"] is not None:
-        what = f"{plural(f['count'], 'message')} folded by {strategy}"
+    elif f.summary is not None:
+        what = f"{plural(f.count, 'message')} folded by {strategy}"
     else:
-        what = f"{plural(f['count'], 'message')} dropped by {strategy}"
-    return f"── {what}{_at(f)} (fold {f['fold']}) ──"
+        what = f"{plural(f.count, 'message')} dropped by {strategy}"
+    return f"── {what}{_at(f)} (fold {f.fold}) ──"

@@ -1,4 +1,4 @@
-"""A recording as plain data, call by call: what ``af show`` prints and its JSON output are
+"""A recording as typed parts, call by call: what ``af show`` prints and its JSON output are
 drawn from it, so both always say the same thing.
 
 Values are kept whole here; only a front end cuts them.
@@ -10,15 +10,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from afcore.readmodel._model import (
+    CallError,
+    CallSummary,
+    FoldPart,
+    InvalidArgs,
+    RunHead,
+    RunOutcome,
+    ToolResult,
+)
 from afcore.readmodel._text import as_dict, as_text
 from afcore.readmodel._walk import (
     Folds,
     Injections,
     Resolver,
-    attempt_json,
-    error_json,
-    response_json,
-    usage_json,
+    attempt_of,
+    error_of,
+    response_of,
 )
 
 if TYPE_CHECKING:
@@ -28,25 +36,27 @@ __all__ = ["RunPart", "overview", "run_view"]
 
 
 def overview(rec: Recording) -> dict[str, Any]:
-    """The run call by call, whole: :func:`run_view`'s parts in one dict (``calls`` and
-    ``folds`` as lists). For a big file, walk :func:`run_view` instead."""
+    """The run call by call, whole, as JSON: :func:`run_view`'s parts in one dict (``calls``
+    and ``folds`` as lists). For a big file, walk :func:`run_view` instead."""
     calls: list[dict[str, Any]] = []
     folds: list[dict[str, Any]] = []
+    head: dict[str, Any] = {}
+    end: dict[str, Any] = {}
     for part in run_view(rec):
         if part.kind == "call":
-            calls.append(part.data)
+            calls.append(part.data.to_json())
         elif part.kind == "fold":
-            folds.append(part.data)
+            folds.append(part.data.to_json())
         elif part.kind == "header":
-            head = part.data
+            head = part.data.to_json()
         else:
-            end = part.data
-    before = {k: v for k, v in end.items() if k not in _AFTER_CALLS and k != "calls"}
-    after = {k: v for k, v in end.items() if k in _AFTER_CALLS}
+            end = part.data.to_json()
+    before = {k: v for k, v in end.items() if k not in AFTER_CALLS and k != "calls"}
+    after = {k: v for k, v in end.items() if k in AFTER_CALLS}
     return head | before | {"calls": calls, "folds": folds} | after
 
 
-_AFTER_CALLS = (
+AFTER_CALLS = (
     "answer",
     "usage",
     "error",
@@ -61,123 +71,122 @@ _AFTER_CALLS = (
 
 @dataclass(frozen=True, slots=True)
 class RunPart:
-    """One part of a run as :func:`run_view` gives it."""
+    """One part of a run as :func:`run_view` gives it: ``header`` (what ran, a
+    :class:`RunHead`), a ``call`` (complete: its reply, the tool results and errors that
+    followed it; a :class:`CallSummary`), a ``fold`` of the window (after the call it
+    follows; a :class:`FoldPart`), and at the end the outcome (``end``, a
+    :class:`RunOutcome`)."""
 
     kind: Literal["header", "call", "fold", "end"]
-    """``header`` (what ran), a ``call`` (complete: its reply, the tool results and errors
-    that followed it), a ``fold`` of the window (after the call it follows), and at the end
-    the outcome (``end``)."""
-    data: dict[str, Any]
+    data: Any
 
 
 def run_view(rec: Recording) -> Iterator[RunPart]:
     """The run call by call, as the file is read: each call once what follows it in the file
     is known, each fold after the call it follows; memory stays flat whatever the file's
-    size (a call is held only until the agent's next call begins)."""
+    size (a call is held only until the agent's next call begins). Blobs are read when a
+    part needs their value: open the file with ``index=False`` and this walk is the one
+    that indexes it."""
     from afcore.recording import ArgsInvalid, Call, Commit, ErrorEvent, Reply, RunEnd
 
     header = rec.header
     yield RunPart(
         "header",
-        {
-            "run_id": header.run_id,
-            "path": str(rec.path),
-            "started_at": header.started_at,
-            "agent": header.agent.model_dump(),
-            "model": header.model,
-            "provider": header.provider,
-        },
+        RunHead(
+            run_id=header.run_id,
+            path=str(rec.path),
+            started_at=header.started_at,
+            agent=header.agent.model_dump(),
+            model=header.model,
+            provider=header.provider,
+        ),
     )
     resolver = Resolver(rec)
-    calls: list[dict[str, Any]] = []
+    calls: list[CallSummary] = []
     """the calls not yet given: the agent's last, and those after it"""
-    pending_folds: list[dict[str, Any]] = []
-    by_number: dict[int, dict[str, Any]] = {}
-    errors: list[dict[str, Any]] = []
+    pending_folds: list[FoldPart] = []
+    by_number: dict[int, CallSummary] = {}
+    errors: list[CallError] = []
     end: RunEnd | None = None
     count = 0
     last_iteration = 0
     attempts: dict[str, int] = {}
     """a call-llm stage's rsid -> its attempts so far (they are consecutive calls)"""
 
-    def current(iteration: int | None) -> dict[str, Any] | None:
+    def current(iteration: int | None) -> CallSummary | None:
         # Tools answer the agent's calls: a summarizer's call between a reply and the tools
         # it asked for is not theirs.
-        return next(
-            (
-                c
-                for c in reversed(calls)
-                if c["kind"] == "agent" and (iteration is None or c["iteration"] == iteration)
-            ),
-            None,
-        )
+        for c in reversed(calls):
+            if c.kind == "agent" and (iteration is None or c.iteration == iteration):
+                return c
+        return None
 
     def done(keep: int) -> Iterator[RunPart]:
         """Give the calls but the last ``keep``, with the folds that follow them."""
         while len(calls) > keep:
             c = calls.pop(0)
-            by_number.pop(c["call"], None)
-            if c["attempt"] is not None:
-                c["attempt"]["of"] = attempts[c["rsid"]]
+            by_number.pop(c.call, None)
+            if c.attempt is not None:
+                c.attempt.of = attempts[c.rsid]
             yield RunPart("call", c)
-            while pending_folds and pending_folds[0]["after_call"] == c["call"]:
+            while pending_folds and pending_folds[0].after_call == c.call:
                 yield RunPart("fold", pending_folds.pop(0))
 
     injections = Injections(resolver)
     folds = Folds(resolver, keep=False)
     previous_tools: list[str] | None = None
-    by_rsid: dict[str, dict[str, Any]] = {}
+    by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
     for line, record in rec.records(blobs=False):
-        if isinstance(record, Call):
-            kind = folds.kind(record.rsid)
-            agent = kind["kind"] == "agent"
+        kind = type(record)
+        if kind is Call:
+            assert isinstance(record, Call)
+            who, fold = folds.kind(record.rsid)
+            agent = who == "agent"
             if agent and calls:
                 # The agent's next call: everything before it is complete, but the attempts
                 # at this same call (how many there are is not known yet).
-                same = next((i for i, c in enumerate(calls) if c["rsid"] == record.rsid), None)
+                same = next((i for i, c in enumerate(calls) if c.rsid == record.rsid), None)
                 yield from done(0 if same is None else len(calls) - same)
-                held = {c["rsid"] for c in calls} | {record.rsid}
+                held = {c.rsid for c in calls} | {record.rsid}
                 attempts = {r: k for r, k in attempts.items() if r in held}
                 by_rsid = {r: c for r, c in by_rsid.items() if r in held}
             if not calls:
-                while pending_folds and pending_folds[0]["after_call"] is None:
+                while pending_folds and pending_folds[0].after_call is None:
                     yield RunPart("fold", pending_folds.pop(0))
             segments = resolver.listed(record.system)
             tools = resolver.listed(record.tools)
             names = [as_text(t.get("name")) for t in tools or []]
-            sources = [as_dict(x.get("source")) for x in (segments or []) + (tools or [])]
-            sources += injections.sources_in(record.window)
             # The tools a summarizer is sent (none) are no change to the agent's.
             compared = agent and previous_tools is not None
             count += 1
-            entry: dict[str, Any] = {
-                "call": record.call,
-                "iteration": record.iter,
-                "rsid": record.rsid,
-                "model": record.model,
-                "line": line,
-                **kind,
-                "system": {
-                    "segments": None if segments is None else len(segments),
-                    "chars": resolver.system_chars(record.system),
-                },
-                "messages": sum(b - a + 1 for a, b in record.window),
-                "window": [list(r) for r in record.window],
-                "tools": None if tools is None else len(tools),
-                "tools_added": [t for t in names if t not in (previous_tools or [])]
+            decisions = None
+            if agent:
+                sources = [as_dict(x.get("source")) for x in (segments or []) + (tools or [])]
+                sources += injections.sources_in(record.window)
+                decisions = injections.summary(record.iter, sources)
+            entry = CallSummary(
+                call=record.call,
+                iteration=record.iter,
+                rsid=record.rsid,
+                model=record.model,
+                line=line,
+                kind=who,
+                fold=fold,
+                segments=None if segments is None else len(segments),
+                chars=resolver.system_chars(record.system),
+                messages=sum(b - a + 1 for a, b in record.window),
+                window=[list(r) for r in record.window],
+                tools=None if tools is None else len(tools),
+                tools_added=[t for t in names if t not in (previous_tools or [])]
                 if compared
                 else [],
-                "tools_removed": [t for t in (previous_tools or []) if t not in names]
+                tools_removed=[t for t in (previous_tools or []) if t not in names]
                 if compared
                 else [],
-                "injections": injections.summary(record.iter, sources) if agent else None,
-                "attempt": attempt_json(record.attempt),
-                "response": None,
-                "results": [],
-                "invalid_args": [],
-                "errors": [],
-            }
+                injections=decisions,
+                attempt=attempt_of(record.attempt),
+            )
             calls.append(entry)
             by_number[record.call] = entry
             by_rsid[record.rsid] = entry
@@ -186,74 +195,76 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 attempts[record.rsid] = attempts.get(record.rsid, 0) + 1
             if agent:
                 previous_tools = names
-        elif isinstance(record, Reply):
+        elif kind is Reply:
+            assert isinstance(record, Reply)
             target = by_number.get(record.call)
             if target is not None:
-                target["response"] = response_json(resolver, record)
-        elif isinstance(record, Commit) and record.stage == "inject":
-            injections.see(record)
-        elif isinstance(record, Commit) and record.stage in ("window", "summarize"):
-            fold = folds.see(record)
-            if fold is not None:
-                fold["after_call"] = calls[-1]["call"] if calls else None
-                pending_folds.append(fold)
-        elif isinstance(record, Commit) and record.tool is not None:
-            message, missing = (
-                resolver.value(record.writes[0]) if record.writes else (None, "no result written")
-            )
-            result: dict[str, Any] = {
-                "name": record.tool.name,
-                "call_id": record.tool.call_id,
-                "status": record.tool.status,
-                "ms": record.tool.ms,
-                "content": as_dict(message).get("content"),
-                "is_error": as_dict(message).get("is_error") is True,
-            }
-            if missing:
-                result["missing"] = missing
-            target = current(record.iter)
-            if target is not None:
-                target["results"].append(result)
-        elif isinstance(record, ArgsInvalid):
+                target.response = response_of(resolver, record)
+        elif kind is Commit:
+            assert isinstance(record, Commit)
+            if record.stage == "inject":
+                injections.see(record)
+            elif record.stage in ("window", "summarize"):
+                part = folds.see(record, calls[-1].call if calls else None)
+                if part is not None:
+                    pending_folds.append(part)
+            elif record.tool is not None:
+                message, missing = (
+                    resolver.value(record.writes[0])
+                    if record.writes
+                    else (None, "no result written")
+                )
+                target = current(record.iter)
+                if target is not None:
+                    target.results.append(
+                        ToolResult(
+                            name=record.tool.name,
+                            call_id=record.tool.call_id,
+                            status=record.tool.status,
+                            ms=record.tool.ms,
+                            content=as_dict(message).get("content"),
+                            is_error=as_dict(message).get("is_error") is True,
+                            missing=missing,
+                        )
+                    )
+        elif kind is ArgsInvalid:
+            assert isinstance(record, ArgsInvalid)
             target = current(None)
             if target is not None:
-                target["invalid_args"].append(
-                    {
-                        "name": record.name,
-                        "call_id": record.call_id,
-                        "problems": record.problems,
-                        "enforced": record.enforced,
-                    }
+                target.invalid_args.append(
+                    InvalidArgs(record.name, record.call_id, record.problems, record.enforced)
                 )
-        elif isinstance(record, ErrorEvent):
-            error = error_json(record)
+        elif kind is ErrorEvent:
+            assert isinstance(record, ErrorEvent)
+            error = error_of(record)
             target = by_number.get(record.call) if record.call is not None else None
             if target is None and record.call is None and record.rsid is not None:
                 # A fail-fast before an attempt was made: it ends its stage's last attempt.
                 target = by_rsid.get(record.rsid)
-            (target["errors"] if target is not None else errors).append(error)
-        elif isinstance(record, RunEnd):
+            (target.errors if target is not None else errors).append(error)
+        elif kind is RunEnd:
+            assert isinstance(record, RunEnd)
             end = record
 
     yield from done(0)
-    for fold in pending_folds:  # after a call the file does not hold
-        yield RunPart("fold", fold)
+    for part in pending_folds:  # after a call the file does not hold
+        yield RunPart("fold", part)
     answer = None
     if end is not None and end.answer is not None:
         answer, _ = resolver.value(end.answer)
     yield RunPart(
         "end",
-        {
-            "status": end.status if end is not None else "incomplete",
-            "iterations": end.iterations if end is not None else last_iteration,
-            "calls": count,
-            "answer": answer,
-            "usage": usage_json(end.usage) if end is not None else None,
-            "error": end.error.model_dump() if end is not None and end.error else None,
-            "errors": errors,
-            "ms": end.ms if end is not None else None,
-            "problems": [p.to_json() for p in rec.problems],
-            "torn_tail": rec.torn_tail.to_json() if rec.torn_tail else None,
-            "unknown_records": rec.unknown_records,
-        },
+        RunOutcome(
+            status=end.status if end is not None else "incomplete",
+            iterations=end.iterations if end is not None else last_iteration,
+            calls=count,
+            answer=answer,
+            usage=end.usage if end is not None else None,
+            error=end.error.model_dump() if end is not None and end.error else None,
+            errors=errors,
+            ms=end.ms if end is not None else None,
+            problems=[p.to_json() for p in rec.problems],
+            torn_tail=rec.torn_tail.to_json() if rec.torn_tail else None,
+            unknown_records=rec.unknown_records,
+        ),
     )

@@ -228,16 +228,14 @@ def _commit(
                 except (KeyError, ValueError):
                     value = None
                 fold = checked(value, number)
-                first = min((a for a, _ in fold["messages"]), default=None)
+                first = min((a for a, _ in fold.messages), default=None)
                 timeline.folds.append(
-                    FoldMark(
-                        line, number, fold["strategy"], fold["iteration"], fold["count"], first
-                    )
+                    FoldMark(line, number, fold.strategy, fold.iteration, fold.count, first)
                 )
                 timeline.fold_lines.append(line)
                 if last is not None:
                     last.folds += 1
-                    last.folded += fold["count"]
+                    last.folded += fold.count
                 break
     tool = data.get("tool")
     if isinstance(tool, dict) and current is not None:

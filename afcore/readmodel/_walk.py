@@ -7,35 +7,34 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from afcore.readmodel._folds import SUMMARIZER, fold_number
-from afcore.readmodel._text import as_dict, as_text, evidence_text
+from afcore.readmodel._folds import SUMMARIZER, checked, fold_number
+from afcore.readmodel._model import (
+    Attempt,
+    CallError,
+    Decision,
+    Decisions,
+    FoldPart,
+    Response,
+    ToolCall,
+)
+from afcore.readmodel._text import as_dict, as_text
 
 if TYPE_CHECKING:
-    from afcore.recording import AttemptInfo, Commit, ErrorEvent, Recording, UsageInfo
+    from afcore.recording import AttemptInfo, Commit, ErrorEvent, Recording, Reply
 
 __all__ = [
     "Folds",
     "Injections",
     "Resolver",
-    "attempt_json",
-    "error_json",
+    "attempt_of",
+    "error_of",
     "is_injection",
-    "response_json",
+    "response_of",
     "source_json",
-    "usage_json",
     "window_numbers",
 ]
-
-
-def usage_json(usage: UsageInfo | None) -> dict[str, Any] | None:
-    if usage is None:
-        return None
-    return usage.model_dump(exclude_defaults=True) | {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-    }
 
 
 def window_numbers(window: Any, most: int) -> Iterator[int]:
@@ -114,49 +113,28 @@ def is_injection(source: dict[str, Any]) -> bool:
     return not (kind == "skill" and id == "read_skill")
 
 
-def _decision(raw: Any, iteration: int | None = None) -> dict[str, Any] | None:
+def _decision(raw: Any, iteration: int | None = None) -> Decision | None:
     """One decision of an `injections` blob, its fields checked (the file may lie)."""
     d = as_dict(raw)
     if not isinstance(d.get("id"), str):
         return None
-    out: dict[str, Any] = {
-        "id": d["id"],
-        "flavor": as_text(d.get("flavor")) or None,
-        "trigger": as_text(d.get("trigger")) or None,
-        "fired": d.get("fired") is True,
-        "reason": as_text(d.get("reason")),
-    }
     reads = d.get("reads")
-    if isinstance(reads, list) and reads:
+    return Decision(
+        id=d["id"],
+        flavor=as_text(d.get("flavor")) or None,
+        trigger=as_text(d.get("trigger")) or None,
+        fired=d.get("fired") is True,
+        reason=as_text(d.get("reason")),
         # A read of the iteration is stored without its value: it is the stage's own.
-        out["reads"] = {
+        reads={
             as_text(pair[0]): pair[1] if len(pair) == 2 else iteration
             for pair in reads
             if isinstance(pair, list | tuple) and len(pair) in (1, 2)
         }
-    if d.get("error") is not None:
-        out["error"] = as_text(d.get("error"))
-    return out
-
-
-def _worded(decision: dict[str, Any]) -> dict[str, Any]:
-    """A decision whose reason says what its rule read: the record keeps the evidence as
-    data (`reads`) and the reason as the verdict alone; a person reads both in words. Done
-    when shown, so that a decision carried over to a later iteration says what it read
-    there."""
-    reads = decision.get("reads")
-    reason = decision["reason"]
-    if decision["trigger"] != "rule" or not reads or not reason.startswith("rule returned"):
-        return decision
-    return {**decision, "reason": f"{reason} reading {evidence_text(reads)}"}
-
-
-def _at(decision: dict[str, Any], iteration: int) -> dict[str, Any]:
-    """A decision carried over to a later iteration: a read of the iteration reads that one."""
-    reads = decision.get("reads")
-    if isinstance(reads, dict) and "iteration" in reads:
-        return {**decision, "reads": {**reads, "iteration": iteration}}
-    return decision
+        if isinstance(reads, list) and reads
+        else None,
+        error=as_text(d.get("error")) if d.get("error") is not None else None,
+    )
 
 
 class Injections:
@@ -165,7 +143,7 @@ class Injections:
 
     def __init__(self, resolver: Resolver) -> None:
         self.resolver = resolver
-        self.decisions: dict[int, list[dict[str, Any]]] = {}
+        self.decisions: dict[int, list[Decision]] = {}
         """the latest iteration -> its decisions (those recorded, and those carried over)"""
         self.messages: dict[int, dict[str, Any]] = {}
         """message n -> the source of the write that put it in the log"""
@@ -178,8 +156,8 @@ class Injections:
             return
         # Each inject stage lists the decisions that changed since the one before; the
         # others carry over.
-        carried = {d["id"]: _at(d, commit.iter) for d in self.decisions.get(self._last, [])}
-        decisions: list[dict[str, Any]] = list(carried.values())
+        carried = {d.id: d.at(commit.iter) for d in self.decisions.get(self._last, [])}
+        decisions: list[Decision] = list(carried.values())
         for w in commit.writes:
             if w.key == "injections":
                 value, _ = self.resolver.value(w)
@@ -187,7 +165,7 @@ class Injections:
                 if isinstance(listed, list):
                     for d in (_decision(x, commit.iter) for x in listed):
                         if d is not None:
-                            carried[d["id"]] = d
+                            carried[d.id] = d
                     decisions = list(carried.values())
             elif w.key.startswith("message:") and w.source is not None:
                 try:
@@ -218,22 +196,18 @@ class Injections:
                 at += 1
         return out
 
-    def at(self, iteration: int) -> list[dict[str, Any]] | None:
+    def at(self, iteration: int) -> list[Decision] | None:
         """The decisions that held at ``iteration``: an iteration at which nothing changed
         has no inject stage, and the last one's decisions still hold. None before any."""
         if self._last < 0 or iteration < self._last:
             return None
         decisions = self.decisions[self._last]
-        return decisions if iteration == self._last else [_at(d, iteration) for d in decisions]
+        return decisions if iteration == self._last else [d.at(iteration) for d in decisions]
 
-    def decided(self, iteration: int) -> dict[str, dict[str, Any]]:
-        return {d["id"]: _worded(d) for d in self.at(iteration) or []}
+    def decided(self, iteration: int) -> dict[str, Decision]:
+        return {d.id: d.worded() for d in self.at(iteration) or []}
 
-    def summary(
-        self,
-        iteration: int,
-        sources: list[dict[str, Any]],
-    ) -> dict[str, Any] | None:
+    def summary(self, iteration: int, sources: list[dict[str, Any]]) -> Decisions | None:
         """The iteration's decisions: every injection evaluated, those that fired, those
         skipped and why. ``sources``: the sources of what its call was sent (system
         segments, injected messages, tools). Always-on injections of fixed text are not
@@ -242,24 +216,24 @@ class Injections:
         held = self.at(iteration)
         if held is None:
             return None
-        decided = [_worded(d) for d in held]
-        ids = {d["id"] for d in decided}
-        fired: list[dict[str, Any]] = []
+        decided = [d.worded() for d in held]
+        ids = {d.id for d in decided}
+        fired: list[Decision] = []
         for src in sources:
             if is_injection(src) and src["id"] not in ids:
                 ids.add(src["id"])
                 fired.append(
-                    {
-                        "id": src["id"],
-                        "flavor": src.get("kind"),
-                        "trigger": src.get("trigger"),
-                        "fired": True,
-                        "reason": src.get("reason") or "always",
-                    }
+                    Decision(
+                        id=src["id"],
+                        flavor=src.get("kind"),
+                        trigger=src.get("trigger"),
+                        fired=True,
+                        reason=src.get("reason") or "always",
+                    )
                 )
-        fired += [d for d in decided if d["fired"]]
-        skipped = [d for d in decided if not d["fired"]]
-        return {"evaluated": len(fired) + len(skipped), "fired": fired, "skipped": skipped}
+        fired += [d for d in decided if d.fired]
+        skipped = [d for d in decided if not d.fired]
+        return Decisions(len(fired) + len(skipped), fired, skipped)
 
 
 class Folds:
@@ -271,18 +245,18 @@ class Folds:
         self.resolver = resolver
         self.keep = keep
         """keep every fold in :attr:`folds` (a walk that gives each fold as it comes does not)"""
-        self.folds: list[dict[str, Any]] = []
-        """each fold's value as written, with its number and its window commit's rsid"""
+        self.folds: list[FoldPart] = []
         self.messages: dict[int, dict[str, Any]] = {}
         """message n -> the source of the window or summarize write that put it there"""
         self.summarizing: dict[str, int] = {}
         """a summarize stage's rsid -> the fold it summarized for"""
 
-    def see(self, commit: Commit) -> dict[str, Any] | None:
-        """Take a commit in; return the fold it wrote, if it is a window stage's."""
+    def see(self, commit: Commit, after_call: int | None = None) -> FoldPart | None:
+        """Take a commit in; return the fold it wrote, if it is a window stage's.
+        ``after_call``: the call it follows."""
         if commit.stage not in ("window", "summarize"):
             return None
-        fold: dict[str, Any] | None = None
+        fold: FoldPart | None = None
         for w in commit.writes:
             if w.key.startswith("message:") and w.source is not None:
                 source = source_json(w.source)
@@ -296,74 +270,61 @@ class Folds:
             n = fold_number(w.key)
             if commit.stage == "window" and n is not None and fold is None:
                 value, missing = self.resolver.value(w)
-                fold = (value if isinstance(value, dict) else {}) | {
-                    "fold": n,
-                    "rsid": commit.rsid,
-                }
-                if missing:
-                    fold["missing"] = missing
+                value = value if isinstance(value, dict) else {}
+                fold = FoldPart(checked(value, n), value, commit.rsid, after_call, missing)
                 if self.keep:
                     self.folds.append(fold)
         return fold
 
-    def kind(self, rsid: str) -> dict[str, Any]:
-        """``{"kind": "agent"}``, or for a summarizer's call ``{"kind": "summarizer", "fold":
-        n}`` (n None when the file does not say which fold)."""
+    def kind(self, rsid: str) -> tuple[Literal["agent", "summarizer"], int | None]:
+        """``agent``, or for a summarizer's call ``summarizer`` and the fold it summarized
+        for (None when the file does not say which)."""
         if not rsid.startswith(SUMMARIZER):
-            return {"kind": "agent", "fold": None}
-        return {"kind": "summarizer", "fold": self.summarizing.get(rsid)}
+            return "agent", None
+        return "summarizer", self.summarizing.get(rsid)
 
 
-def response_json(resolver: Resolver, reply: Any) -> dict[str, Any]:
+def response_of(resolver: Resolver, reply: Reply) -> Response:
+    """A reply, its message read for its text, tool calls and thinking."""
     message, missing = resolver.value(reply.writes[0]) if reply.writes else (None, None)
     content = as_dict(message).get("content")
     blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-    out: dict[str, Any] = {
-        "text": "".join(as_text(b.get("text")) for b in blocks if b.get("type") == "text"),
-        "tool_calls": [
-            {"id": b.get("id"), "name": b.get("name"), "args": b.get("args")}
+    return Response(
+        text="".join(as_text(b.get("text")) for b in blocks if b.get("type") == "text"),
+        tool_calls=[
+            ToolCall(b.get("id"), b.get("name"), b.get("args"))
             for b in blocks
             if b.get("type") == "tool_call"
         ],
-        "thinking_chars": sum(
+        thinking_chars=sum(
             len(as_text(b.get("thinking"))) for b in blocks if b.get("type") == "thinking"
         ),
-        "stop_reason": reply.stop_reason,
-        "usage": usage_json(reply.usage),
-        "model": reply.model,
-        "ms": reply.ms,
-        "decision": reply.decision.model_dump(exclude_defaults=True) if reply.decision else None,
-    }
-    if missing:
-        out["missing"] = missing
-    return out
+        stop_reason=reply.stop_reason,
+        usage=reply.usage,
+        model=reply.model,
+        ms=reply.ms,
+        decision=reply.decision,
+        missing=missing,
+    )
 
 
-def attempt_json(info: AttemptInfo | None) -> dict[str, Any] | None:
+def attempt_of(info: AttemptInfo | None) -> Attempt | None:
     """Which attempt a call is, for agents with reliability rules (None for others)."""
     if info is None:
         return None
-    return {
-        "n": info.n,
-        "provider": info.provider,
-        "via": info.via,
-        "skipped": [s.model_dump(exclude_defaults=True) for s in info.skipped],
-    }
+    return Attempt(info.n, info.provider, info.via, list(info.skipped))
 
 
-def error_json(record: ErrorEvent) -> dict[str, Any]:
+def error_of(record: ErrorEvent) -> CallError:
     """An error event: what failed and, for an attempt at a model call, what came next."""
-    out: dict[str, Any] = {"kind": record.error.kind, "message": record.error.message}
-    for key in ("reason", "status"):
-        value = getattr(record.error, key)
-        if value is not None:
-            out[key] = value
-    if record.error.mid_stream:
-        out["mid_stream"] = True
-    if record.ms is not None:
-        out["ms"] = record.ms
-    if record.decision is not None:
-        out["decision"] = record.decision.model_dump(exclude_defaults=True)
-    if record.attempt is not None:
-        out["attempt"] = attempt_json(record.attempt)
-    return out
+    e = record.error
+    return CallError(
+        kind=e.kind,
+        message=e.message,
+        reason=e.reason,
+        status=e.status,
+        mid_stream=e.mid_stream,
+        ms=record.ms,
+        decision=record.decision,
+        attempt=attempt_of(record.attempt),
+    )

@@ -111,14 +111,14 @@ def test_a_file_that_grows_while_it_is_opened_is_read_as_mapped(
     calls = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"')]
     path = tmp_path / "growing.jsonl"
     path.write_bytes(b"".join(lines[: calls[2] + 2]))
-    indexed = Recording._build_index
+    indexed = Recording._index_all
 
     def grows(self: Recording) -> None:
         with path.open("ab") as f:
             f.write(b"".join(lines[calls[2] + 2 : calls[3] + 1]))
         indexed(self)
 
-    monkeypatch.setattr(Recording, "_build_index", grows)
+    monkeypatch.setattr(Recording, "_index_all", grows)
     rec = open_recording(path)
     monkeypatch.undo()
     timeline = timeline_of(rec)
@@ -178,8 +178,8 @@ def test_the_run_is_given_call_by_call_as_the_file_is_read(generated: list[Path]
         read: list[int] = []
         walk = rec.records
 
-        def records(lines=None, walk=walk, read=read):  # type: ignore[no-untyped-def]
-            for line, record in walk(lines):
+        def records(lines=None, walk=walk, read=read, **how):  # type: ignore[no-untyped-def]
+            for line, record in walk(lines, **how):
                 read.append(line)
                 yield line, record
 
