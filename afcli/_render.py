@@ -8,6 +8,7 @@ string passed by mistake is printed as it is.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, overload
 
@@ -97,9 +98,14 @@ def _plain(text: Printable) -> str:
     return text if isinstance(text, str) else text.plain
 
 
+_WIDE = re.compile("[^\x20-\x7e·–…←→⇢⏎─┈▸▾✓✗]")
+"""A character that may not take exactly one cell: anything but printable ASCII and the
+marks af prints itself (each one cell wide)."""
+
+
 def cells(text: str) -> int:
     """How many terminal cells ``text`` takes."""
-    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+    return cell_len(text) if _WIDE.search(text) else len(text)
 
 
 @overload
@@ -112,7 +118,11 @@ def fit(head: Text, tail: str, width: int, *, total: int | None = None) -> Text:
 
 def fit(head: Line | Text, tail: str, width: int, *, total: int | None = None) -> Line | Text:
     """``head`` followed by as much of the untrusted ``tail`` as fits on one line of ``width``."""
-    cut = line(tail, width - len(head) - 1, total=total)
+    room = width - cells(_plain(head)) - 1
+    cut = line(tail, room, total=total)
+    while cells(cut) > max(room, 24) and len(cut) > 24:
+        # Wide characters (東京) take two cells: cut shorter until the line fits.
+        cut = line(tail, len(cut) - (cells(cut) - room), total=total)
     if isinstance(head, Text):
         text = head.copy()
         text.append(cut)
@@ -220,10 +230,63 @@ class Printer:
             self._size = 0
 
 
-def _wrapped(console: Console | Printer, text: Printable, room: int) -> list[Text]:
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def _breaks(text: str, width: int) -> list[int]:
+    """Where Rich's word wrap breaks ``text`` (every character one cell wide) to ``width``:
+    a word goes to the next line when it does not fit, a word longer than a line is cut."""
+    breaks: list[int] = []
+    offset = 0
+    for match in _WORD.finditer(text):
+        start, word = match.start(), match.group()
+        size = len(word.rstrip())
+        if width - offset >= size:
+            offset += len(word)
+        elif size > width:
+            chunks = [word[i : i + width] for i in range(0, len(word), width)]
+            for i, chunk in enumerate(chunks):
+                if start:
+                    breaks.append(start)
+                if i == len(chunks) - 1:
+                    offset = len(chunk)
+                else:
+                    start += len(chunk)
+        elif offset and start:
+            breaks.append(start)
+            offset = len(word)
+    return breaks
+
+
+def _split(text: Line, breaks: list[int]) -> list[Line]:
+    """``text`` cut at character offsets, each piece keeping its style."""
+    out: list[Line] = []
+    current = Line(style=text.style)
+    at, edges = 0, iter([*breaks, -1])
+    edge = next(edges)
+    for piece, style in text.pieces:
+        while edge >= 0 and at + len(piece) > edge:
+            current.append(piece[: edge - at], style)
+            out.append(current)
+            current = Line(style=text.style)
+            piece, at = piece[edge - at :], edge
+            edge = next(edges)
+        current.append(piece, style)
+        at += len(piece)
+    out.append(current)
+    return out
+
+
+def _wrapped(console: Console | Printer, text: Printable, room: int) -> list[Line | Text]:
+    if isinstance(text, str):
+        text = Line(text)
+    if isinstance(text, Line):
+        plain = text.plain
+        if not _WIDE.search(plain) and "\t" not in plain and "\n" not in plain:
+            return [*_split(text, _breaks(plain, room))]
+        text = text.text()
     full = console.console if isinstance(console, Printer) else console
-    rich = text.text() if isinstance(text, Line) else Text(text) if isinstance(text, str) else text
-    return list(rich.wrap(full, room))
+    return list(text.wrap(full, room))
 
 
 def print_hanging(console: Console | Printer, text: Printable, indent: int, more: int = 2) -> None:
@@ -240,8 +303,12 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
             console.print(Text(" " * indent) + one, soft_wrap=True)
         return
     for i, wrapped in enumerate(_wrapped(console, text, room)):
+        pad = indent + (more if i else 0)
+        if isinstance(wrapped, Line):
+            _print_one(console, wrapped, pad)
+            continue
         wrapped.rstrip()
-        console.print(Text(" " * (indent + (more if i else 0))) + wrapped, soft_wrap=True)
+        console.print(Text(" " * pad) + wrapped, soft_wrap=True)
 
 
 def _print_one(console: Console | Printer, text: Line, indent: int) -> None:

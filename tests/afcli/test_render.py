@@ -67,3 +67,37 @@ def test_args_text() -> None:
     assert args_text({"city": "Lisbon", "n": 2, "ok": True}) == 'city="Lisbon", n=2, ok=true'
     assert args_text({"s": "\x1b[2J"}) == 's="\\u001b[2J"'
     assert args_text({"long": "z" * 500}, 60).endswith("more chars)")
+
+
+def test_cells_counts_as_rich_does() -> None:
+    from rich.cells import cell_len
+
+    from afcli._render import cells
+
+    for text in ["plain", "a · b → c ← d ✓ ✗ ⏎ – … ─ ┈ ▸ ▾ ⇢", "日本語", "e\u0301", "tab\tx", ""]:
+        assert cells(text) == cell_len(text), text
+
+
+def test_wrapping_breaks_lines_where_rich_does() -> None:
+    import random
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from afcli._render import Line, _split, _wrapped
+
+    console = Console(width=80)
+    rng = random.Random(7)
+    words = ["a", "fold", "messages", "x" * 30, "  ", "·", "→", "seed#0", "-", "y" * 95]
+    for _ in range(300):
+        text = "".join(rng.choice(words) + rng.choice(["", " ", "  "]) for _ in range(30))
+        room = rng.choice([20, 33, 58, 78])
+        ours = [w.plain.rstrip() for w in _wrapped(console, Line(text), room)]
+        theirs = [w.plain.rstrip() for w in Text(text).wrap(console, room)]
+        assert ours == theirs, (text, room)
+    styled = Line(("ab ", "red"), "cd ef", ("gh", "bold"), style="dim")
+    assert [list(line.pieces) for line in _split(styled, [2, 6])] == [
+        [("ab", "red")],
+        [(" ", "red"), ("cd ", "")],
+        [("ef", ""), ("gh", "bold")],
+    ]
