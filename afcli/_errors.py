@@ -23,6 +23,7 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "command",
+    "key_words",
     "say_error",
     "settings",
 ]
@@ -64,6 +65,18 @@ def say_error(message: str) -> None:
     err_console().print(Text.assemble(("error: ", "bold red"), safe(message)), soft_wrap=True)
 
 
+def key_words(error: BaseException) -> str | None:
+    """A missing API key as a command-line user fixes it: by setting a variable."""
+    from afcore.errors import MissingKeyError
+
+    if not isinstance(error, MissingKeyError):
+        return None
+    return (
+        f"no {error.vendor} API key: set the {error.variable} environment variable "
+        f"(export {error.variable}=...)"
+    )
+
+
 def _code_for(error: BaseException) -> int:
     from afcore.errors import RunNotFoundError, UsageError
 
@@ -96,7 +109,7 @@ def command(fn: Callable[P, R]) -> Callable[P, R]:
             if settings.debug:
                 traceback.print_exc(file=sys.stderr)
             if isinstance(e, AfError):
-                say_error(str(e))
+                say_error(key_words(e) or str(e))
             else:
                 say_error(
                     f"af failed unexpectedly: {type(e).__name__}: {e} "

@@ -19,12 +19,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from afcli._errors import EXIT_USAGE, CliError
+from afcli._errors import EXIT_USAGE, CliError, key_words
 
 if TYPE_CHECKING:
     from afcore import Agent
 
-__all__ = ["LoadError", "Loaded", "load_agent"]
+__all__ = ["LoadError", "Loaded", "load_agent", "names_an_agent"]
 
 
 class LoadError(CliError):
@@ -37,6 +37,28 @@ class Loaded:
     agent: Agent
     source: str
     """What was loaded, for the recording: ``examples/bot.py:agent``, never an absolute path."""
+    name: str
+    """The attribute it was found under (``agent``, ``make``)."""
+
+
+def names_an_agent(spec: str) -> bool:
+    """Whether ``spec`` reads as an agent to load (a file, ``file:attr``, a path, a module
+    that can be found) rather than as a message."""
+    if spec.endswith(".py") or any(sep in spec for sep in ("/", "\\", ":")):
+        return True
+    try:
+        if Path(spec).exists():
+            return True
+    except OSError:
+        return False
+    if not all(part.isidentifier() for part in spec.split(".")):
+        return False
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(spec.partition(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def load_agent(spec: str) -> Loaded:
@@ -49,7 +71,7 @@ def load_agent(spec: str) -> Loaded:
         module = _load_module(where)
     name, obj = _pick(module, attr, shown)
     target = f"{shown}:{name}"
-    return Loaded(agent=_as_agent(obj, target), source=target)
+    return Loaded(agent=_as_agent(obj, target), source=target, name=name.rpartition(".")[2])
 
 
 def _split(spec: str) -> tuple[str, str | None]:
@@ -119,6 +141,11 @@ def _load_file(path: Path, shown: str) -> ModuleType:
 
 
 def _load_module(name: str) -> ModuleType:
+    if Path(name).is_dir():
+        raise LoadError(
+            f"{name} is a folder; give a Python file in it, as {name}/bot.py (or "
+            f"{name}/bot.py:NAME)"
+        )
     if not all(part.isidentifier() for part in name.split(".")):
         raise LoadError(f"{name!r} is neither a .py file nor a module name")
     # The console script does not put the current folder on sys.path; `python -m` does.
@@ -142,6 +169,9 @@ def _import_failure(e: BaseException, shown: str) -> BaseException:
     if isinstance(e, SyntaxError):
         where = _display_path(Path(e.filename)) if e.filename else shown
         return LoadError(f"cannot load {shown}: syntax error in {where}, line {e.lineno}: {e.msg}")
+    missing = key_words(e)
+    if missing is not None:
+        return LoadError(f"cannot load {shown}: {missing}")
     if isinstance(e, SystemExit):
         return LoadError(f"{shown} called exit({e.code!r}) while loading")
     return LoadError(f"loading {shown} raised {type(e).__name__}: {_first_line(e)}")

@@ -326,8 +326,12 @@ def _console(*, stderr: bool) -> Console:
 
 
 def err_console() -> Console:
-    """For people: progress, messages, errors (stderr)."""
-    return _console(stderr=True)
+    """For people: progress, messages, errors (stderr). Not a terminal (a log file, a CI
+    job): each line whole, never broken at 80 columns."""
+    console = _console(stderr=True)
+    if not console.is_terminal:
+        console.soft_wrap = True
+    return console
 
 
 def out_console() -> Console:

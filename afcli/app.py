@@ -20,7 +20,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     help="Run LLM agents and read the recordings their runs leave.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     # Errors are ours to print (one sentence); a traceback with locals could show secrets.
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -60,7 +60,7 @@ app.command("lens")(lens.lens)
 def main() -> None:
     """The console script: run the app and turn anything that escapes into an exit code."""
     try:
-        app()
+        app(prog_name="af")
     except KeyboardInterrupt:
         say_error("interrupted")
         sys.exit(EXIT_INTERRUPTED)

@@ -4,7 +4,8 @@ Every error af raises on purpose is an ``AfError``::
 
     AfError
     ├── UsageError                  a mistake in using the library (bad arguments, a bad builder)
-    │   └── RefusedError            a tool result's declaration that says nothing, or says it wrong
+    │   ├── RefusedError            a tool result's declaration that says nothing, or says it wrong
+    │   └── MissingKeyError         a provider has no API key: neither passed nor in the environment
     ├── ProviderError               a model provider failed to answer
     │   ├── RateLimitedError        429: too many requests or tokens for now
     │   ├── ServerError             5xx: the vendor failed
@@ -42,6 +43,7 @@ __all__ = [
     "CompactionUnmeasurableError",
     "ConnectionFailedError",
     "McpError",
+    "MissingKeyError",
     "MockExhaustedError",
     "OverloadedError",
     "ProviderError",
@@ -67,6 +69,19 @@ class AfError(Exception):
 
 class UsageError(AfError):
     """The library was used in a way it does not support; the message says how to fix it."""
+
+
+class MissingKeyError(UsageError):
+    """A provider was made without an API key, and its environment variable is not set."""
+
+    def __init__(self, vendor: str, variable: str, factory: str) -> None:
+        super().__init__(
+            f"no {vendor} API key: set the {variable} environment variable "
+            f"or pass {factory}(api_key=...)"
+        )
+        self.vendor = vendor
+        self.variable = variable
+        """The environment variable the key is read from."""
 
 
 class RefusedError(UsageError):

@@ -7,22 +7,15 @@ from typing import Annotated
 
 import typer
 
-from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
+from afcli._errors import EXIT_FAILED, CliError, command
+from afcli._params import OptionalRunArg
 
 __all__ = ["lens", "run_lens"]
 
 
 @command
 def lens(
-    run: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[RUN]",
-            help="A recording's path, or a run id (or its unique prefix) in the recordings "
-            "folder. Default: the newest recording there.",
-            show_default=False,
-        ),
-    ] = None,
+    run: OptionalRunArg = None,
     follow: Annotated[
         bool,
         typer.Option(
@@ -34,7 +27,9 @@ def lens(
 
     Keys: ← → move a call, / searches, w says why, ? lists them all, q quits.
     """
-    run_lens(_newest() if run is None else _resolve(run), follow=follow)
+    from afcli._runs import newest, resolve
+
+    run_lens(newest("af lens") if run is None else resolve(run), follow=follow)
 
 
 def run_lens(path: Path, *, follow: bool = False) -> None:
@@ -48,26 +43,3 @@ def run_lens(path: Path, *, follow: bool = False) -> None:
     except RecordingError as e:
         raise CliError(str(e), EXIT_FAILED) from None
     app.run()
-
-
-def _resolve(ref: str) -> Path:
-    from afcore.errors import RunNotFoundError
-    from afcore.recording import resolve_run
-
-    if any(c in ref for c in "*?[") and not Path(ref).is_file():
-        raise CliError(f"no recording named {ref!r}: a run id holds no *, ? or [", EXIT_USAGE)
-    try:
-        return resolve_run(ref)
-    except RunNotFoundError as e:
-        raise CliError(str(e), EXIT_USAGE) from None
-
-
-def _newest() -> Path:
-    from afcli.commands.ls import _newest_first as newest_first
-    from afcore.recording import default_dir
-
-    folder = default_dir()
-    found = newest_first(folder) if folder.is_dir() else []
-    if not found:
-        raise CliError(f"no recordings in {folder}: name one (af lens RUN)", EXIT_USAGE)
-    return found[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,6 +18,8 @@ __all__ = ["run"]
 DEMO = "demo"
 DEMO_SOURCE = "afcore.demos.trip:build_agent"
 DEMO_NAMES = ("trip", "compaction", "sliding")
+UNNAMED = "agent"
+"""The name of an agent built without ``Agent.create(name=...)``."""
 """The built-in demos (``afcore.demos.DEMOS``), named here so that ``--help`` lists them
 without importing the library."""
 
@@ -28,7 +31,8 @@ def run(
         typer.Argument(
             metavar="AGENT",
             help="file.py, file.py:NAME or module:NAME: an Agent, or a function with no "
-            "arguments returning one. Leave it out (or say 'demo') to run the offline demo.",
+            "arguments returning one. Leave it out (or say 'demo') to run the offline demo; "
+            "a single argument that names no file or module is the demo's message.",
             show_default=False,
         ),
     ] = None,
@@ -98,8 +102,10 @@ def run(
 ) -> None:
     """Run an agent on a message and record the run.
 
-    Progress goes to stderr, the answer to stdout. Exit 0 on an answer, 1 when the run
-    fails or stops at max iterations, 2 when the agent cannot be loaded.
+    `af run` runs the offline demo; `af run "Trip to Porto?"` sends the demo that message;
+    `af run bot.py "Hello"` runs the Agent that bot.py defines (or `bot.py:make`, a function
+    returning one). Progress goes to stderr, the answer to stdout. Exit 0 on an answer, 1
+    when the run fails or stops at max iterations, 2 when the agent cannot be loaded.
     """
     from rich.text import Text
 
@@ -145,7 +151,11 @@ def run(
         # Streamed to this very terminal already: not twice.
         progress is not None and progress.answer_streamed and err.is_terminal and stdout.is_terminal
     ):
-        stdout.print(Text(safe(result.answer)), soft_wrap=True)
+        if stdout.is_terminal:
+            stdout.print(Text(safe(result.answer)), soft_wrap=True)
+        else:
+            # For a pipe or a file, the model's text exactly: escaping is for terminals.
+            _write_exact(result.answer)
 
     if result.status == "answer" and result.stop_reason == "max_tokens":
         err.print(
@@ -183,6 +193,16 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.status != "answer":
         raise typer.Exit(EXIT_FAILED)
+
+
+def _write_exact(text: str) -> None:
+    import sys
+
+    data = text if text.endswith("\n") else text + "\n"
+    # A lone surrogate (which no UTF-8 can carry) is the only thing written otherwise.
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data.encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
 
 
 def _run_in_lens(agent: Agent, text: str) -> None:
@@ -224,10 +244,13 @@ def _run_in_lens(agent: Agent, text: str) -> None:
 
 
 def _load(agent: str | None, message: str | None, demo: str | None) -> tuple[Agent, str, str]:
-    from afcli._loading import load_agent
+    from afcli._loading import load_agent, names_an_agent
 
     if demo is not None:
         return _demo(demo, agent, message)
+    if agent is not None and message is None and not names_an_agent(agent):
+        # `af run "Trip to Porto?"`: one argument that names no agent is the demo's message.
+        agent, message = None, agent
     if agent is None or agent == DEMO:
         from afcore.demos import DEFAULT_MESSAGE, build_agent
 
@@ -235,7 +258,12 @@ def _load(agent: str | None, message: str | None, demo: str | None) -> tuple[Age
     if message is None:
         raise CliError(f"say what to send to the agent: af run {agent} MESSAGE", EXIT_USAGE)
     loaded = load_agent(agent)
-    return loaded.agent, loaded.source, message
+    built = loaded.agent
+    if built.name == UNNAMED:
+        # An agent built without a name is known by the name it was loaded by.
+        built = copy.copy(built)
+        built.name = loaded.name
+    return built, loaded.source, message
 
 
 def _demo(name: str, agent: str | None, message: str | None) -> tuple[Agent, str, str]:
@@ -262,7 +290,6 @@ def _demo(name: str, agent: str | None, message: str | None) -> tuple[Agent, str
 def _prepare(agent: Agent, source: str, out: Path | None, max_iterations: int | None) -> Agent:
     """A copy of ``agent`` that records (af run's whole point, even for an agent built with
     ``record=False``), where ``--out`` says, under the name it was loaded by."""
-    import copy
     import dataclasses
 
     from afcore import RecordingConfig

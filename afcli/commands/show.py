@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from afcli._errors import command
-from afcli._params import RunArg
+from afcli._params import OptionalRunArg
 from afcli._render import (
     Line,
     Printer,
@@ -56,7 +56,7 @@ __all__ = ["show"]
 
 @command
 def show(
-    run: RunArg,
+    run: OptionalRunArg = None,
     call: Annotated[
         int | None,
         typer.Option(
@@ -70,10 +70,10 @@ def show(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Show a recorded run: each call's slot sizes, tool calls and results, and the outcome."""
-    from afcli._runs import open_run
+    from afcli._runs import newest, open_run
     from afcore.readmodel import call_detail
 
-    with open_run(run, index=call is not None) as rec:
+    with open_run(newest("af show") if run is None else run, index=call is not None) as rec:
         if call is not None:
             data = call_detail(rec, call)
             if json_output:

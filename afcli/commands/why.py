@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
-from afcli._params import RunArg
+from afcli._params import complete_run
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -43,7 +44,16 @@ af why RUN --list prints every key of a run with the stage that wrote it.
 
 @command
 def why(
-    run: RunArg,
+    run: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[RUN]",
+            help="A recording's path, or a run id (or its unique prefix). Default: the newest "
+            "recording; a single argument that names no recording is the KEY.",
+            show_default=False,
+            autocompletion=complete_run,
+        ),
+    ] = None,
     key: Annotated[
         str | None,
         typer.Argument(metavar="KEY", help="What to explain (see Keys below).", show_default=False),
@@ -94,9 +104,12 @@ def why(
     from afcore.why import NeverWrittenError, UnknownPositionError, keys
     from afcore.why import why as slice_of
 
+    path, key = _run_and_key(run, key)
+    if key is not None and not key.strip():
+        raise CliError("the KEY is empty: give one to explain (af why RUN --list shows them)")
     if not list_keys and key is None:
         raise CliError("give a KEY to explain (af why RUN --list shows them)", EXIT_USAGE)
-    with open_run(run) as rec:
+    with open_run(path) as rec:
         if list_keys:
             listed = keys(rec)
             if json_output:
@@ -132,6 +145,21 @@ def why(
 
 
 why.__doc__ = inspect.cleandoc(why.__doc__ or "") + "\n\n" + KEYS_HELP
+
+
+def _run_and_key(run: str | None, key: str | None) -> tuple[Path, str | None]:
+    """``af why RUN KEY``, ``af why KEY`` (the newest run) or ``af why RUN``."""
+    from afcli._runs import newest, resolve
+
+    if run is None:
+        return newest("af why"), None
+    if key is not None:
+        return resolve(run), key
+    try:
+        return resolve(run), None
+    except CliError:
+        # Names no recording: the key, asked of the newest run.
+        return newest("af why"), run
 
 
 def _print_keys(rows: list[tuple[str, str, str]]) -> None:

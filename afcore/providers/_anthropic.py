@@ -10,6 +10,7 @@ import orjson
 
 from afcore.errors import (
     ConnectionFailedError,
+    MissingKeyError,
     ProviderError,
     StreamCutError,
     UsageError,
@@ -90,10 +91,7 @@ def anthropic(
     """
     key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
     if not key:
-        raise UsageError(
-            f"no Anthropic API key: set the {API_KEY_ENV} environment variable "
-            "or pass anthropic(api_key=...)"
-        )
+        raise MissingKeyError("Anthropic", API_KEY_ENV, "anthropic")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise UsageError(
             f"anthropic(max_tokens=...) must be a positive integer, got {max_tokens!r}"

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import orjson
 
 from afcore._version import __version__
-from afcore.errors import ConnectionFailedError, ProviderError, StreamCutError, UsageError
+from afcore.errors import (
+    ConnectionFailedError,
+    MissingKeyError,
+    ProviderError,
+    StreamCutError,
+    UsageError,
+)
 from afcore.messages import (
     AssistantMessage,
     Block,
@@ -146,10 +152,7 @@ def _key(api_key: str | None, env: str, vendor: str, factory: str, *more: str) -
     else:
         key = next((os.environ[v] for v in (env, *more) if os.environ.get(v)), None)
     if not key:
-        raise UsageError(
-            f"no {vendor} API key: set the {env} environment variable "
-            f"or pass {factory}(api_key=...)"
-        )
+        raise MissingKeyError(vendor, env, factory)
     return key
 
 

@@ -42,22 +42,36 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def resolve_run(ref: str, folder: Path | None = None) -> Path:
     """A path to a recording from a path, or a run id or unique prefix of one in ``folder``."""
+    shown = ref if len(ref) <= 80 else f"{ref[:40]}… ({len(ref):,} characters)"
+    if not ref:
+        raise RunNotFoundError("no recording named '': give a path or a run id")
     as_path = Path(ref)
-    if as_path.is_file():
-        return as_path
+    try:
+        if as_path.is_file():
+            return as_path
+        if as_path.is_dir():
+            raise RunNotFoundError(
+                f"{shown} is a folder, not a recording: name a file in it, or a run id "
+                f"(af ls {shown} lists them)"
+            )
+    except OSError as e:  # a name too long for the file system, ...
+        raise RunNotFoundError(f"no recording named {shown}: {e.strerror or e}") from None
     folder = folder or default_dir()
     name = ref.removesuffix(SUFFIX)
     if os.sep in ref or (os.altsep and os.altsep in ref):
-        raise RunNotFoundError(f"no recording at {ref}")
+        raise RunNotFoundError(f"no recording at {shown}")
     exact = folder / f"{name}{SUFFIX}"
-    if exact.is_file():
-        return exact
+    try:
+        if exact.is_file():
+            return exact
+    except OSError as e:
+        raise RunNotFoundError(f"no recording named {shown}: {e.strerror or e}") from None
     if not folder.is_dir():
-        raise RunNotFoundError(f"no recording named {ref!r}: the folder {folder} does not exist")
+        raise RunNotFoundError(f"no recording named {shown!r}: the folder {folder} does not exist")
     matches = sorted(p for p in folder.glob(f"{glob.escape(name)}*{SUFFIX}") if p.is_file())
     if not matches:
-        raise RunNotFoundError(f"no recording in {folder} has a run id starting with {ref!r}")
+        raise RunNotFoundError(f"no recording in {folder} has a run id starting with {shown!r}")
     if len(matches) > 1:
         shown = ", ".join(p.stem for p in matches[:5]) + (", ..." if len(matches) > 5 else "")
-        raise RunNotFoundError(f"{ref!r} matches {len(matches)} recordings in {folder}: {shown}")
+        raise RunNotFoundError(f"{shown!r} matches {len(matches)} recordings in {folder}: {shown}")
     return matches[0]

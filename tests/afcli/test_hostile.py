@@ -207,8 +207,18 @@ def test_model_and_tool_text_is_shown_literally(invoke: Invoke, tmp_path: Path) 
     path.write_text(AGENT)
     ran = invoke("run", path, "go", "--out", tmp_path / "runs", env={"COLUMNS": "200"})
     assert ran.code == 0, ran.err
-    assert_literal(ran.out + ran.err)
-    assert ran.out.strip() == "done \\x1b]0;title\\x07 [red]ok[/]"
+    assert_literal(ran.err)
+    # Not a terminal: the answer is the model's text exactly, for a program to read.
+    assert ran.out == "done \x1b]0;title\x07 [red]ok[/]\n"
+    # A terminal would act on it: there it is shown escaped.
+    on_terminal = invoke(
+        "run", path, "go", "--out", tmp_path / "tty", env={"COLUMNS": "200", "TTY_COMPATIBLE": "1"}
+    )
+    assert on_terminal.code == 0, on_terminal.err
+    # (streamed on the terminal already, so not printed twice)
+    both = on_terminal.out + on_terminal.err
+    assert "\x1b]0;title" not in both and "\x07" not in both and "\x9b" not in both
+    assert "done \\x1b]0;title\\x07 [red]ok[/]" in both
     assert "\\x1b[31mRED\\x1b[0m [bold red]x[/] :smile: \\x07\\x9b2J\\u202egnp.exe" in ran.err
     assert "[link=http://x]see[/link]" in ran.err
     (recorded,) = (tmp_path / "runs").glob("*.jsonl")

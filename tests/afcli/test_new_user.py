@@ -1,0 +1,213 @@
+"""What a new user meets first: help, completion, naming runs, listing them, one argument to
+`af run`, and the sentences af says when something is not what it should be."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.afcli.conftest import Invoke
+
+COMMANDS = ("run", "ls", "show", "verify", "schema", "why", "lens")
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help_reads_like_any_typer_program(invoke: Invoke, command: str) -> None:
+    ran = invoke(*([command] if command else []), "--help")
+    assert ran.code == 0, ran.err
+    # A flag takes no value, and a required argument is named as typer always named it.
+    assert "<bool>" not in ran.out and "<str>" not in ran.out
+    assert "{RUN}" not in ran.out and "{run}" not in ran.out
+    usage = next(line for line in ran.out.splitlines() if "Usage:" in line)
+    if command in ("verify",):
+        assert usage.split()[-1] == "RUN"
+    if command in ("show", "lens", "why"):
+        assert "[RUN]" in usage
+
+
+def test_a_flag_given_a_value_says_flags_take_none(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ran = invoke("ls", "--json", "true")
+    assert ran.code == 2
+    assert "take no value" in ran.err and "--json" in ran.err
+
+
+def test_completion_installs_for_bash(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    af = [sys.executable, "-c", "from afcli.app import main; main()"]
+    shown = subprocess.run(
+        [*af, "--show-completion", "bash"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "complete" in shown.stdout and "_AF_COMPLETE" in shown.stdout.upper()
+    installed = subprocess.run(
+        [*af, "--install-completion", "bash"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert installed.returncode == 0, installed.stderr + installed.stdout
+    assert "No such option" not in installed.stderr
+    assert (tmp_path / ".bashrc").read_text().strip()
+
+
+# -- naming runs -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_runs(invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Two demo runs in ./recordings, oldest first: their run ids."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AF_RECORDINGS", raising=False)
+    ids = []
+    for message in ("Trip to Porto?", "Trip to Lisbon?"):
+        ran = invoke("run", "--json", message)
+        assert ran.code == 0, ran.err
+        ids.append(ran.json()["run_id"])
+    return ids
+
+
+def test_show_and_why_without_run_take_the_newest(invoke: Invoke, two_runs: list[str]) -> None:
+    shown = invoke("show", "--json")
+    assert shown.code == 0, shown.err
+    assert shown.json()["run_id"] == two_runs[-1]
+    asked = invoke("why", "answer", "--json")
+    assert asked.code == 0, asked.err
+    assert asked.json()["key"] == "answer"
+    listed = invoke("why", "--list", "--json")
+    assert listed.code == 0 and any(k["key"] == "answer" for k in listed.json())
+    # Named, the older run is the one read.
+    older = invoke("show", two_runs[0], "--json")
+    assert older.json()["run_id"] == two_runs[0]
+
+
+def test_a_single_argument_that_names_no_agent_is_the_message(
+    invoke: Invoke, two_runs: list[str]
+) -> None:
+    shown = invoke("show", two_runs[0], "--json")
+    assert shown.code == 0
+    calls = invoke("show", two_runs[0], "--call", "1", "--json").json()
+    first = calls["messages"][0]
+    assert first["role"] == "user" and first["content"] == "Trip to Porto?"
+
+
+def test_ls_filters_and_limits(invoke: Invoke, two_runs: list[str]) -> None:
+    everything = invoke("ls", "--json").json()
+    assert [e["run_id"] for e in everything] == two_runs[::-1]
+    assert [e["run_id"] for e in invoke("ls", "-n", "1", "--json").json()] == [two_runs[-1]]
+    assert len(invoke("ls", "--status", "answer", "--json").json()) == 2
+    assert invoke("ls", "--status", "error", "--json").json() == []
+    assert len(invoke("ls", "--agent", "trip-demo", "--json").json()) == 2
+    assert invoke("ls", "--agent", "someone-else", "--json").json() == []
+    assert len(invoke("ls", "--since", "1h", "--json").json()) == 2
+    assert invoke("ls", "--since", "2999-01-01", "--json").json() == []
+    bad = invoke("ls", "--since", "yesterday")
+    assert bad.code == 2 and "30m" in bad.err
+    wrong = invoke("ls", "--status", "done")
+    assert wrong.code == 2 and "max_iterations" in wrong.err
+
+
+def test_ls_shows_the_name_an_agent_was_loaded_by(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AF_RECORDINGS", raising=False)
+    (tmp_path / "bots.py").write_text(
+        textwrap.dedent(
+            """
+            from afcore import Agent, mock
+
+            def make():
+                return Agent.create(provider=mock(replies=[{"content": "hi"}]), model="m").build()
+
+            def named():
+                provider = mock(replies=[{"content": "hi"}])
+                return Agent.create(provider=provider, model="m", name="greeter").build()
+            """
+        )
+    )
+    for attr in ("make", "named"):
+        ran = invoke("run", f"bots.py:{attr}", "hello", "--json")
+        assert ran.code == 0, ran.err
+    agents = [e["agent"] for e in invoke("ls", "--json").json()]
+    assert agents == ["greeter", "make"]
+
+
+# -- what af says ----------------------------------------------------------------------------
+
+
+def test_a_folder_given_as_an_agent_or_as_a_run(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bots").mkdir()
+    ran = invoke("run", "bots", "hello")
+    assert ran.code == 2
+    assert "bots is a folder" in ran.err and "bots/bot.py" in ran.err
+    for command in ("show", "verify", "lens"):
+        shown = invoke(command, "bots")
+        assert shown.code == 2, command
+        assert "bots is a folder, not a recording" in shown.err
+
+
+def test_not_a_recording_says_so_and_where(invoke: Invoke, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"note": "buy milk"}\n')
+    for command in ("show", "lens", "why"):
+        ran = invoke(command, notes, *(["answer"] if command == "why" else []))
+        assert ran.code == 1, command
+        assert f"{notes} is not an af recording: line 1" in ran.err, ran.err
+        assert "Traceback" not in ran.err
+
+
+def test_a_name_too_long_and_an_empty_key_are_one_sentence(
+    invoke: Invoke, demo: dict[str, Any]
+) -> None:
+    long = "a" * 5000
+    ran = invoke("show", long)
+    assert ran.code == 2
+    assert "5,000 characters" in ran.err and long not in ran.err
+    assert "OSError" not in ran.err and len(ran.err.strip().splitlines()) == 1
+    empty = invoke("why", demo["recording"], "")
+    assert empty.code == 2
+    assert empty.err.startswith("error: the KEY is empty") and "was never written" not in empty.err
+
+
+def test_a_missing_key_names_the_variable(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ran = invoke("run", "--model", "anthropic:claude-sonnet-4-5", "--out", tmp_path)
+    assert ran.code == 2
+    assert "set the ANTHROPIC_API_KEY environment variable" in ran.err
+    assert "api_key=" not in ran.err
+
+
+def test_off_a_terminal_progress_is_not_wrapped_and_the_answer_is_exact(
+    tmp_path: Path,
+) -> None:
+    text = "Line one\x1b[31m red?\nA tab\there, and [bold]markup[/bold] kept."
+    (tmp_path / "echo.py").write_text(
+        "from afcore import Agent, mock\n"
+        f"agent = Agent.create(provider=mock(replies=[{{'content': {text!r}}}]), model='m')"
+        ".build()\n"
+    )
+    env = {**os.environ, "AF_RECORDINGS": str(tmp_path / "runs"), "COLUMNS": "80"}
+    ran = subprocess.run(
+        [sys.executable, "-c", "from afcli.app import main; main()", "run", "echo.py", "hi"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr.decode()
+    assert ran.stdout.decode() == text + "\n"
+    lines = ran.stderr.decode().splitlines()
+    end = next(line for line in lines if line.startswith("answer after"))
+    assert end.endswith("ms"), lines  # one line, however long
+    assert not any(line.lstrip().startswith("ms") for line in lines), lines
