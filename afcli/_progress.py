@@ -4,6 +4,7 @@ in (its ``stream=`` callback)."""
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -107,6 +108,27 @@ class Progress:
         self._where = ""
         self.answer_streamed = False
         """Whether the last reply, the answer when the run ends on one, was streamed here."""
+        self._running: dict[str, tuple[str, float]] = {}
+        """tool stage rsid -> the tool's name and when it started, until its result"""
+        self._calling: tuple[int, float] | None = None
+        """the model call in flight and when it was sent, until its reply"""
+
+    def waiting_for(self) -> str:
+        """What a stop now waits for, in words: the tools running (a sync tool's thread is
+        left behind), the model call in flight, or nothing but the recording."""
+        now = time.monotonic()
+        if self._running:
+            tools = ", ".join(
+                f"{safe(name)} (running {now - t0:.1f} s)" for name, t0 in self._running.values()
+            )
+            return f"cancelling {tools} and closing the recording"
+        if self._calling is not None:
+            n, t0 = self._calling
+            return (
+                f"cancelling call {n} to the model (sent {now - t0:.1f} s ago) and closing the "
+                "recording"
+            )
+        return "closing the recording"
 
     def stream(self, event: object) -> None:
         """The model's reply as it arrives: text, thinking (dimmed), tool calls starting.
@@ -207,6 +229,7 @@ class Progress:
                 (f" · {safe(str(r.get('model', '')))}", "dim"),
             )
         elif t == "call":
+            self._calling = (int(r.get("call") or 0), time.monotonic())
             self._where = f"iteration {r.get('iter')} · call {r.get('call')}"
             self._update_footer()
             sent = sum(b - a + 1 for a, b in r.get("window", []))
@@ -225,7 +248,10 @@ class Progress:
         elif t == "commit" and r.get("stage") in ("window", "summarize"):
             self._window(r)
         elif t == "reply":
+            self._calling = None
             self._reply(r)
+        elif t == "tool_start":
+            self._running[str(r.get("rsid"))] = (str(r.get("name")), time.monotonic())
         elif t == "args_invalid":
             problems = r.get("problems") or []
             text = "; ".join(f"{p.get('path', '$')}: {p.get('message', '')}" for p in problems)
@@ -240,10 +266,12 @@ class Progress:
                     tail=text,
                 )
         elif t == "commit" and r.get("tool"):
+            self._running.pop(str(r.get("rsid")), None)
             self._tool_result(r)
         elif t == "tool_progress":
             self._say(("  … ", "dim"), tail=str(r.get("message", "")))
         elif t == "error":
+            self._calling = None
             # A reply cut off mid-stream: what came of it is shown before why it stopped.
             self._flush_stream()
             self._streamed = False

@@ -11,6 +11,9 @@ import typer
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, command
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from afcli._progress import Progress
     from afcore import Agent, RunResult
 
 __all__ = ["run"]
@@ -125,15 +128,13 @@ def run(
     try:
         if lens:
             _run_in_lens(runnable, text)
-        elif progress is None:
-            runnable.run(text)
-        elif err.is_terminal:
+        elif progress is not None and err.is_terminal:
             # A footer under the streamed output: where the run is and what it has used.
             with err.status(Text("starting", "dim"), spinner="dots") as footer:
                 progress.footer = footer
-                runnable.run(text, observe=progress, stream=progress.stream)
+                _run_stoppable(runnable, text, progress, err)
         else:
-            runnable.run(text, observe=progress, stream=progress.stream)
+            _run_stoppable(runnable, text, progress, err)
     except KeyboardInterrupt:
         interrupted = True
     except AfError:
@@ -180,7 +181,8 @@ def run(
             Text.assemble(("error: ", "bold red"), f"the run failed: {safe(error or '')}"),
             soft_wrap=True,
         )
-    elif result.status != "answer":
+    elif result.status != "answer" and (progress is None or result.status != "interrupted"):
+        # (an interrupted run's progress ends on a line that says so)
         err.print(Text.assemble(("stopped: ", "bold yellow"), safe(result.status)))
     if interrupted and result.status != "interrupted":
         # Ctrl-C landed while nothing awaited: the run finished before it could be stopped.
@@ -193,6 +195,58 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.status != "answer":
         raise typer.Exit(EXIT_FAILED)
+
+
+def _run_stoppable(agent: Agent, text: str, progress: Progress | None, err: Console) -> None:
+    """Run ``agent`` on its own event loop, stopped by Ctrl-C as a person expects: the first
+    says at once that the run is stopping and what it waits for, and cancels it (a model call
+    or an async tool is cancelled, a sync tool's thread left behind, the recording closed);
+    a second quits at once. Raises KeyboardInterrupt when the run was stopped."""
+    import asyncio
+    import signal
+    import threading
+
+    from rich.text import Text
+
+    if threading.current_thread() is not threading.main_thread():
+        agent.run(text, observe=progress, stream=progress.stream if progress else None)
+        return
+    runner = asyncio.Runner()
+    loop = runner.get_loop()
+    task: asyncio.Task[Any] | None = None
+    stops = 0
+
+    def on_sigint(signum: int, frame: object) -> None:
+        nonlocal stops
+        stops += 1
+        if stops > 1 or task is None:
+            raise KeyboardInterrupt
+        waits = progress.waiting_for() if progress is not None else ""
+        err.print(
+            Text.assemble(
+                ("stopping", "bold yellow"),
+                f": {waits}" if waits else "",
+                (" · Ctrl-C again quits at once", "dim"),
+            ),
+            soft_wrap=True,
+        )
+        if progress is not None and progress.footer is not None:
+            progress.footer.update(Text("stopping", "yellow"))
+        loop.call_soon_threadsafe(task.cancel)
+
+    async def main() -> None:
+        nonlocal task
+        task = asyncio.current_task()
+        await agent.arun(text, observe=progress, stream=progress.stream if progress else None)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        runner.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        runner.close()
 
 
 def _write_exact(text: str) -> None:

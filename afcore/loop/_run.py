@@ -41,6 +41,8 @@ from afcore.errors import (
 from afcore.injections._engine import READ_SKILL, Composition, TurnState
 from afcore.injections._model import ConfigureContext
 from afcore.loop._conversation import Conversation
+from afcore.loop._interrupt import INTERRUPTED_TEXT
+from afcore.loop._interrupt import in_thread as run_in_thread
 from afcore.loop._window import visit
 from afcore.messages import (
     AssistantMessage,
@@ -277,14 +279,16 @@ def _error_info(run: _Run, e: AfError) -> dict[str, Any]:
 
 
 def _remember(
-    run: _Run, message: Message, rsid: str, source: Source | None = None
+    run: _Run, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
 ) -> dict[str, Any]:
-    """Add a message to the conversation (and the live window); return its write."""
+    """Add a message to the conversation (and the live window); return its write.
+    ``keep=False``: not handed to a session (which closes an interrupted call in its own
+    words)."""
     run.history.append(message)
     n, write = run.rec.message(message, source=source)
     if run.live is not None:
         run.live.append(LiveMessage(n, message, rsid))
-    if run.keep is not None:
+    if run.keep is not None and keep:
         run.keep(message)
     return write
 
@@ -603,12 +607,14 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
         )
         jobs.append((call, k, rsid))
     concurrent = len(jobs) > 1
-    if concurrent:
-        outcomes = await asyncio.gather(
-            *(_run_tool(run, c, rsid, concurrent) for c, _, rsid in jobs)
-        )
-    else:
-        outcomes = [await _run_tool(run, jobs[0][0], jobs[0][2], concurrent)]
+    tasks = [asyncio.ensure_future(_run_tool(run, c, rsid, concurrent)) for c, _, rsid in jobs]
+    try:
+        outcomes = await asyncio.gather(*tasks)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        for task in tasks:
+            task.cancel()
+        _record_interrupted(run, jobs, tasks, reply_key)
+        raise
     # Results join the history in call order, whatever order they finished in.
     if len(outcomes) > 1 and rec.enabled:
         # Results are written one after another: what one names as a secret is learned
@@ -623,6 +629,38 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
         run.result_keys[call.name] = write.get("key", "")
         if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):
             turn.active_skills.setdefault(str(call.args["id"]), run.iteration)
+        rec.commit(
+            rsid,
+            f"tool:{call.name}",
+            run.iteration,
+            reads=(reply_key,),
+            writes=[write],
+            tool={
+                "name": call.name,
+                "k": k,
+                "call_id": call.id,
+                "status": status,
+                "ms": round(ms, 3),
+            },
+        )
+
+
+def _record_interrupted(
+    run: _Run,
+    jobs: list[tuple[ToolCall, int, str]],
+    tasks: list[asyncio.Task[tuple[ToolResultMessage, str, float]]],
+    reply_key: str,
+) -> None:
+    """A stop came while tools ran: each call still running is answered by a result saying
+    it did not finish, and committed as ``interrupted``, so the transcript stays whole."""
+    rec = run.rec
+    for (call, k, rsid), task in zip(jobs, tasks, strict=True):
+        done = task.done() and not task.cancelled() and task.exception() is None
+        if done:
+            result, status, ms = task.result()
+        else:
+            result, status, ms = _result(call, INTERRUPTED_TEXT, error=True), "interrupted", 0.0
+        write = _remember(run, result, rsid, keep=status != "interrupted")
         rec.commit(
             rsid,
             f"tool:{call.name}",
@@ -696,11 +734,9 @@ async def _run_tool(
 async def _execute(tool: Tool, args: dict[str, Any], ctx: ToolContext, *, in_thread: bool) -> Any:
     if tool.is_async:
         return await tool.execute(args, ctx)
-    # A sync tool alone runs inline (no thread hop); beside others it runs in a thread so
-    # that the calls of one reply overlap.
-    value = (
-        await asyncio.to_thread(tool.execute, args, ctx) if in_thread else tool.execute(args, ctx)
-    )
+    # A sync tool runs on a daemon thread: the calls of one reply overlap, and a stop never
+    # waits for a tool that blocks (see _interrupt).
+    value = await run_in_thread(tool.execute, args, ctx)
     if asyncio.iscoroutine(value):
         value = await value
     return value
@@ -715,8 +751,11 @@ def _progress_reporter(run: _Run, rsid: str) -> Any:
     def report(message: str) -> None:
         if threading.get_ident() == run.loop_thread:
             emit(message)
-        else:
+            return
+        try:
             loop.call_soon_threadsafe(emit, message)
+        except RuntimeError:
+            pass  # the run is over: a tool it abandoned reports to no one
 
     return report
 

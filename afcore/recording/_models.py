@@ -187,7 +187,7 @@ class ToolOutcome(_Model):
     """Which call of this tool in the run, from 1."""
     call_id: str
     """The id of the tool call this answers."""
-    status: Literal["ok", "error", "rejected", "unknown_tool"]
+    status: Literal["ok", "error", "rejected", "unknown_tool", "interrupted"]
     """`ok`; `error` (execute raised); `rejected` (arguments failed validation and the tool
     did not run); `unknown_tool` (the model named a tool the agent does not have)."""
     ms: float
