@@ -33,6 +33,7 @@ from afcore.readmodel import (
     reasons_text,
     safe,
     seam_text,
+    window_text,
 )
 from afcore.recording import Recording
 from tui.text import args_line, preview, source_label
@@ -146,8 +147,9 @@ def _messages(
     rows: Rows,
     earlier: list[FoldMark],
 ) -> Iterator[Entry]:
-    ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d.window)
-    note = Text(f"{plural(len(messages), 'message')} · window {ranges}", style="dim")
+    injected = [m.n for m in messages if (m.writer or "").startswith("inject#")]
+    window = window_text(d.window, injected)
+    note = Text(f"{plural(len(messages), 'message')} · window {window}", style="dim")
     note.append_text(_changes([m.change for m in messages], since))
     yield heading("MESSAGES", note), None
     seams: dict[int | None, list[Seam]] = {}

@@ -36,6 +36,7 @@ from afcore.readmodel import (
     status_style,
     usage_json,
     usage_text,
+    window_text,
 )
 
 if TYPE_CHECKING:
@@ -502,10 +503,10 @@ def _print_detail(console: Printer, d: CallDetail) -> None:
         )
 
     messages = d.messages
-    ranges = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in d.window)
+    injected = [m.n for m in messages if (m.writer or "").startswith("inject#")]
     section(
         "messages",
-        f"{plural(len(messages), 'message')} (window {ranges})",
+        f"{plural(len(messages), 'message')} (window {window_text(d.window, injected)})",
         _change_counts([m.change for m in messages]),
     )
     seams: dict[int | None, list[str]] = {}

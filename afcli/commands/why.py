@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from rich.text import Text
     from rich.tree import Tree
 
-    from afcore.why import Slice
+    from afcore.why import Edge, Node, Slice
 
 __all__ = ["why"]
 
@@ -24,21 +24,25 @@ Keys:
 
 ```
 answer                  the final answer
-<name>                  any key a stage wrote: user_message, route,
-                        system, tools, injections, model, ...
+<id>, injection:<id>    an injection (an instruction, a skill, a fact,
+                        ...): where it landed, in any slot, and why
+                        (at --at call:N, or the last call it reached)
 message:<n>             message n of the run
 call:<n>                model call n
 tools@<n>               the tools visible at call n, and whence
-system:<id>             why injection <id>'s segment was in the
-                        system prompt (at --at, or its last call)
+system:<id>             injection <id>'s segment of the system prompt
 tool:<name>#<k>.args    the arguments of a tool's k-th call
                         (or tool:<call id>.args)
 tool:<name>#<k>.result  what that call returned
 fold:<n>                the n-th fold of the window: what was
                         measured, what left, what refused
+<name>                  any key a stage wrote: user_message, route,
+                        system, tools, injections, model, ...
 ```
 
-af why RUN --list prints every key of a run with the stage that wrote it.
+af why RUN --list prints every key of a run. The default output leads with the decisions
+and what the call read; --full draws every stage as a tree, --json gives the slice with
+its stage ids (docs/why.md says what they are).
 """
 
 
@@ -62,8 +66,8 @@ def why(
         str | None,
         typer.Option(
             "--at",
-            help="Only what was written before this position: a runtime stage id "
-            "(call-llm#7) or call:N.",
+            help="Only what was written up to call N (call:N), or before a stage id "
+            "(call-llm#7, as --json shows them).",
             show_default=False,
         ),
     ] = None,
@@ -76,7 +80,8 @@ def why(
     full: Annotated[
         bool,
         typer.Option(
-            "--full", help="Follow every message of every call, not only what bears on it."
+            "--full",
+            help="Draw every stage as a tree, following every message of every call.",
         ),
     ] = False,
     list_keys: Annotated[
@@ -94,8 +99,9 @@ def why(
 
     ```
     af why RUN answer
-    af why RUN system:refunds --at call:5
+    af why RUN refunds --at call:5
     af why RUN tool:search#2.args
+    af why answer                (the newest run)
     af why RUN --list
     ```
     """
@@ -141,7 +147,12 @@ def why(
     else:
         from afcli._render import out_console
 
-        out_console().print(_tree(result))
+        console = out_console()
+        if full:
+            console.print(_tree(result))
+        else:
+            for text in _compact(result):
+                console.print(text, soft_wrap=True)
 
 
 why.__doc__ = inspect.cleandoc(why.__doc__ or "") + "\n\n" + KEYS_HELP
@@ -177,6 +188,143 @@ def _print_keys(rows: list[tuple[str, str, str]]) -> None:
     out_console().print(table)
 
 
+_CALL_STAGES = ("call-llm", "summarize")
+_READ_LINES = 14
+"""The most inputs of the decisive call listed before the rest is counted."""
+
+
+def _key_words(key: str) -> str:
+    """A key in the reader's terms."""
+    name, sep, rest = key.partition(":")
+    if sep and name in ("message", "reply", "call", "fold") and rest.isdigit():
+        return f"{name} {rest}"
+    return {
+        "user_message": "the user's message",
+        "system": "system prompt",
+        "active_skills": "skill activated",
+    }.get(key, key)
+
+
+def _compact(result: Slice) -> list[Text]:
+    """The slice as a person reads it first: what the key holds, the decisions that put it
+    there with the values they read, the call it came from and what that call read. Each
+    stage once; ``--full`` draws the whole tree."""
+    from rich.text import Text
+
+    from afcore.readmodel import plural, safe
+
+    nodes = result.nodes
+    root = nodes[result.writer]
+    shown = {root.rsid}
+    value = root.value.removeprefix(f"{result.key} = ") if root.value else root.label
+    if root.stage.startswith("tool:"):
+        value = f"{root.label} {value}"
+    out: list[Text] = [Text.assemble((safe(result.key), "bold"), "  ", safe(value))]
+    # The way down to the call the key came from, one stage a step.
+    path = [root]
+    while path[-1].stage not in _CALL_STAGES:
+        ups = [e for e in result.parents(path[-1].rsid) if e.kind == "data"]
+        if len(ups) != 1 or ups[0].source in shown:
+            break
+        path.append(nodes[ups[0].source])
+        shown.add(ups[0].source)
+    if len(path) > 1:
+        steps = " ← ".join(safe(n.label) for n in path[1:])
+        out.append(Text(f"  from {steps} (iteration {path[-1].iteration})", "dim"))
+    elif "iteration" not in root.label:
+        out.append(Text(f"  {safe(root.label)} (iteration {root.iteration})", "dim"))
+    for note in root.notes:
+        out.append(Text(f"  note: {safe(note)}", "yellow"))
+
+    decisions = _decisions(result)
+    if decisions:
+        out += [Text(""), Text("decided", "bold magenta")]
+        for words, sources in decisions:
+            out.append(Text(f"  {safe(words)}", "magenta"))
+            for source in sources:
+                node = nodes[source.source]
+                shown.add(node.rsid)
+                out.append(Text(safe(_one_line(f"    on {_input(source, node)}", 110)), "dim"))
+
+    call = path[-1] if path[-1].stage in _CALL_STAGES else root
+    inputs = [e for e in result.parents(call.rsid) if e.source not in shown]
+    if inputs:
+        title = f"{call.label} read" if call.stage in _CALL_STAGES else "from"
+        out += [Text(""), Text(title, "bold cyan")]
+    for n, edge in enumerate(inputs):
+        if n == _READ_LINES:
+            out.append(Text(f"  + {len(inputs) - n} more (af why --full)", "dim"))
+            break
+        node = nodes[edge.source]
+        shown.add(node.rsid)
+        out.append(Text(safe(_one_line(f"  {_input(edge, node)}", 110))))
+    rest = call.rest or {}
+    more = []
+    if rest.get("messages"):
+        more.append(f"{plural(rest['messages'], 'message')} of the model's own, not followed")
+    if rest.get("folded"):
+        more.append(f"{plural(rest['folded'], 'message')} folded out of the window before")
+    if more:
+        out.append(Text(f"  + {'; '.join(more)}", "dim"))
+
+    further = [n for rsid, n in nodes.items() if rsid not in shown]
+    if further:
+        calls = sorted({n.label for n in further if n.stage in _CALL_STAGES}, key=_call_order)
+        said = plural(len(further), "earlier stage")
+        if calls:
+            said += f", back through {', '.join(calls)}"
+        out += [Text(""), Text(f"further back: {safe(said)} (af why --full draws them all)", "dim")]
+    if result.truncated["by_depth"] or result.truncated["by_nodes"]:
+        out.append(Text("not followed past --depth or --nodes: raise them to see more", "yellow"))
+    return out
+
+
+def _input(edge: Edge, node: Node) -> str:
+    """One thing a stage read, in the reader's terms: ``message 4: lookup_order, call 1
+    returned '...'``."""
+    key = _key_words(edge.key)
+    if edge.kind == "data" and edge.label:
+        return f"{key}: {edge.label}"
+    if node.stage == "seed":
+        return f"{key}: {node.value}"
+    if node.stage == "inject":
+        return f"{key}: {node.label}"
+    what = f"{node.label} {node.value}" if node.stage.startswith("tool:") else node.label
+    return f"{key}: {what}"
+
+
+def _call_order(label: str) -> int:
+    tail = label.rpartition(" ")[2]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _decisions(result: Slice) -> list[tuple[str, list[Edge]]]:
+    """Every decision in the slice once, newest stage first, with the edges of the values
+    it read. A decision carried over from an earlier iteration is the same decision."""
+    found: dict[str, list[Edge]] = {}
+    for node in result.nodes.values():
+        for words in node.decisions:
+            found.setdefault(_base(words), [])
+    for edge in result.edges:
+        if edge.kind == "control" and edge.label:
+            sources = found.setdefault(_base(edge.label), [])
+            if not edge.label.endswith("unchanged since)") and edge not in sources:
+                sources.append(edge)
+    return list(found.items())
+
+
+def _base(words: str) -> str:
+    """A decision's words without where it was carried over from."""
+    head, sep, _ = words.rpartition(" (decided at iteration ")
+    return head if sep else words
+
+
+def _one_line(text: str, limit: int) -> str:
+    from afcore.readmodel import line
+
+    return line(text, limit)
+
+
 def _tree(result: Slice) -> Tree:
     """One stage a line: the root is the stage that wrote the key, each child a stage it
     read from, with the key that links them; a stage reached again is named, not repeated."""
@@ -200,7 +348,7 @@ def _tree(result: Slice) -> Tree:
         children = []
         for edge in result.parents(rsid):
             if edge.source in shown:
-                again = f"← {edge.key} from {edge.source} (again)"
+                again = f"← {_key_words(edge.key)} from {result.nodes[edge.source].label} (above)"
                 if edge.label:
                     again += f"\n{edge.label}"
                 branch.add(_plain(again, "dim"))
@@ -230,9 +378,10 @@ def _line(result: Slice, rsid: str, edge: object) -> Text:
     if isinstance(edge, Edge):
         arrow = "⇐" if edge.kind == "control" else "←"
         text.append(
-            f"{arrow} {safe(edge.key)} ", style="cyan" if edge.kind == "data" else "magenta"
+            f"{arrow} {safe(_key_words(edge.key))}: ",
+            style="cyan" if edge.kind == "data" else "magenta",
         )
-    text.append(safe(rsid), style="bold")
+    text.append(safe(node.label), style="bold")
     text.append(f"  iteration {node.iteration}", style="dim")
     if node.value:
         text.append("  ")

@@ -38,9 +38,11 @@ if TYPE_CHECKING:
         fold_number,
         fold_text,
         messages_text,
+        numbers_text,
         reasons_text,
         refusal_texts,
         seam_text,
+        window_text,
         writers_text,
     )
     from afcore.readmodel._model import (
@@ -108,7 +110,9 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "fold_number",
         "fold_text",
         "messages_text",
+        "numbers_text",
         "reasons_text",
+        "window_text",
         "refusal_texts",
         "seam_text",
         "writers_text",
@@ -213,6 +217,7 @@ __all__ = [
     "messages_text",
     "more_text",
     "ms_text",
+    "numbers_text",
     "overview",
     "params_text",
     "plural",
@@ -224,6 +229,7 @@ __all__ = [
     "status_style",
     "usage_text",
     "window_numbers",
+    "window_text",
     "writers_text",
 ]
 

@@ -18,6 +18,8 @@ __all__ = [
     "fold_number",
     "fold_text",
     "messages_text",
+    "numbers_text",
+    "window_text",
     "reasons_text",
     "refusal_texts",
     "seam_text",
@@ -104,10 +106,30 @@ def writers_text(writers: list[str]) -> str:
 
 
 def messages_text(ranges: list[tuple[int, int]]) -> str:
-    """``message 1``, ``messages 12–13``, ``messages 15, 10–12``."""
+    """``message 1``, ``messages 12–13``, ``messages 10–12, 15``: in order, whatever order
+    the ranges came in."""
     count = sum(b - a + 1 for a, b in ranges)
-    listed = ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in ranges)
-    return f"{'message' if count == 1 else 'messages'} {listed}"
+    return f"{'message' if count == 1 else 'messages'} {numbers_text(ranges)}"
+
+
+def numbers_text(ranges: list[tuple[int, int]] | list[list[int]]) -> str:
+    """``1–2, 5–11``: message numbers in order, runs joined."""
+    merged: list[list[int]] = []
+    for a, b in sorted((int(a), int(b)) for a, b in ranges):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return ", ".join(f"{a}–{b}" if a != b else str(a) for a, b in merged)
+
+
+def window_text(window: list[list[int]], injected: list[int]) -> str:
+    """A call's window in order: ``1–5, 7 (2, 5 injected, sent after the others)``."""
+    text = numbers_text(window)
+    if injected:
+        sent = sorted(injected)
+        text += f" ({', '.join(map(str, sent))} injected, sent last)"
+    return text
 
 
 def _at(f: FoldView) -> str:
@@ -115,7 +137,7 @@ def _at(f: FoldView) -> str:
 
 
 def fold_text(f: FoldView, *, compact: bool = False) -> str:
-    """``fold 1 at iteration 7: 12 messages (seed#0 .. tool:search#14) -> 1 summary by
+    """``fold 1 at iteration 7: 12 messages (1–12) -> 1 summary by
     summarize_oldest; 41,210 tokens measured, threshold 30,000``. ``compact``: for a line
     under its iteration, ``fold 1: 12 messages -> 1 summary by summarize_oldest (41,210
     tokens over 30,000)``."""
@@ -124,8 +146,8 @@ def fold_text(f: FoldView, *, compact: bool = False) -> str:
     if compact and not f.count:
         head = f"fold {f.fold} by {strategy}: nothing left the window"
     elif f.count:
-        writers = "" if compact else writers_text(f.folded)
-        head += plural(f.count, "message") + (f" ({writers})" if writers else "")
+        which = "" if compact or not f.messages else numbers_text(f.messages)
+        head += plural(f.count, "message") + (f" ({which})" if which else "")
         if f.summary is not None:
             head += f" -> 1 summary by {strategy}"
         else:
@@ -156,13 +178,11 @@ def reasons_text(f: FoldView) -> str:
 
 
 def refusal_texts(f: FoldView) -> list[str]:
-    """One line per refusal: ``kept: message 1 (seed#0): the current request``."""
+    """One line per refusal: ``kept: message 1: the current request``."""
     out = []
     for r in f.refusals:
-        why = _why(r)
-        writers = writers_text(r.writers)
         what = messages_text(r.messages) if r.messages else "messages"
-        out.append(f"kept: {what}" + (f" ({writers})" if writers else "") + f": {why}")
+        out.append(f"kept: {what}: {_why(r)}")
     return out
 
 

@@ -12,6 +12,11 @@ bury the answer, so by default a call is followed only into what bears on the qu
 its system segments' injections, the tool results and user messages in its window, injected
 and summary messages. The rest becomes one count on the call's node (``rest``). ``full``
 follows everything.
+
+Every record is read through the reader's typed records (``Commit``, ``Call``, ``Reply``);
+a line that does not hold one is a stage the slice cannot follow, never an error. Each node
+carries a ``label`` in the reader's terms (``call 2``, ``lookup_order, call 1``, ``the
+user's message``); runtime stage ids stay the nodes' keys, for ``--json``.
 """
 
 from __future__ import annotations
@@ -23,9 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
+from pydantic import ValidationError
 
 from afcore.errors import AfError, UsageError
+from afcore.recording._models import Call, Commit, Reply
 from afcore.recording._reader import Recording
+
+_Staged = Commit | Call | Reply
+"""The records a stage writes: what a slice walks."""
 
 __all__ = [
     "Edge",
@@ -70,9 +80,13 @@ class Node:
     rest: dict[str, int] | None = None
     """For a model call followed thinly: the messages of its window not followed, and how
     many messages had been folded out of the window before it."""
+    label: str = ""
+    """The stage in the reader's terms: ``call 2``, ``lookup_order, call 1``, ``the
+    injections of iteration 3``, ``the user's message``."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "label": self.label,
             "stage": self.stage,
             "iteration": self.iteration,
             "line": self.line,
@@ -218,17 +232,27 @@ class _Walk:
         self._nodes: dict[str, Node] = {}
         self._lines: dict[int, str] = {}
         """line -> the rsid of the stage whose record it holds"""
+        self._records: dict[int, _Staged | None] = {}
         self.room: Callable[[], bool] = lambda: True
         """Whether the slice can take another stage (set by the walk)."""
 
     # -- records -------------------------------------------------------------------------
 
-    def raw(self, line: int) -> dict[str, Any]:
+    def record(self, line: int | None) -> _Staged | None:
+        """The stage record on ``line``, typed; None for a line that holds none (another
+        record type, or one that breaks the format: the reader reports those)."""
+        if line is None:
+            return None
+        if line in self._records:
+            return self._records[line]
+        found: _Staged | None = None
         try:
-            data = self.rec.raw(line)
-        except (IndexError, orjson.JSONDecodeError):
-            return {}
-        return data if isinstance(data, dict) else {}
+            for _, record in self.rec.records([line]):
+                found = record if isinstance(record, _Staged) else None
+        except (IndexError, ValueError, ValidationError, orjson.JSONDecodeError):
+            found = None
+        self._records[line] = found
+        return found
 
     def value(self, write: Any) -> Any:
         try:
@@ -236,22 +260,29 @@ class _Walk:
         except (KeyError, TypeError):
             return None
 
+    def first_value(self, record: _Staged | None) -> Any:
+        """The value of a commit's or reply's first write."""
+        if isinstance(record, Commit | Reply) and record.writes:
+            return self.value(record.writes[0])
+        return None
+
     def node_at(self, line: int) -> Node:
         """The node of the stage whose record is on ``line`` (made once per stage)."""
-        data = self.raw(line)
-        rsid = str(data.get("rsid") or f"line {line}")
+        r = self.record(line)
+        rsid = r.rsid if r is not None else f"line {line}"
         self._lines[line] = rsid
         known = self._nodes.get(rsid)
         if known is not None:
             return known
-        stage = str(data.get("stage") or rsid.partition("#")[0])
-        wrote = [str(w.get("key")) for w in data.get("writes") or () if isinstance(w, dict)]
-        if data.get("t") == "call":
-            wrote = [f"call:{data.get('call')}"]
-        node = Node(rsid, stage, _int(data.get("iter")), line, wrote)
-        node.value = self._describe(data)
+        stage = r.stage if isinstance(r, Commit) else rsid.partition("#")[0]
+        wrote = [w.key for w in r.writes] if isinstance(r, Commit | Reply) else []
+        if isinstance(r, Call):
+            wrote = [f"call:{r.call}"]
+        node = Node(rsid, stage, r.iter if r is not None else 0, line, wrote)
+        node.value = self._describe(r)
+        node.label = self._label(r, rsid)
         if stage == "window":
-            fold = self.value((data.get("writes") or [{}])[0])
+            fold = self.first_value(r)
             for refusal in (fold or {}).get("refusals") or () if isinstance(fold, dict) else ():
                 if isinstance(refusal, dict):
                     node.decisions.append(_refusal_words(refusal))
@@ -262,34 +293,76 @@ class _Walk:
         """Whether the stage on ``line`` is already a node (without reading the line)."""
         return line in self._lines
 
-    def _stage(self, line: int) -> str:
-        return str(self.raw(line).get("stage") or "")
+    def _stage(self, line: int | None) -> str:
+        r = self.record(line)
+        return r.stage if isinstance(r, Commit) else ""
 
-    def _describe(self, data: dict[str, Any]) -> str:
-        t = data.get("t")
-        if t == "call":
-            return f"call {data.get('call')} to {data.get('model')}"
-        if t == "reply":
-            message = self.value((data.get("writes") or [{}])[0]) or {}
-            return _reply_words(message, data)
-        writes = [w for w in data.get("writes") or () if isinstance(w, dict)]
-        stage = str(data.get("stage", ""))
+    def _label(self, r: _Staged | None, rsid: str) -> str:
+        """The stage in the reader's terms."""
+        if r is None:
+            return rsid
+        if isinstance(r, Call | Reply):
+            who = "the summarizer's call" if rsid.startswith("summarize") else "call"
+            return f"{who} {r.call}"
+        stage = r.stage
+        if stage.startswith("tool:") and r.tool is not None:
+            return f"{r.tool.name}, call {r.tool.k}"
         if stage == "inject":
-            return "composed " + ", ".join(str(w.get("key")) for w in writes)
+            return f"the injections of iteration {r.iter}"
+        if stage == "seed":
+            return "the user's message"
+        if stage == "history":
+            return "the conversation continued from"
         if stage == "window":
-            fold = self.value(writes[0]) if writes else None
+            folds = [w.key for w in r.writes if w.key.startswith("fold:")]
+            return f"fold {folds[0][5:]}" if folds else "the window strategy"
+        if stage == "summarize":
+            return "the summarizer's transcript"
+        if stage == "route":
+            return f"the route after iteration {r.iter}"
+        if stage == "finalize":
+            return "the answer"
+        return f"{stage} (iteration {r.iter})"
+
+    def _describe(self, r: _Staged | None) -> str:
+        if r is None:
+            return ""
+        if isinstance(r, Call):
+            return f"call {r.call} to {r.model}"
+        if isinstance(r, Reply):
+            message = self.first_value(r) or {}
+            return _reply_words(message, r.call)
+        writes = r.writes
+        stage = r.stage
+        if stage == "inject":
+            messages = [w.key for w in writes if w.key.startswith("message:")]
+            slots = [
+                {"system": "the system prompt"}.get(w.key, w.key)
+                for w in writes
+                if w.key in ("system", "tools")
+            ]
+            if messages:
+                slots.append(_numbers("message", [int(k[8:]) for k in messages]))
+            return "composed " + ", ".join(slots) if slots else "decided the injections"
+        if stage == "window":
+            fold = self.first_value(r)
             return _fold_words(fold) if isinstance(fold, dict) else "a window stage"
         if stage == "summarize":
-            keys = ", ".join(str(w.get("key")) for w in writes)
+            keys = ", ".join(w.key for w in writes)
             return f"the transcript for the summarizer ({keys})"
+        if stage == "seed":
+            return _cut(next((w.value for w in writes if w.key == "user_message"), ""))
         for w in writes:
-            key = str(w.get("key"))
+            key = w.key
             value = self.value(w)
             if key.startswith("message:") and isinstance(value, dict):
-                return f"{key}: {_message_words(value)}"
+                if value.get("role") == "tool":
+                    verb = "failed" if value.get("is_error") else "returned"
+                    return f"{verb} {_cut(value.get('content'))}"
+                return f"message {key[8:]}: {_message_words(value)}"
             if key in ("answer", "user_message", "route", "model", "instructions"):
                 return f"{key} = {_cut(value)}"
-        return ", ".join(str(w.get("key")) for w in writes)
+        return ", ".join(w.key for w in writes)
 
     # -- where a question starts ---------------------------------------------------------
 
@@ -308,8 +381,8 @@ class _Walk:
         if line is None:
             first, last = self._rsid_range()
             raise UnknownPositionError(
-                f"--at {at}: not a stage of this run; give a runtime stage id from {first} to "
-                f"{last} (as `af why --list` shows them) or call:N"
+                f"--at {at}: not a position of this run; give call:N (calls "
+                f"1..{max(rec.call_numbers, default=0)}) or a stage id from {first} to {last}"
             )
         return line
 
@@ -329,24 +402,20 @@ class _Walk:
                 hi = mid
         for seq in range(lo, min(lo + 3, self.rec.seq_count + 1)):
             line = self.rec.seq_line(seq)
-            if line is not None and self.raw(line).get("rsid") == rsid:
+            r = self.record(line)
+            if r is not None and r.rsid == rsid:
                 return line
         return None
 
     def _counter(self, seq: int) -> int:
-        line = self.rec.seq_line(seq)
-        rsid = str(self.raw(line).get("rsid", "")) if line else ""
-        tail = rsid.rpartition("#")[2]
+        r = self.record(self.rec.seq_line(seq))
+        tail = r.rsid.rpartition("#")[2] if r is not None else ""
         return int(tail) if tail.isdigit() else -1
 
     def _rsid_range(self) -> tuple[str, str]:
-        count = self.rec.seq_count
-        first = self.rec.seq_line(1)
-        last = self.rec.seq_line(count)
-        return (
-            str(self.raw(first).get("rsid", "?")) if first else "?",
-            str(self.raw(last).get("rsid", "?")) if last else "?",
-        )
+        first = self.record(self.rec.seq_line(1))
+        last = self.record(self.rec.seq_line(self.rec.seq_count))
+        return (first.rsid if first else "?", last.rsid if last else "?")
 
     def resolve(self, key: str, limit: int | None) -> tuple[int, _Ask, str]:
         """The line of the record that answers ``key``, what matters when expanding it, and
@@ -354,6 +423,8 @@ class _Walk:
         rec = self.rec
         if key.startswith("system:"):
             return self._system(key[7:], limit)
+        if key.startswith("injection:"):
+            return self._injection(key[10:], limit)
         if key.startswith("tools@"):
             n = key[6:]
             call = rec.writer_lines(f"call:{n}") if n.isdigit() else []
@@ -364,59 +435,130 @@ class _Walk:
             return self._tool(key, limit)
         lines = [line for line in rec.writer_lines(key) if limit is None or line < limit]
         if not lines:
+            if ":" not in key and key in self.injection_ids():
+                # People think in injection ids: `refunds` is `injection:refunds`.
+                return self._injection(key, limit)
             raise self._never(key, limit)
-        if key.startswith("message:") and self.raw(lines[-1]).get("stage") == "inject":
+        if key.startswith("message:") and self._stage(lines[-1]) == "inject":
             # An injected message: the decision of the injection that sent it.
             return lines[-1], _Ask(focus=self._message_source(lines[-1], int(key[8:]))), ""
         return lines[-1], _Ask(), ""
 
     def _never(self, key: str, limit: int | None = None) -> NeverWrittenError:
-        known = [k.key for k in keys(self.rec)]
-        nearest = difflib.get_close_matches(key, known, n=5, cutoff=0.5)
+        nearest = _nearest(key, [k.key for k in keys(self.rec)])
         where = " before that position" if limit is not None else ""
         hint = f"; nearest keys: {', '.join(nearest)}" if nearest else ""
         return NeverWrittenError(f"{key} was never written{where}{hint}", nearest=nearest)
 
+    def injection_ids(self) -> dict[str, int]:
+        """Every injection the run decided about or put in a prompt, with the line of the
+        last record that says so."""
+        ids: dict[str, int] = {}
+        for line in self.rec.writer_lines("injections"):
+            for id in self._decisions(self.record(line)):
+                ids[id] = line
+        for line, call in reversed(self._calls_before(None)):
+            for id in self._injection_ids(call):
+                ids[id] = max(ids.get(id, 0), line)
+        return ids
+
+    def _calls_before(self, limit: int | None) -> list[tuple[int, Call]]:
+        """The agent's calls (not the summarizer's) at or before ``limit``, newest first."""
+        out = []
+        for n in reversed(self.rec.call_numbers):
+            line = self.rec.writer_lines(f"call:{n}")[0]
+            if limit is not None and line > limit:
+                continue
+            r = self.record(line)
+            if isinstance(r, Call) and r.rsid.startswith("call-llm#"):
+                out.append((line, r))
+        return out
+
     def _system(self, id: str, limit: int | None) -> tuple[int, _Ask, str]:
         """The inject stage that put injection ``id``'s segment in the system prompt of the
         call at ``limit`` (or of the last call that had it)."""
-        rec = self.rec
-        numbers = [
-            n
-            for n in rec.call_numbers
-            if limit is None or (rec.writer_lines(f"call:{n}") or [0])[0] <= limit
-        ]
-        for n in reversed(numbers):
-            call_line = rec.writer_lines(f"call:{n}")[0]
-            data = self.raw(call_line)
-            if not str(data.get("rsid", "")).startswith("call-llm#"):
-                continue
-            try:
-                segments = rec.listed(str(data.get("system")))
-            except (KeyError, ValueError, TypeError):
-                continue
-            hit = next(
-                (
-                    s
-                    for s in segments
-                    if isinstance(s, dict) and (s.get("source") or {}).get("id") == id
-                ),
-                None,
-            )
+        for _, call in self._calls_before(limit):
+            hit = next((s for s in self._segments(call) if _source_id(s) == id), None)
             if hit is None:
                 if limit is not None:
                     break  # not in the prompt of the call asked about
                 continue
-            version = dict(_reads(data)).get("system")
-            line = rec.seq_line(version) if version else None
+            line = self.rec.seq_line(dict(call.reads).get("system", 0))
             if line is None:
                 raise self._never(f"system:{id}", limit)
             return (
                 line,
                 _Ask(focus=frozenset({id})),
-                f"system:{id} in call {n}: {_cut(hit.get('text') or '(long segment)')}",
+                f"system:{id} in call {call.call}: {_cut(hit.get('text') or '(long segment)')}",
             )
         raise self._never(f"system:{id}", limit)
+
+    def _injection(self, id: str, limit: int | None) -> tuple[int, _Ask, str]:
+        """Injection ``id`` at the call at ``limit`` (or at the last call it reached, or
+        the last decision about it): where it landed, in whichever slot, and why."""
+        calls = self._calls_before(limit)
+        if limit is not None:
+            calls = calls[:1]
+        for _, call in calls:
+            where = self._landed(call, id)
+            if where is None:
+                continue
+            slot, line, text = where
+            value = f"injection {id} in the {slot} of call {call.call}"
+            if text:
+                value += f": {_cut(text)}"
+            return line, _Ask(focus=frozenset({id})), value
+        # Never in a call (or not in the one asked about): the decision that kept it out.
+        last = calls[0][0] if calls else limit
+        decided = self._decided_before(last + 1 if last is not None else None, id)
+        if decided is None:
+            raise self._never(f"injection:{id}", limit)
+        line, _ = decided
+        at = f" at call {calls[0][1].call}" if calls else ""
+        return line, _Ask(focus=frozenset({id})), f"injection {id} was not in the prompt{at}"
+
+    def _landed(self, call: Call, id: str) -> tuple[str, int, str] | None:
+        """Where injection ``id`` is in ``call``: the slot, the line of the inject stage that
+        put it there, and its text."""
+        reads = dict(call.reads)
+        for segment in self._segments(call):
+            if _source_id(segment) == id:
+                line = self.rec.seq_line(reads.get("system", 0))
+                if line is not None:
+                    return "system prompt", line, str(segment.get("text") or "")
+        for a, b in (r for r in call.window if _is_range(r)):
+            for n in range(a, b + 1):
+                writer = self.rec.message_line(n)
+                if writer is None or self._stage(writer) != "inject":
+                    continue
+                if self._message_source(writer, n) == frozenset({id}):
+                    message = self._message(n)
+                    content = message.get("content") if isinstance(message, dict) else None
+                    text = content if isinstance(content, str) else ""
+                    return f"messages (message {n})", writer, text
+        try:
+            tools = self.rec.listed(call.tools)
+        except (KeyError, ValueError, TypeError):
+            tools = []
+        for tool in tools:
+            if _source_id(tool) == id:
+                line = self.rec.seq_line(reads.get("tools", 0))
+                if line is not None:
+                    return "tools", line, f"the tool {tool.get('name')}"
+        return None
+
+    def _message(self, n: int) -> Any:
+        try:
+            return self.rec.message(n)
+        except (KeyError, IndexError, ValueError, TypeError):
+            return None
+
+    def _segments(self, call: Call) -> list[dict[str, Any]]:
+        try:
+            listed = self.rec.listed(call.system)
+        except (KeyError, ValueError, TypeError):
+            return []
+        return [s for s in listed if isinstance(s, dict)]
 
     def _tool(self, key: str, limit: int | None) -> tuple[int, _Ask, str]:
         name_k, _, part = key[5:].rpartition(".")
@@ -435,7 +577,7 @@ class _Walk:
                 asked = next((v for k, v in commit.reads if k.startswith("reply:")), None)
                 reply_line = self.rec.seq_line(asked) if asked else None
                 if reply_line is not None and (limit is None or reply_line < limit):
-                    message = self.value((self.raw(reply_line).get("writes") or [{}])[0]) or {}
+                    message = self.first_value(self.record(reply_line)) or {}
                     for block in message.get("content") or ():
                         if isinstance(block, dict) and block.get("id") == tool.call_id:
                             args = orjson.dumps(block.get("args"), option=orjson.OPT_SORT_KEYS)
@@ -450,17 +592,18 @@ class _Walk:
     ) -> Iterator[tuple[int, str, Literal["data", "control"], str, _Ask]]:
         """(parent line, key, kind, label, what matters at the parent) for each read."""
         for record_line in self._records_of(node, line):
-            data = self.raw(record_line)
-            reads = _reads(data)
-            t = data.get("t")
-            stage = str(data.get("stage", ""))
-            if not reads and t == "commit" and stage not in ("history", "seed"):
-                _note(node.notes, "reads not recorded here: the slice may be incomplete")
-            if t == "call":
-                yield from self._call_parents(node, data, ask)
+            r = self.record(record_line)
+            if r is None or isinstance(r, Reply):
                 continue
+            reads = r.reads
+            if isinstance(r, Call):
+                yield from self._call_parents(node, r, ask)
+                continue
+            stage = r.stage
+            if not reads and stage not in ("history", "seed"):
+                _note(node.notes, "reads not recorded here: the slice may be incomplete")
             if stage == "inject":
-                yield from self._inject_parents(node, data, ask)
+                yield from self._inject_parents(node, r, ask)
                 continue
             for key, version in reads:
                 parent = self.rec.seq_line(version)
@@ -468,7 +611,7 @@ class _Walk:
                     _note(node.notes, f"reads {key} from seq {version}, which the file lacks")
                     continue
                 if stage == "route" and key.startswith("reply:"):
-                    route = next((w.get("value") for w in data.get("writes") or ()), "?")
+                    route = r.writes[0].value if r.writes else "?"
                     yield (
                         parent,
                         key,
@@ -484,50 +627,50 @@ class _Walk:
     def _records_of(self, node: Node, line: int) -> list[int]:
         """A stage's records that read something: a call-llm stage's call (reached through
         its reply), a summarize stage's commit and call."""
-        data = self.raw(line)
-        if data.get("t") == "reply":
-            call = self.rec.writer_lines(f"call:{data.get('call')}")
+        r = self.record(line)
+        if isinstance(r, Reply):
+            call = self.rec.writer_lines(f"call:{r.call}")
             return call or [line]
-        if node.stage == "summarize" and data.get("t") == "commit":
+        if node.stage == "summarize" and isinstance(r, Commit):
             return [line, *self._summarize_call(line)]
         return [line]
 
     def _summarize_call(self, line: int) -> list[int]:
-        data = self.raw(line + 1) if line else {}
         # The summarizer's call follows its commit (after the transcript's blob, if any).
         for offset in range(1, 4):
-            data = self.raw(line + offset)
-            if data.get("t") == "call":
+            if line + offset <= self.rec.line_count and self.rec.kind(line + offset) == "call":
                 return [line + offset]
         return []
 
     def _asked(self, reply_line: int) -> str:
-        data = self.raw(reply_line)
-        calls = [c.get("name") for c in data.get("tool_calls") or () if isinstance(c, dict)]
-        n = data.get("call")
+        r = self.record(reply_line)
+        if not isinstance(r, Reply):
+            return "the reply"
+        calls = [c.name for c in r.tool_calls]
         return (
-            f"reply {n} asked for {', '.join(map(str, calls))}" if calls else f"reply {n} answered"
+            f"reply {r.call} asked for {', '.join(calls)}" if calls else f"reply {r.call} answered"
         )
 
     def _call_parents(
-        self, node: Node, data: dict[str, Any], ask: _Ask
+        self, node: Node, call: Call, ask: _Ask
     ) -> Iterator[tuple[int, str, Literal["data", "control"], str, _Ask]]:
-        reads = dict(_reads(data))
+        reads = dict(call.reads)
         if "system" in reads and (line := self.rec.seq_line(reads["system"])) is not None:
-            ids = self._injection_ids(data)
+            ids = self._injection_ids(call)
             if ids or self.full:
-                yield line, "system", "data", "", _Ask(focus=frozenset(ids))
+                said = f"with {', '.join(ids)}" if ids else ""
+                yield line, "system", "data", said, _Ask(focus=frozenset(ids))
         if (ask.tools or self.full) and "tools" in reads:
             line = self.rec.seq_line(reads["tools"])
             if line is not None:
                 yield line, "tools", "data", "", _Ask(tools=True)
-        for key, version in _reads(data):
+        for key, version in call.reads:
             if key.startswith("message:") and (line := self.rec.seq_line(version)) is not None:
                 yield line, key, "data", "", _Ask()  # a summarizer's transcript
         if "messages" not in reads:
             return
         # Newest first: when the node budget runs out, what was followed is the most recent.
-        window = [r for r in data.get("window") or () if _is_range(r)]
+        window = [r for r in call.window if _is_range(r)]
         total = sum(b - a + 1 for a, b in window)
         followed = 0
         for a, b in reversed(window):
@@ -544,27 +687,29 @@ class _Walk:
                     focus = (
                         self._message_source(writer, n) if self._stage(writer) == "inject" else None
                     )
-                    yield writer, f"message:{n}", "data", "", _Ask(focus=focus or frozenset())
+                    said = ""
+                    if focus:
+                        message = self._message(n)
+                        content = message.get("content") if isinstance(message, dict) else None
+                        said = f"injected by {', '.join(sorted(focus))}"
+                        if isinstance(content, str):
+                            said += f": {_cut(content, 60)}"
+                    yield writer, f"message:{n}", "data", said, _Ask(focus=focus or frozenset())
         if not self.full:
             node.rest = {"messages": total - followed, "folded": self._folded_before(node.line)}
 
     def _message_source(self, line: int, n: int) -> frozenset[str] | None:
         """The injection that wrote message ``n`` (an inject stage's write names it)."""
-        for w in self.raw(line).get("writes") or ():
-            if isinstance(w, dict) and w.get("key") == f"message:{n}":
-                source = w.get("source")
-                if isinstance(source, dict) and source.get("id"):
-                    return frozenset({str(source["id"])})
+        r = self.record(line)
+        for w in r.writes if isinstance(r, Commit) else ():
+            if w.key == f"message:{n}" and w.source is not None and w.source.id:
+                return frozenset({w.source.id})
         return None
 
-    def _injection_ids(self, call: dict[str, Any]) -> list[str]:
-        try:
-            segments = self.rec.listed(str(call.get("system")))
-        except (KeyError, ValueError, TypeError):
-            return []
+    def _injection_ids(self, call: Call) -> list[str]:
         out = []
-        for s in segments:
-            source = s.get("source") if isinstance(s, dict) else None
+        for s in self._segments(call):
+            source = s.get("source")
             if isinstance(source, dict) and source.get("kind") not in (
                 "base",
                 "configure",
@@ -580,19 +725,17 @@ class _Walk:
             if key.startswith("fold:"):
                 for fold_line in self.rec.writer_lines(key):
                     if fold_line < line:
-                        data = self.raw(fold_line)
-                        fold = self.value((data.get("writes") or [{}])[0])
-                        total += _int((fold or {}).get("count")) if isinstance(fold, dict) else 0
+                        fold = self.first_value(self.record(fold_line))
+                        total += _int(fold.get("count")) if isinstance(fold, dict) else 0
         return total
 
     def _inject_parents(
-        self, node: Node, data: dict[str, Any], ask: _Ask
+        self, node: Node, r: Commit, ask: _Ask
     ) -> Iterator[tuple[int, str, Literal["data", "control"], str, _Ask]]:
         """An inject stage: its decisions, each from the evidence it rests on. A decision
         carried over from an earlier inject stage comes from that stage."""
-        decisions = self._decisions(data)
+        decisions = self._decisions(r)
         wanted = ask.focus if ask.focus is not None else frozenset(decisions)
-        reads = _reads(data)
         for id in sorted(wanted):
             decision = decisions.get(id)
             if decision is None:
@@ -604,12 +747,13 @@ class _Walk:
                         )
                     continue
                 line, decision = earlier
+                before = self.record(line)
                 yield (
                     line,
                     "injections",
                     "control",
                     f"{_decision_words(decision)} (decided at iteration "
-                    f"{_int(self.raw(line).get('iter'))}, unchanged since)",
+                    f"{before.iter if before else '?'}, unchanged since)",
                     _Ask(focus=frozenset({id})),
                 )
                 continue
@@ -623,7 +767,7 @@ class _Walk:
                 if not isinstance(evidence, list) or not evidence:
                     continue
                 name = str(evidence[0])
-                source = self._evidence_source(name, reads)
+                source = self._evidence_source(name, r.reads)
                 if source is None:
                     if name.startswith("state."):
                         _note(node.notes, f"{name} is application state, not in the log")
@@ -647,10 +791,7 @@ class _Walk:
             if line >= before:
                 break
             asked = next((v for k, v in commit.reads if k.startswith("reply:")), None)
-            reply_line = self.rec.seq_line(asked) if asked else None
-            message = (
-                self.value((self.raw(reply_line).get("writes") or [{}])[0]) if reply_line else None
-            )
+            message = self.first_value(self.record(self.rec.seq_line(asked) if asked else None))
             for block in (message or {}).get("content") or ():
                 if isinstance(block, dict) and block.get("id") == tool.call_id:
                     if (block.get("args") or {}).get("id") == skill:
@@ -666,24 +807,24 @@ class _Walk:
             tool = name.removeprefix("last_tool_results.")
             for key, version in reads:
                 line = self.rec.seq_line(version) if key.startswith("message:") else None
-                if line is not None and str(self.raw(line).get("stage")) == f"tool:{tool}":
+                if line is not None and self._stage(line) == f"tool:{tool}":
                     return key, line
         return None
 
-    def _decisions(self, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        for w in data.get("writes") or ():
-            if isinstance(w, dict) and w.get("key") == "injections":
+    def _decisions(self, r: _Staged | None) -> dict[str, dict[str, Any]]:
+        for w in r.writes if isinstance(r, Commit) else ():
+            if w.key == "injections":
                 value = self.value(w)
                 listed = value.get("decisions") if isinstance(value, dict) else None
                 if isinstance(listed, list):
                     return {str(d.get("id")): d for d in listed if isinstance(d, dict)}
         return {}
 
-    def _decided_before(self, line: int, id: str) -> tuple[int, dict[str, Any]] | None:
+    def _decided_before(self, line: int | None, id: str) -> tuple[int, dict[str, Any]] | None:
         for inject_line in reversed(self.rec.writer_lines("injections")):
-            if inject_line >= line:
+            if line is not None and inject_line >= line:
                 continue
-            decision = self._decisions(self.raw(inject_line)).get(id)
+            decision = self._decisions(self.record(inject_line)).get(id)
             if decision is not None:
                 return inject_line, decision
         return None
@@ -695,37 +836,35 @@ class _Walk:
 def keys(rec: Recording) -> list[KeyInfo]:
     """The keys a slice can start from, each with the stage that (last) wrote it."""
     walk = _Walk(rec, full=False)
+
+    def rsid(line: int | None) -> str:
+        r = walk.record(line)
+        return r.rsid if r is not None else "?"
+
     out: list[KeyInfo] = []
     for key in rec.written_keys():
         lines = rec.writer_lines(key)
         if lines:
-            out.append(KeyInfo(key, str(walk.raw(lines[-1]).get("rsid", "?")), lines[-1]))
+            out.append(KeyInfo(key, rsid(lines[-1]), lines[-1]))
     for n in range(1, rec.message_count + 1):
         lines = rec.writer_lines(f"message:{n}")
         if lines:
-            data = walk.raw(lines[0])
-            out.append(KeyInfo(f"message:{n}", str(data.get("rsid", "?")), lines[0]))
+            out.append(KeyInfo(f"message:{n}", rsid(lines[0]), lines[0]))
     for n in rec.call_numbers:
         line = rec.writer_lines(f"call:{n}")[0]
-        rsid = str(walk.raw(line).get("rsid", "?"))
-        out.append(KeyInfo(f"call:{n}", rsid, line))
-        if rsid.startswith("call-llm#"):
-            out.append(KeyInfo(f"tools@{n}", rsid, line, "the tools visible at this call"))
+        out.append(KeyInfo(f"call:{n}", rsid(line), line))
+        if rsid(line).startswith("call-llm#"):
+            out.append(KeyInfo(f"tools@{n}", rsid(line), line, "the tools visible at this call"))
     seen: set[str] = set()
-    for n in reversed(rec.call_numbers):
-        line = rec.writer_lines(f"call:{n}")[0]
-        data = walk.raw(line)
-        for id in walk._injection_ids(data):
+    for line, call in walk._calls_before(None):
+        for id in walk._injection_ids(call):
             if id not in seen:
                 seen.add(id)
                 out.append(
-                    KeyInfo(
-                        f"system:{id}",
-                        str(data.get("rsid", "?")),
-                        line,
-                        "last in the prompt of this call",
-                    )
+                    KeyInfo(f"system:{id}", call.rsid, line, "last in the prompt of this call")
                 )
+    for id, line in walk.injection_ids().items():
+        out.append(KeyInfo(f"injection:{id}", rsid(line), line, "where it landed, and why"))
     for commit in rec.tool_commits():
         if commit.tool is None or not commit.writes:
             continue
@@ -734,11 +873,60 @@ def keys(rec: Recording) -> list[KeyInfo]:
         asked = next((v for k, v in commit.reads if k.startswith("reply:")), None)
         reply_line = rec.seq_line(asked) if asked else None
         if reply_line is not None:
-            rsid = str(walk.raw(reply_line).get("rsid", "?"))
-            out.append(KeyInfo(f"{base}.args", rsid, reply_line, f"call id {commit.tool.call_id}"))
+            out.append(
+                KeyInfo(
+                    f"{base}.args", rsid(reply_line), reply_line, f"call id {commit.tool.call_id}"
+                )
+            )
         out.append(KeyInfo(f"{base}.result", commit.rsid, line))
     out.sort(key=lambda k: k.line)
     return out
+
+
+def _nearest(key: str, known: list[str], n: int = 5) -> list[str]:
+    """The known keys nearest ``key``, ranked by the id they name (``refunds`` is nearest
+    ``injection:refunds``, then ``system:refunds``), then by the whole key."""
+    want = _id_of(key)
+    scored = []
+    for candidate in dict.fromkeys(known):
+        have = _id_of(candidate)
+        by_id = difflib.SequenceMatcher(None, want, have).ratio() if want and have else 0.0
+        whole = difflib.SequenceMatcher(None, key, candidate).ratio()
+        prefer = 0.01 if candidate.startswith("injection:") else 0.0
+        score = max(by_id + prefer, whole * 0.9)
+        if score >= 0.6:
+            scored.append((-score, candidate))
+    return [c for _, c in sorted(scored)[:n]]
+
+
+def _id_of(key: str) -> str:
+    """The id a key names: ``refunds`` of ``system:refunds``, ``refund`` of
+    ``tool:refund#2.args``, ``3`` of ``message:3``."""
+    _, _, rest = key.rpartition(":")
+    return rest.split("#")[0].split(".")[0].split("@")[0]
+
+
+def _source_id(entry: Any) -> str | None:
+    source = entry.get("source") if isinstance(entry, dict) else None
+    if isinstance(source, dict) and source.get("kind") not in ("base", "configure", "summarizer"):
+        id = source.get("id")
+        return str(id) if id else None
+    return None
+
+
+def _numbers(noun: str, ns: list[int]) -> str:
+    """``message 5`` / ``messages 1–2, 5``: numbers in order, runs as ranges."""
+    ns = sorted(set(ns))
+    spans: list[str] = []
+    start = prev = None
+    for n in [*ns, None]:
+        if n is not None and prev is not None and n == prev + 1:
+            prev = n
+            continue
+        if start is not None:
+            spans.append(str(start) if start == prev else f"{start}–{prev}")
+        start = prev = n
+    return f"{noun}{'s' if len(ns) > 1 else ''} {', '.join(spans)}"
 
 
 # -- words -----------------------------------------------------------------------------------
@@ -777,10 +965,10 @@ _REFUSALS = {
 
 
 def _refusal_words(refusal: dict[str, Any]) -> str:
-    writers = refusal.get("writers") or []
-    who = f" ({', '.join(map(str, writers))})" if writers else ""
+    ranges = [r for r in refusal.get("messages") or () if _is_range(r)]
+    which = f" {_numbers('message', [n for a, b in ranges for n in range(a, b + 1)])}"
     reason = str(refusal.get("reason"))
-    text = f"kept{who}: {_REFUSALS.get(reason, reason)}"
+    text = f"kept{which if ranges else ''}: {_REFUSALS.get(reason, reason)}"
     if refusal.get("error"):
         text += f": {_cut(refusal['error'], 80)}"
     return text
@@ -788,15 +976,10 @@ def _refusal_words(refusal: dict[str, Any]) -> str:
 
 def _fold_words(fold: dict[str, Any]) -> str:
     count = _int(fold.get("count"))
-    folded = fold.get("folded") or []
-    span = (
-        f" ({folded[0]} .. {folded[-1]})"
-        if len(folded) > 1
-        else f" ({folded[0]})"
-        if folded
-        else ""
-    )
-    text = f"fold at iteration {fold.get('iteration')}: {count} messages{span}"
+    ranges = [r for r in fold.get("messages") or () if _is_range(r)]
+    left = [n for a, b in ranges for n in range(a, min(b, a + 10_000) + 1)]
+    span = f" ({_numbers('message', left)})" if left else ""
+    text = f"fold at iteration {fold.get('iteration')}: {count} messages left{span}"
     text += f" by {fold.get('strategy')}"
     if fold.get("measured") is not None:
         measured, threshold = _int(fold.get("measured")), _int(fold.get("threshold"))
@@ -804,7 +987,7 @@ def _fold_words(fold: dict[str, Any]) -> str:
     return text
 
 
-def _reply_words(message: Any, data: dict[str, Any]) -> str:
+def _reply_words(message: Any, call: int) -> str:
     content = message.get("content") if isinstance(message, dict) else None
     text = "".join(
         str(b.get("text", ""))
@@ -816,7 +999,7 @@ def _reply_words(message: Any, data: dict[str, Any]) -> str:
         for b in content or ()
         if isinstance(b, dict) and b.get("type") == "tool_call"
     ]
-    parts = [f"reply {data.get('call')}"]
+    parts = [f"reply {call}"]
     if text:
         parts.append(_cut(text))
     if calls:
@@ -852,7 +1035,7 @@ def _reads(data: dict[str, Any]) -> list[tuple[str, int]]:
 
 def _is_range(r: Any) -> bool:
     return (
-        isinstance(r, list)
+        isinstance(r, list | tuple)
         and len(r) == 2
         and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
         and 0 <= r[1] - r[0] < 10_000_000

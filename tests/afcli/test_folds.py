@@ -147,13 +147,13 @@ def test_show_marks_each_fold_between_the_calls_it_separates(invoke: Invoke) -> 
     assert ran.code == 0, ran.err
     out = lines(ran)
     fold = out.index(
-        "fold 1 at iteration 5: 6 messages (call-llm#1 .. tool:read_document#9) -> 1 summary "
+        "fold 1 at iteration 5: 6 messages (2–7) -> 1 summary "
         "by summarize_oldest; 1,297 tokens measured, threshold 1,200"
     )
     assert out[fold + 1 : fold + 4] == [
-        "  kept: message 1 (seed#0): the current request",
-        "  kept: messages 8–9 (call-llm#10, tool:read_document#12): the last tool result",
-        "  kept: message 10 (call-llm#13): an unresolved tool call",
+        "  kept: message 1: the current request",
+        "  kept: messages 8–9: the last tool result",
+        "  kept: message 10: an unresolved tool call",
     ]
     heads = [i for i, line in enumerate(out) if line.startswith("call ")]
     before = max(i for i in heads if i < fold)
@@ -162,10 +162,7 @@ def test_show_marks_each_fold_between_the_calls_it_separates(invoke: Invoke) -> 
     assert out[before].startswith("call 6 · summarizer for fold 1 · iteration 5 ")
     assert out[after].startswith("call 7 · iteration 6 ")
     assert "  summary What the agent has established so far:" in "\n".join(out[before:fold])
-    assert any(
-        line.startswith("fold 2 at iteration 9: 9 messages (window#16 .. tool:search_library#23)")
-        for line in out
-    )
+    assert any(line.startswith("fold 2 at iteration 9: 9 messages (8–10, 13–18)") for line in out)
 
 
 def test_show_json_lists_the_folds_and_tells_the_summarizer_calls(invoke: Invoke) -> None:
@@ -192,11 +189,8 @@ def test_show_of_the_sliding_sample_says_what_was_dropped(invoke: Invoke) -> Non
     ran = invoke("show", SLIDING, env=WIDE)
     assert ran.code == 0, ran.err
     out = lines(ran)
-    fold = out.index(
-        "fold 2 at iteration 4: 2 messages (call-llm#6, tool:read_document#8) -> dropped by "
-        "sliding_window"
-    )
-    assert out[fold + 1] == "  kept: message 1 (seed#0): the current request"
+    fold = out.index("fold 2 at iteration 4: 2 messages (4–5) -> dropped by sliding_window")
+    assert out[fold + 1] == "  kept: message 1: the current request"
     assert "summarizer" not in ran.out
 
 
@@ -238,12 +232,11 @@ def _failing(request: Any) -> Any:
     [
         (
             mock(respond=_failing),
-            "  kept: messages 2–5 (call-llm#1 .. tool:search#6): the summarizer failed: "
-            "RuntimeError: quota exceeded",
+            "  kept: messages 2–5: the summarizer failed: RuntimeError: quota exceeded",
         ),
         (
             mock(reply="blah " * 2000),
-            "  kept: messages 2–5 (call-llm#1 .. tool:search#6): the summary was not smaller",
+            "  kept: messages 2–5: the summary was not smaller",
         ),
     ],
     ids=["summarizer_failed", "summary_not_smaller"],
@@ -262,8 +255,8 @@ def test_a_fold_that_left_nothing_says_so_and_why(
         "measured, threshold 400"
     )
     assert out[fold + 1 : fold + 4] == [
-        "  kept: message 1 (seed#0): the current request",
-        "  kept: messages 6–7 (call-llm#7, tool:search#9): the last tool result",
+        "  kept: message 1: the current request",
+        "  kept: messages 6–7: the last tool result",
         kept,
     ]
     # The call after it marks where it happened: after the reply, before the tools' results.
@@ -285,7 +278,7 @@ def test_a_token_budget_fold_drops_and_says_what_it_measured(
     ran = invoke("show", agent.last_recording, env=WIDE)
     assert ran.code == 0, ran.err
     assert (
-        "fold 1 at iteration 4: 4 messages (call-llm#1 .. tool:search#6) -> dropped by "
+        "fold 1 at iteration 4: 4 messages (2–5) -> dropped by "
         "token_budget; 413 tokens measured, threshold 400"
     ) in lines(ran)
 

@@ -50,7 +50,8 @@ def test_a_rule_triggered_instruction_rests_on_the_user_message() -> None:
     assert control.kind == "control"
     assert control.label.startswith("rule currency fired: user_message = 'Where can I go")
     assert control.label.endswith("-> true")
-    assert s.nodes["seed#0"].value.startswith("user_message = ")
+    assert s.nodes["seed#0"].value.startswith("'Where can I go")
+    assert s.nodes["seed#0"].label == "the user's message"
 
 
 def test_a_skill_in_the_prompt_goes_back_to_its_activation() -> None:
@@ -206,7 +207,7 @@ def test_a_fold_is_explained_by_its_measurement_refusals_and_summary(tmp_path: P
         s = why(r, "fold:1")
     root = s.nodes[s.writer]
     assert s.writer.startswith("window#") and "tokens measured, threshold 500" in root.value
-    assert "kept (seed#0): the current request" in root.decisions
+    assert "kept message 1: the current request" in root.decisions and root.label == "fold 1"
     measured = [e for e in s.edges if e.target == s.writer and e.source.startswith("call-llm#")]
     assert measured and measured[0].key.startswith("reply:")
     (summarizer,) = by_stage(s, "summarize#")
