@@ -126,8 +126,10 @@ def numbers_text(ranges: list[tuple[int, int]] | list[list[int]]) -> str:
 def window_text(window: list[list[int]], injected: list[int]) -> str:
     """A call's window in order: ``1–5, 7 (2, 5 injected, sent after the others)``."""
     text = numbers_text(window)
-    if injected:
-        sent = sorted(injected)
+    listed = {n for a, b in window for n in range(a, b + 1)}
+    sent = sorted(n for n in injected if n in listed)
+    if sent and max(listed - set(sent), default=0) > sent[0]:
+        # Out of number order only because injected messages go after the conversation.
         text += f" ({', '.join(map(str, sent))} injected, sent last)"
     return text
 
