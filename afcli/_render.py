@@ -339,7 +339,25 @@ def out_console() -> Console:
     return _console(stderr=False)
 
 
+# What a terminal would act on or hide, escaped in JSON as \uXXXX: the same JSON value,
+# safe to print. C1 controls (U+009B is a CSI), bidi controls, line separators, zero-width
+# characters and marks; orjson already escapes the C0 controls.
+_JSON_UNSAFE = re.compile(
+    "[\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
+)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def dumps(data: Any) -> str:
+    """JSON for machines, indented: exact (a program reads the same values), with what a
+    terminal would act on written as escapes."""
+    return _JSON_UNSAFE.sub(_json_escape, orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+
+
 def print_json(data: Any) -> None:
-    """Machine output: JSON on stdout, nothing else."""
-    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    """Machine output: JSON on stdout, nothing else (see ``dumps``)."""
+    sys.stdout.write(dumps(data) + "\n")
     sys.stdout.flush()

@@ -14,6 +14,7 @@ from afcli._render import (
     Line,
     Printer,
     block,
+    dumps,
     fit,
     out_console,
     print_hanging,
@@ -381,19 +382,16 @@ def _print_run_json(rec: Recording) -> None:
     would lay it out)."""
     import sys
 
-    import orjson
-
     from afcore.readmodel import run_view
 
     out = sys.stdout
-    indent = orjson.OPT_INDENT_2
 
     def item(value: Any) -> str:
-        return "    " + orjson.dumps(value, option=indent).decode().replace("\n", "\n    ")
+        return "    " + dumps(value).replace("\n", "\n    ")
 
     def field(key: str, value: Any) -> str:
-        text = orjson.dumps(value, option=indent).decode().replace("\n", "\n  ")
-        return f"  {orjson.dumps(key).decode()}: {text}"
+        text = dumps(value).replace("\n", "\n  ")
+        return f"  {dumps(key)}: {text}"
 
     folds: list[dict[str, Any]] = []
     started = False

@@ -31,10 +31,12 @@ __all__ = [
 ]
 
 # C0 controls but newline and tab, DEL, C1 controls; bidi overrides and isolates and the
-# Unicode line/paragraph separators, which can reorder or break what a reader sees; lone
-# surrogates, which cannot be encoded for the terminal at all.
+# Unicode line/paragraph separators, which can reorder or break what a reader sees;
+# zero-width characters and direction marks (U+200B-U+200F, U+FEFF, U+061C), which format
+# text invisibly; lone surrogates, which cannot be encoded for the terminal at all.
 _UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e"
+    "\u2066-\u2069\ufeff\ud800-\udfff]"
 )
 
 

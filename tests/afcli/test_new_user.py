@@ -211,3 +211,29 @@ def test_off_a_terminal_progress_is_not_wrapped_and_the_answer_is_exact(
     end = next(line for line in lines if line.startswith("answer after"))
     assert end.endswith("ms"), lines  # one line, however long
     assert not any(line.lstrip().startswith("ms") for line in lines), lines
+
+
+INVISIBLE = "a\u202eb\u2066c\x9bd\x85e\u2028f\u200bg\u200fh\ufeffi\u061cj"
+
+
+def test_json_escapes_what_a_terminal_acts_on_and_text_for_people_hides_nothing(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    (tmp_path / "odd.py").write_text(
+        "from afcore import Agent, mock\n"
+        f"agent = Agent.create(provider=mock(replies=[{{'content': {INVISIBLE!r}}}]), "
+        "model='m').build()\n"
+    )
+    ran = invoke("run", tmp_path / "odd.py", "hi", "--json", "--out", tmp_path / "runs")
+    assert ran.code == 0, ran.err
+    path = ran.json()["recording"]
+    for args in (("show", path, "--json"), ("show", path, "--call", "1", "--json")):
+        shown = invoke(*args)
+        assert shown.code == 0, shown.err
+        assert not any(ch in shown.out for ch in INVISIBLE if not ch.isalpha())
+        assert "\\u202e" in shown.out and "\\u009b" in shown.out
+    assert invoke("show", path, "--json").json()["answer"] == INVISIBLE  # exact
+    human = invoke("show", path, env={"COLUMNS": "200"})
+    assert human.code == 0
+    assert not any(ch in human.out for ch in INVISIBLE if not ch.isalpha())
+    assert "\\u200b" in human.out and "\\ufeff" in human.out and "\\u061c" in human.out
