@@ -237,3 +237,22 @@ def test_json_escapes_what_a_terminal_acts_on_and_text_for_people_hides_nothing(
     assert human.code == 0
     assert not any(ch in human.out for ch in INVISIBLE if not ch.isalpha())
     assert "\\u200b" in human.out and "\\ufeff" in human.out and "\\u061c" in human.out
+
+
+def test_the_readme_first_agent_runs_with_python_and_with_af_run(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("```python\nfrom afcore import Agent, define_tool, mock")
+    code = readme[start + len("```python\n") : readme.index("```", start + 10)]
+    (tmp_path / "weather.py").write_text(code)
+    env = {**os.environ, "AF_RECORDINGS": str(tmp_path / "runs")}
+    ran = subprocess.run(
+        [sys.executable, "weather.py"], cwd=tmp_path, env=env, capture_output=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr.decode()
+    assert ran.stdout.decode().startswith("It is 22C and sunny in Paris.")
+    monkeypatch.chdir(tmp_path)
+    again = invoke("run", "weather.py:make", "Weather in Paris?", "--json", "--out", tmp_path)
+    assert again.code == 0, again.err
+    assert again.json()["answer"] == "It is 22C and sunny in Paris."
