@@ -1,5 +1,6 @@
 """The opening benchmark's probe of the Lens, on a small file: it must find the first call on
-screen, the last one, and steps back (bench/lens_open.py times it on 300 MB)."""
+screen, the last one, and steps back. What it measures is bench/lens_open.py's to judge (on
+300 MB, against its targets); here only that it measured."""
 
 from __future__ import annotations
 
@@ -27,5 +28,5 @@ async def test_the_probe_sees_the_first_and_the_last_call(
     found = await probe(small, QUESTION, limit=30)
     assert isinstance(found["first_call"], float)
     assert isinstance(found["calls"], int) and found["calls"] > 21
-    assert 0 < found["per_step"] < 1  # type: ignore[operator]
-    assert 0 < found["peak_rss_mb"] < 1000  # type: ignore[operator]
+    assert isinstance(found["per_step"], float) and found["per_step"] > 0
+    assert isinstance(found["peak_rss_mb"], float) and found["peak_rss_mb"] > 0
