@@ -27,6 +27,7 @@ from afcore.readmodel import (
     refusal_texts,
     safe,
     status_style,
+    stop_text,
     usage_json,
     usage_text,
 )
@@ -59,11 +60,22 @@ def response_entries(view: CallView, width: int) -> Iterator[Entry]:
         said += "" if failed else "stopped before the reply came"
         yield Text(said, style="yellow"), None
     else:
-        yield heading("RESPONSE", safe(as_text(r.stop_reason))), None
+        yield heading("RESPONSE", stop_text(as_text(r.stop_reason))), None
         note = Text(usage_text(usage_json(r.usage)), style="dim")
         if r.ms is not None:
             note.append(f" · {ms_text(r.ms)}", style="dim")
+        if r.response_id:
+            note.append(f" · {safe(r.response_id)}", style="dim")
         yield note, None
+        if r.stop_reason == "max_tokens":
+            yield Text("the answer was cut at the model's token limit", style="yellow"), None
+        if r.redacted_thinking:
+            yield Text("(redacted thinking: the vendor sent it encrypted)", "dim italic"), None
+        for opaque in r.opaque:
+            yield Text(safe(opaque), style="dim italic"), None
+        if r.unsent_params:
+            unsent = ", ".join(safe(p) for p in r.unsent_params)
+            yield Text(f"{unsent} not sent: the server has no way to say it", "yellow"), None
         if r.missing:
             yield Text(f"the reply's message is missing: {safe(r.missing)}", style="red"), None
         if r.text:

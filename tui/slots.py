@@ -26,6 +26,7 @@ from afcore.readmodel import (
     Seam,
     as_dict,
     as_text,
+    block_text,
     checked,
     fold_text,
     params_text,
@@ -305,9 +306,8 @@ def _message_row(
             )
             parts.append(call)
             continue
-        if isinstance(part, dict) and b.get("type") == "thinking":
-            size = len(as_text(b.get("thinking")))
-            parts.append(Text(f"(thinking, {size:,} chars)", style="dim italic"))
+        if isinstance(part, dict) and b.get("type") in ("thinking", "opaque"):
+            parts.append(Text(block_text(b), style="dim italic"))
             continue
         text = as_text(b.get("text")) if b.get("type") == "text" else as_text(part)
         shown, hidden = preview(text)
@@ -407,8 +407,8 @@ def _folded(rec: Recording, fold: int, n: int) -> Entry:
             texts.append(f"→ {as_text(b.get('name'))}({args_line(b.get('args'), 200)})")
         elif b.get("type") == "text":
             texts.append(as_text(b.get("text")))
-        elif b.get("type") == "thinking":
-            texts.append(f"(thinking, {len(as_text(b.get('thinking'))):,} chars)")
+        elif b.get("type") in ("thinking", "opaque"):
+            texts.append(block_text(b))
         else:
             texts.append(as_text(part))
     text = "\n".join(texts)
@@ -446,6 +446,8 @@ def _tools(d: CallDetail, removed: Removed, since: str) -> Iterator[Entry]:
         head = Text.assemble(
             (safe(as_text(spec.name)), "bold cyan"), ("(", "dim"), safe(params), (")", "dim")
         )
+        if spec.spec.get("strict") is True:
+            head.append("  strict", style="yellow")
         description, hidden = preview(as_text(spec.description), lines=4)
         item = Item(
             f"tool:{as_text(spec.name)}",

@@ -25,6 +25,7 @@ from afcore.readmodel import (
     args_text,
     as_dict,
     as_text,
+    block_text,
     evidence_text,
     fold_text,
     line,
@@ -35,6 +36,7 @@ from afcore.readmodel import (
     safe,
     seam_text,
     status_style,
+    stop_text,
     usage_json,
     usage_text,
     window_text,
@@ -44,10 +46,12 @@ if TYPE_CHECKING:
     from afcore.readmodel import (
         Attempt,
         CallDetail,
+        CallError,
         CallSummary,
         Decisions,
         FoldPart,
         Provenance,
+        Response,
         RunHead,
         RunOutcome,
     )
@@ -169,9 +173,13 @@ def _print_call_line(out: Printer, c: CallSummary) -> None:
             Line(
                 ("  reply ", "dim"),
                 usage_text(usage_json(r.usage)),
-                (f" · {ms_text(r.ms)} · {safe(str(r.stop_reason))}", "dim"),
+                (f" · {ms_text(r.ms)} · ", "dim"),
+                (stop_text(r.stop_reason), "yellow" if r.stop_reason in _NOTED else "dim"),
+                (f" · {safe(r.response_id)}" if r.response_id else "", "dim"),
             )
         )
+        for note in _reply_notes(r):
+            out.print(Line(f"  {note}", style="yellow"))
         if r.missing:
             out.print(Line(f"  (reply message missing: {safe(r.missing)})", style="red"))
         if r.text and c.kind == "summarizer":
@@ -568,6 +576,7 @@ def _print_detail(console: Printer, d: CallDetail) -> None:
                 safe(params_text(spec.input_schema)),
                 (")", "dim"),
                 "  ",
+                ("strict  " if spec.spec.get("strict") is True else "", "yellow"),
             ).extend(_tool_origin(spec.source, spec.id, spec.input_schema, spec.change))
         )
         console.print(Line("    ", line(as_text(spec.description), width - 6)))
@@ -592,6 +601,8 @@ def _print_detail(console: Printer, d: CallDetail) -> None:
         status = f" ({err.status})" if isinstance(err.status, int) else ""
         section("failed", f"{safe(as_text(err.reason or err.kind))}{status}")
         print_indented(console, Line(f"{safe(err.kind)}: {safe(as_text(err.message))}"))
+        for said in _vendor_said(err):
+            print_indented(console, Line(said, style="dim"))
         if err.decision is not None:
             print_indented(
                 console, Line("→ ", style="dim").extend(_decision_text(err.decision, True))
@@ -602,10 +613,10 @@ def _print_detail(console: Printer, d: CallDetail) -> None:
         if not failures:
             section("response", "none recorded: the run stopped before the reply came")
         return
-    section(
-        "response",
-        f"{safe(str(r.stop_reason))} · {usage_text(usage_json(r.usage))} · {ms_text(r.ms)}",
-    )
+    said = f"{stop_text(r.stop_reason)} · {usage_text(usage_json(r.usage))} · {ms_text(r.ms)}"
+    section("response", said + (f" · {safe(r.response_id)}" if r.response_id else ""))
+    for note in _reply_notes(r):
+        print_indented(console, Line(note, style="yellow"))
     if r.refused and r.decision is not None:
         print_indented(
             console, Line("refused → ", style="yellow").extend(_decision_text(r.decision, False))
@@ -760,8 +771,38 @@ def _message_parts(msg: dict[str, Any]) -> list[str | tuple[Any, Any]]:
             parts.append(as_text(b.get("text")))
         elif b.get("type") == "tool_call":
             parts.append((b.get("name"), b.get("args")))
-        elif b.get("type") == "thinking":
-            parts.append(f"(thinking, {len(as_text(b.get('thinking'))):,} chars)")
+        elif b.get("type") in ("thinking", "opaque"):
+            parts.append(block_text(b))
         else:
             parts.append(as_text(b))
     return parts
+
+
+_NOTED = ("max_tokens", "pause_turn", "refusal")
+"""Stop reasons said in words, in colour: the answer is not what it seems."""
+
+
+def _reply_notes(r: Response) -> list[str]:
+    """What a reply says besides its content: thinking it could not show, blocks kept for
+    the vendor, params that were not sent."""
+    notes = []
+    if r.redacted_thinking:
+        times = f" x{r.redacted_thinking}" if r.redacted_thinking > 1 else ""
+        notes.append(f"(redacted thinking{times}: the vendor sent it encrypted)")
+    notes += [safe(o) for o in r.opaque]
+    if r.unsent_params:
+        unsent = ", ".join(safe(p) for p in r.unsent_params)
+        notes.append(f"{unsent} not sent: the server has no way to say it")
+    return notes
+
+
+def _vendor_said(err: CallError) -> list[str]:
+    """What the vendor said about an error besides its message."""
+    out = []
+    if err.error_type:
+        out.append(f"error type {safe(err.error_type)}")
+    if err.request_id:
+        out.append(f"request id {safe(err.request_id)}")
+    if err.details:
+        out.append("details " + args_text(err.details, 200))
+    return out

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         args_text,
         as_dict,
         as_text,
+        block_text,
         evidence_text,
         json_text,
         line,
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
         plural,
         safe,
         status_style,
+        stop_text,
         usage_text,
     )
     from afcore.readmodel._timeline import FoldMark, Mark, Timeline, build
@@ -156,6 +158,8 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "safe",
         "status_style",
         "usage_text",
+        "block_text",
+        "stop_text",
     ),
     "afcore.readmodel._timeline": (
         "FoldMark",
@@ -207,6 +211,7 @@ __all__ = [
     "args_text",
     "as_dict",
     "as_text",
+    "block_text",
     "call_detail",
     "checked",
     "evidence_text",
@@ -227,6 +232,7 @@ __all__ = [
     "safe",
     "seam_text",
     "status_style",
+    "stop_text",
     "usage_text",
     "window_numbers",
     "window_text",

@@ -181,6 +181,14 @@ class Response:
     not simply kept."""
     missing: str | None = None
     """Why the reply's message could not be read."""
+    response_id: str | None = None
+    """The vendor's id for the response (``msg_...``, ``chatcmpl-...``)."""
+    unsent_params: list[str] = field(default_factory=list)
+    """Params of the call the provider could not send (``thinking``)."""
+    redacted_thinking: int = 0
+    """Thinking blocks the vendor sent encrypted: there was thinking, unreadable."""
+    opaque: list[str] = field(default_factory=list)
+    """Blocks af keeps whole without reading them, each by its vendor's type and name."""
 
     @property
     def refused(self) -> bool:
@@ -191,9 +199,13 @@ class Response:
             "text": self.text,
             "tool_calls": [t.to_json() for t in self.tool_calls],
             "thinking_chars": self.thinking_chars,
+            "redacted_thinking": self.redacted_thinking,
+            "opaque": self.opaque,
             "stop_reason": self.stop_reason,
             "usage": usage_json(self.usage),
             "model": self.model,
+            "response_id": self.response_id,
+            "unsent_params": self.unsent_params,
             "ms": self.ms,
             "decision": _decision_json(self.decision),
         }
@@ -215,6 +227,12 @@ class CallError:
     decision: AttemptDecision | None = None
     attempt: Attempt | None = None
     """For a fail-fast before any attempt at its call: the attempt that was not made."""
+    error_type: str | None = None
+    """The vendor's word for the error."""
+    request_id: str | None = None
+    """The vendor's id for the request, to find it in its logs."""
+    details: dict[str, Any] | None = None
+    """The other fields of the vendor's error object, as sent."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "message": self.message}
@@ -222,6 +240,12 @@ class CallError:
             out["reason"] = self.reason
         if self.status is not None:
             out["status"] = self.status
+        if self.error_type is not None:
+            out["error_type"] = self.error_type
+        if self.request_id is not None:
+            out["request_id"] = self.request_id
+        if self.details:
+            out["details"] = self.details
         if self.mid_stream:
             out["mid_stream"] = True
         if self.ms is not None:

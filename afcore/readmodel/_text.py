@@ -16,6 +16,8 @@ import orjson
 
 __all__ = [
     "args_text",
+    "block_text",
+    "stop_text",
     "as_dict",
     "as_text",
     "evidence_text",
@@ -169,3 +171,35 @@ def _evidence(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
+
+
+_STOPS = {
+    "max_tokens": "max_tokens (the answer was cut)",
+    "pause_turn": "pause_turn (paused, continued)",
+    "refusal": "refusal (the model refused)",
+}
+
+
+def stop_text(stop_reason: str) -> str:
+    """A stop reason as a person reads it: ``max_tokens`` says the answer was cut."""
+    return _STOPS.get(stop_reason, safe(stop_reason))
+
+
+def block_text(block: Mapping[str, Any]) -> str:
+    """A content block af shows by what it is rather than by its content: ``(thinking,
+    1,204 chars)``, ``(redacted thinking)``, ``(server_tool_use web_search, kept for the
+    vendor)``."""
+    kind = block.get("type")
+    if kind == "thinking":
+        if block.get("redacted"):
+            return "(redacted thinking)"
+        return f"(thinking, {len(as_text(block.get('thinking'))):,} chars)"
+    if kind == "opaque":
+        data = block.get("data")
+        data = data if isinstance(data, Mapping) else {}
+        name = data.get("name") or data.get("tool_name")
+        what = safe(as_text(data.get("type") or "block"))
+        if name:
+            what += f" {safe(as_text(name))}"
+        return f"({what}, kept for {safe(as_text(block.get('wire') or 'its vendor'))})"
+    return f"({safe(as_text(kind))} block)"

@@ -19,7 +19,7 @@ from afcore.readmodel._model import (
     Response,
     ToolCall,
 )
-from afcore.readmodel._text import as_dict, as_text
+from afcore.readmodel._text import as_dict, as_text, block_text
 
 if TYPE_CHECKING:
     from afcore.recording import AttemptInfo, Commit, ErrorEvent, Recording, Reply
@@ -297,7 +297,9 @@ def response_of(resolver: Resolver, reply: Reply) -> Response:
             if b.get("type") == "tool_call"
         ],
         thinking_chars=sum(
-            len(as_text(b.get("thinking"))) for b in blocks if b.get("type") == "thinking"
+            len(as_text(b.get("thinking")))
+            for b in blocks
+            if b.get("type") == "thinking" and not b.get("redacted")
         ),
         stop_reason=reply.stop_reason,
         usage=reply.usage,
@@ -305,6 +307,12 @@ def response_of(resolver: Resolver, reply: Reply) -> Response:
         ms=reply.ms,
         decision=reply.decision,
         missing=missing,
+        response_id=reply.response_id,
+        unsent_params=list(reply.unsent_params),
+        redacted_thinking=sum(
+            1 for b in blocks if b.get("type") == "thinking" and b.get("redacted")
+        ),
+        opaque=[block_text(b) for b in blocks if b.get("type") == "opaque"],
     )
 
 
@@ -327,4 +335,7 @@ def error_of(record: ErrorEvent) -> CallError:
         ms=record.ms,
         decision=record.decision,
         attempt=attempt_of(record.attempt),
+        error_type=e.error_type,
+        request_id=e.request_id,
+        details=dict(e.details) if e.details else None,
     )
