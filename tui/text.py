@@ -7,6 +7,7 @@ stated; the full text opens in the viewer.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.text import Text
@@ -21,6 +22,7 @@ __all__ = [
     "literal",
     "preview",
     "source_label",
+    "spaced_json",
 ]
 
 PREVIEW_CHARS = 1200
@@ -42,11 +44,30 @@ def args_line(args: Any, width: int) -> str:
     return args_text(args, width)
 
 
+_SPACED_UP_TO = 256 * 1024
+"""JSON longer than this is shown as it is (spacing it would mean parsing it whole)."""
+
+
+def spaced_json(text: str) -> str:
+    """A JSON object or array laid out with a space after each ``,`` and ``:``, so that a
+    line wraps between tokens, never inside a number or a key (``"low_c": 16``, not
+    ``"low_c":1`` / ``6``). Anything else, as it is."""
+    if text[:1] not in ("{", "[") or len(text) > _SPACED_UP_TO:
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(value, dict | list):
+        return text
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
 def preview(value: Any, chars: int = PREVIEW_CHARS, lines: int = PREVIEW_LINES) -> tuple[Text, int]:
     """The head of a value (at most ``chars`` characters, ``lines`` lines), made safe, and
-    how many characters it leaves out. Only the head is ever escaped, so a 1 MB value
-    costs no more than a short one."""
-    text = as_text(value)
+    how many characters it leaves out; JSON spaced to wrap between tokens. Only the head is
+    ever escaped, so a 1 MB value costs no more than a short one."""
+    text = spaced_json(as_text(value))
     head = text[:chars]
     cut = len(head)
     at = -1

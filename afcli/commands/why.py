@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from rich.text import Text
     from rich.tree import Tree
 
-    from afcore.why import Edge, Node, Slice
+    from afcore.why import Slice
 
 __all__ = ["why"]
 
@@ -188,147 +188,50 @@ def _print_keys(rows: list[tuple[str, str, str]]) -> None:
     out_console().print(table)
 
 
-_CALL_STAGES = ("call-llm", "summarize")
-_READ_LINES = 14
-"""The most inputs of the decisive call listed before the rest is counted."""
-
-
-def _key_words(key: str) -> str:
-    """A key in the reader's terms."""
-    name, sep, rest = key.partition(":")
-    if sep and name in ("message", "reply", "call", "fold") and rest.isdigit():
-        return f"{name} {rest}"
-    return {
-        "user_message": "the user's message",
-        "system": "system prompt",
-        "active_skills": "skill activated",
-    }.get(key, key)
+_CUT = {"evidence": 110, "input": 110}
+"""Kinds of summary line cut to one line of this many characters (the rest wrap)."""
+_STYLE = {
+    "head": "",
+    "from": "dim",
+    "note": "yellow",
+    "title": "bold cyan",
+    "decided": "bold magenta",
+    "decision": "magenta",
+    "evidence": "dim",
+    "input": "",
+    "more": "dim",
+    "warn": "yellow",
+}
 
 
 def _compact(result: Slice) -> list[Text]:
-    """The slice as a person reads it first: what the key holds, the decisions that put it
-    there with the values they read, the call it came from and what that call read. Each
-    stage once; ``--full`` draws the whole tree."""
+    """The slice as a person reads it first (``afcore.why.summary``), styled."""
     from rich.text import Text
 
-    from afcore.readmodel import plural, safe
+    from afcore.readmodel import line, safe
+    from afcore.why import summary
 
-    nodes = result.nodes
-    root = nodes[result.writer]
-    shown = {root.rsid}
-    value = root.value.removeprefix(f"{result.key} = ") if root.value else root.label
-    if root.stage.startswith("tool:"):
-        value = f"{root.label} {value}"
-    out: list[Text] = [Text.assemble((safe(result.key), "bold"), "  ", safe(value))]
-    # The way down to the call the key came from, one stage a step.
-    path = [root]
-    while path[-1].stage not in _CALL_STAGES:
-        ups = [e for e in result.parents(path[-1].rsid) if e.kind == "data"]
-        if len(ups) != 1 or ups[0].source in shown:
-            break
-        path.append(nodes[ups[0].source])
-        shown.add(ups[0].source)
-    if len(path) > 1:
-        steps = " ← ".join(safe(n.label) for n in path[1:])
-        out.append(Text(f"  from {steps} (iteration {path[-1].iteration})", "dim"))
-    elif "iteration" not in root.label:
-        out.append(Text(f"  {safe(root.label)} (iteration {root.iteration})", "dim"))
-    for note in root.notes:
-        out.append(Text(f"  note: {safe(note)}", "yellow"))
-
-    decisions = _decisions(result)
-    if decisions:
-        out += [Text(""), Text("decided", "bold magenta")]
-        for words, sources in decisions:
-            out.append(Text(f"  {safe(words)}", "magenta"))
-            for source in sources:
-                node = nodes[source.source]
-                shown.add(node.rsid)
-                out.append(Text(safe(_one_line(f"    on {_input(source, node)}", 110)), "dim"))
-
-    call = path[-1] if path[-1].stage in _CALL_STAGES else root
-    inputs = [e for e in result.parents(call.rsid) if e.source not in shown]
-    if inputs:
-        title = f"{call.label} read" if call.stage in _CALL_STAGES else "from"
-        out += [Text(""), Text(title, "bold cyan")]
-    for n, edge in enumerate(inputs):
-        if n == _READ_LINES:
-            out.append(Text(f"  + {len(inputs) - n} more (af why --full)", "dim"))
-            break
-        node = nodes[edge.source]
-        shown.add(node.rsid)
-        out.append(Text(safe(_one_line(f"  {_input(edge, node)}", 110))))
-    rest = call.rest or {}
-    more = []
-    if rest.get("messages"):
-        more.append(f"{plural(rest['messages'], 'message')} of the model's own, not followed")
-    if rest.get("folded"):
-        more.append(f"{plural(rest['folded'], 'message')} folded out of the window before")
-    if more:
-        out.append(Text(f"  + {'; '.join(more)}", "dim"))
-
-    further = [n for rsid, n in nodes.items() if rsid not in shown]
-    if further:
-        calls = sorted({n.label for n in further if n.stage in _CALL_STAGES}, key=_call_order)
-        said = plural(len(further), "earlier stage")
-        if calls:
-            said += f", back through {', '.join(calls)}"
-        out += [Text(""), Text(f"further back: {safe(said)} (af why --full draws them all)", "dim")]
-    if result.truncated["by_depth"] or result.truncated["by_nodes"]:
-        out.append(Text("not followed past --depth or --nodes: raise them to see more", "yellow"))
+    out = []
+    for row in summary(result):
+        if row.kind == "blank":
+            out.append(Text(""))
+            continue
+        text = line(row.text, _CUT[row.kind]) if row.kind in _CUT else safe(row.text)
+        if row.kind == "head":
+            key, _, rest = text.partition("  ")
+            out.append(Text.assemble((key, "bold"), "  ", rest))
+        else:
+            title = row.kind == "title" and row.text == "decided"
+            out.append(Text(text, "bold magenta" if title else _STYLE[row.kind]))
     return out
-
-
-def _input(edge: Edge, node: Node) -> str:
-    """One thing a stage read, in the reader's terms: ``message 4: lookup_order, call 1
-    returned '...'``."""
-    key = _key_words(edge.key)
-    if edge.kind == "data" and edge.label:
-        return f"{key}: {edge.label}"
-    if node.stage == "seed":
-        return f"{key}: {node.value}"
-    if node.stage == "inject":
-        return f"{key}: {node.label}"
-    what = f"{node.label} {node.value}" if node.stage.startswith("tool:") else node.label
-    return f"{key}: {what}"
-
-
-def _call_order(label: str) -> int:
-    tail = label.rpartition(" ")[2]
-    return int(tail) if tail.isdigit() else 0
-
-
-def _decisions(result: Slice) -> list[tuple[str, list[Edge]]]:
-    """Every decision in the slice once, newest stage first, with the edges of the values
-    it read. A decision carried over from an earlier iteration is the same decision."""
-    found: dict[str, list[Edge]] = {}
-    for node in result.nodes.values():
-        for words in node.decisions:
-            found.setdefault(_base(words), [])
-    for edge in result.edges:
-        if edge.kind == "control" and edge.label:
-            sources = found.setdefault(_base(edge.label), [])
-            if not edge.label.endswith("unchanged since)") and edge not in sources:
-                sources.append(edge)
-    return list(found.items())
-
-
-def _base(words: str) -> str:
-    """A decision's words without where it was carried over from."""
-    head, sep, _ = words.rpartition(" (decided at iteration ")
-    return head if sep else words
-
-
-def _one_line(text: str, limit: int) -> str:
-    from afcore.readmodel import line
-
-    return line(text, limit)
 
 
 def _tree(result: Slice) -> Tree:
     """One stage a line: the root is the stage that wrote the key, each child a stage it
     read from, with the key that links them; a stage reached again is named, not repeated."""
     from rich.tree import Tree
+
+    from afcore.why import key_words
 
     root = Tree(_line(result, result.writer, None))
     shown = {result.writer}
@@ -348,7 +251,7 @@ def _tree(result: Slice) -> Tree:
         children = []
         for edge in result.parents(rsid):
             if edge.source in shown:
-                again = f"← {_key_words(edge.key)} from {result.nodes[edge.source].label} (above)"
+                again = f"← {key_words(edge.key)} from {result.nodes[edge.source].label} (above)"
                 if edge.label:
                     again += f"\n{edge.label}"
                 branch.add(_plain(again, "dim"))
@@ -371,14 +274,14 @@ def _line(result: Slice, rsid: str, edge: object) -> Text:
     from rich.text import Text
 
     from afcore.readmodel import safe
-    from afcore.why import Edge
+    from afcore.why import Edge, key_words
 
     node = result.nodes[rsid]
     text = Text()
     if isinstance(edge, Edge):
         arrow = "⇐" if edge.kind == "control" else "←"
         text.append(
-            f"{arrow} {safe(_key_words(edge.key))}: ",
+            f"{arrow} {safe(key_words(edge.key))}: ",
             style="cyan" if edge.kind == "data" else "magenta",
         )
     text.append(safe(node.label), style="bold")

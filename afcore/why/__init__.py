@@ -12,6 +12,7 @@ from afcore.why._slice import (
     keys,
     why,
 )
+from afcore.why._summary import SummaryLine, key_words, summary
 
 __all__ = [
     "Edge",
@@ -19,7 +20,10 @@ __all__ = [
     "NeverWrittenError",
     "Node",
     "Slice",
+    "SummaryLine",
     "UnknownPositionError",
+    "key_words",
     "keys",
+    "summary",
     "why",
 ]

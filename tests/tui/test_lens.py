@@ -196,13 +196,23 @@ async def test_why_shows_the_slice_and_enter_goes_to_a_stage() -> None:
         assert isinstance(app.screen, WhyScreen)
         tree = app.screen.query_one(Tree)
         text = screen_text(app)
-        assert "why message:2" in text and "inject#1" in text
-        assert "decided" in text
-        seed = next(n for n in _nodes(tree.root) if "seed#0" in str(n.label))
+        popup = inside(text)
+        assert "why message:2" in popup and "the injections of iteration 1" in popup
+        assert "decided" in popup and "#" not in popup
+        # While it is open, the footer lists the popup's keys, not the scrubber's.
+        footer = text.strip().splitlines()[-1]
+        assert "Back" in footer and "Go to the stage's call" in footer
+        assert "Prev call" not in footer
+        seed = next(n for n in _nodes(tree.root) if "the user's message" in str(n.label))
         tree.select_node(seed)
         await pilot.pause()
         assert not isinstance(app.screen, WhyScreen)
         assert position(app).startswith("call 1/5")
+
+
+def inside(text: str) -> str:
+    """What a popup shows, within its border."""
+    return "\n".join(line.split("│")[1] for line in text.splitlines() if line.count("│") >= 2)
 
 
 def _nodes(node):  # type: ignore[no-untyped-def]
@@ -278,3 +288,54 @@ async def test_a_big_file_shows_its_first_call_then_indexes_the_rest(big: Path) 
             assert position(app).startswith(f"call {last}/{last}")
     finally:
         tui.app.PREFIX = prefix
+
+
+async def test_why_shows_the_key_figure_in_full_and_fits_the_screen() -> None:
+    async with lens(COMPACTION, size=(100, 30)) as (app, pilot):
+        await pilot.press("9", "enter", "m")
+        await pilot.pause()
+        assert slots(app).go_to("seam:1")
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, WhyScreen)
+        popup = inside(screen_text(app))
+        # Wrapped, never cut: the figure the CLI prints, whole.
+        assert "1,297 tokens measured, threshold 1,200" in " ".join(popup.split())
+        assert "more chars" not in popup.split("▼")[0]
+        tree = app.screen.query_one(Tree)
+        assert tree.virtual_size.width <= tree.size.width  # no line runs off the right
+
+
+async def test_a_narrow_terminal_stacks_the_panes() -> None:
+    async with lens(TRIP, size=(80, 24)) as (app, pilot):
+        body = main(app).query_one("#body")
+        assert body.has_class("-stacked")
+        left, right = slots(app), main(app).query_one("#events", ItemList)
+        assert left.size.width == right.size.width >= 78
+        assert right.region.y > left.region.y
+        assert "You are trip-demo, a travel assistant who plans one" in screen_text(app)
+    async with lens(TRIP, size=(120, 40)) as (app, pilot):
+        assert not main(app).query_one("#body").has_class("-stacked")
+
+
+async def test_json_wraps_between_tokens() -> None:
+    async with lens(TRIP, size=(100, 40)) as (app, pilot):
+        lines = [line.partition("▕")[2] for line in screen_text(app).splitlines()]
+        assert '"high_c": 24, "low_c": 16' in " ".join(" ".join(lines).split())
+        for line in lines:
+            # No number is broken across lines.
+            assert not line.rstrip().endswith(('"low_c":1', '"high_c":2'))
+
+
+async def test_help_tells_the_marks_apart_by_shape() -> None:
+    from tui.widgets.scrubber import LEGEND
+
+    glyphs = [char for char, _, _ in LEGEND]
+    assert len(glyphs) == len(set(glyphs)), "two marks share a glyph"
+    async with lens(TRIP) as (app, pilot):
+        assert "◆◆◇◆●" in screen_text(app)  # call 3's arguments were refused
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "◇" in text and "arguments were refused" in text
+        assert "◈" in text and "a tool failed" in text

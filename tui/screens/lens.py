@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -42,6 +42,10 @@ FOLLOW_EVERY = 0.5
 """Seconds between two looks at a followed file."""
 _VIEWS = 32
 """Calls whose views are kept, for going back and forth."""
+
+
+STACK_BELOW = 100
+"""Below this many columns the slots and the response are stacked, not side by side."""
 
 
 class LensScreen(Screen[None]):
@@ -105,6 +109,10 @@ class LensScreen(Screen[None]):
         """share of the file indexed while the whole of it is being read (None: done)"""
         self._loaded = 0
         self._last_search = ""
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Side by side, a narrow terminal leaves the text a column of a few words: stack.
+        self.query_one("#body").set_class(event.size.width < STACK_BELOW, "-stacked")
 
     def compose(self) -> ComposeResult:
         yield Static(id="header", markup=False)

@@ -23,8 +23,8 @@ LEGEND: list[tuple[str, str, str]] = [
     ("●", "green", "a call whose reply answered"),
     ("○", "yellow", "a call with no reply (the run stopped)"),
     ("σ", "magenta", "the summarizer's call (the window strategy's)"),
-    ("◆", "yellow", "a tool call's arguments were refused"),
-    ("◆", "red", "a tool failed"),
+    ("◇", "yellow", "it asked for tools, and a tool call's arguments were refused"),
+    ("◈", "red", "it asked for tools, and a tool failed"),
     ("✗", "bold red", "an error at this call (a failed attempt, or what stopped the run)"),
     ("┊", "yellow", "the window was folded here"),
     ("│", "dim", "a new turn (a user message) starts"),
@@ -39,10 +39,11 @@ def mark_cell(mark: Mark) -> tuple[str, str]:
         return "σ", "magenta"
     if not mark.replied:
         return "○", "yellow"
+    # Told apart by shape, not only by colour.
     if mark.trouble == "rejected":
-        return "◆", "yellow"
+        return "◇", "yellow"
     if mark.trouble == "tool":
-        return "◆", "red"
+        return "◈", "red"
     if mark.asked:
         return "◆", "cyan"
     return "●", "green"
