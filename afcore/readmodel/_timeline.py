@@ -15,7 +15,14 @@ from typing import Any
 
 from afcore.errors import RecordingError
 from afcore.readmodel._folds import SUMMARIZER, checked, fold_number
-from afcore.recording import Recording
+from afcore.recording import (
+    ArgsInvalid,
+    Call,
+    Commit,
+    ErrorEvent,
+    Recording,
+    Reply,
+)
 
 __all__ = ["FoldMark", "Mark", "Timeline", "build"]
 
@@ -122,7 +129,9 @@ class Timeline:
 
 
 def build(rec: Recording, timeline: Timeline) -> Iterator[float]:
-    """Fill ``timeline`` from ``rec``, yielding the share of the file done now and then."""
+    """Fill ``timeline`` from ``rec``, yielding the share of the file done now and then.
+    Each line is read as the reader's typed record; one that is not a valid record is
+    skipped (``af verify`` reports it)."""
     total = max(rec.line_count, 1)
     current: Mark | None = None
     """the agent's latest call: tool stages and events after it are its"""
@@ -138,59 +147,77 @@ def build(rec: Recording, timeline: Timeline) -> Iterator[float]:
                 rec.release_pages()
                 released = start
             yield line / total
-        try:
-            data = rec.raw(line)
-        except (ValueError, RecordingError):
-            continue  # a line the index took by its head that does not parse: verify says so
-        if not isinstance(data, dict):
-            continue
-        if kind == "call":
-            mark = _mark(data, line, timeline.turns)
-            if mark is None:
-                continue
+        record = _record(rec, line)
+        if kind == "call" and not isinstance(record, Call):
+            # The index saw a call here that does not read as one: its mark stays, so the
+            # Lens can say the call cannot be read rather than lose it.
+            record = _unreadable_call(rec, line, last)
+        if isinstance(record, Call):
+            mark = _mark(record, line, timeline.turns)
             timeline.position.setdefault(mark.n, len(timeline.marks))
             timeline.marks.append(mark)
             timeline.lines.append(line)
             last = mark
             if mark.agent:
                 current = mark
-        elif kind == "reply":
-            mark = timeline.at(_int(data.get("call")))
-            if mark is not None:
-                mark.replied = True
-                mark.stop = str(data.get("stop_reason", ""))
-                calls = data.get("tool_calls")
-                mark.asked = len(calls) if isinstance(calls, list) else 0
-        elif kind == "commit":
-            _commit(rec, timeline, data, line, current, last)
-        elif kind == "other":
-            t = data.get("t")
-            if t == "error":
-                target = timeline.at(_int(data.get("call"))) or last
-                if target is not None:
-                    _trouble(target, "error")
-            elif t == "args_invalid" and data.get("enforced") is True and current is not None:
-                _trouble(current, "rejected")
+        elif isinstance(record, Reply):
+            replied = timeline.at(record.call)
+            if replied is not None:
+                replied.replied = True
+                replied.stop = record.stop_reason
+                replied.asked = len(record.tool_calls)
+        elif isinstance(record, Commit):
+            _commit(rec, timeline, record, line, current, last)
+        elif isinstance(record, ErrorEvent):
+            target = (timeline.at(record.call) if record.call is not None else None) or last
+            if target is not None:
+                _trouble(target, "error")
+        elif isinstance(record, ArgsInvalid) and record.enforced and current is not None:
+            _trouble(current, "rejected")
     rec.release_pages()
     timeline.done = True
     yield 1.0
 
 
-def _mark(data: dict[str, Any], line: int, turn: int) -> Mark | None:
-    n, rsid = data.get("call"), data.get("rsid")
-    if not isinstance(n, int) or isinstance(n, bool) or not isinstance(rsid, str):
+def _record(rec: Recording, line: int) -> object:
+    """The typed record on ``line``, or None when the line holds no valid one."""
+    try:
+        for _, record in rec.records((line,)):
+            return record
+    except (ValueError, RecordingError):  # not JSON, or not a valid record
         return None
-    attempt = data.get("attempt")
-    said = ""
-    if isinstance(attempt, dict) and isinstance(attempt.get("n"), int):
-        said = f"attempt {attempt['n']} via {attempt.get('via')} ({attempt.get('provider')})"
+    return None
+
+
+def _unreadable_call(rec: Recording, line: int, last: Mark | None) -> Call | None:
+    """A stand-in for a call the index numbered whose record does not validate."""
+    n = next((n for n in rec.call_numbers if rec.writer_lines(f"call:{n}")[:1] == [line]), None)
+    if n is None:
+        return None
+    return Call.model_construct(
+        seq=0,
+        rsid="?",
+        iter=last.iteration if last is not None else 0,
+        call=n,
+        model="?",
+        system="",
+        window=[],
+        tools="",
+        hash="",
+        attempt=None,
+    )
+
+
+def _mark(call: Call, line: int, turn: int) -> Mark:
+    attempt = call.attempt
+    said = f"attempt {attempt.n} via {attempt.via} ({attempt.provider})" if attempt else ""
     return Mark(
-        n=n,
+        n=call.call,
         line=line,
-        iteration=_int(data.get("iter")),
-        rsid=rsid,
+        iteration=call.iter,
+        rsid=call.rsid,
         turn=max(turn, 1),
-        agent=not rsid.startswith(SUMMARIZER),
+        agent=not call.rsid.startswith(SUMMARIZER),
         attempt=said,
     )
 
@@ -198,29 +225,27 @@ def _mark(data: dict[str, Any], line: int, turn: int) -> Mark | None:
 def _commit(
     rec: Recording,
     timeline: Timeline,
-    data: dict[str, Any],
+    commit: Commit,
     line: int,
     current: Mark | None,
     last: Mark | None,
 ) -> None:
-    stage = data.get("stage")
-    listed = data.get("writes")
-    writes: list[Any] = listed if isinstance(listed, list) else []
+    stage = commit.stage
     if stage == "seed":
         timeline.turns += 1
     elif stage == "inject":
         timeline.inject_lines.append(line)
         timeline.placing.add(line)
-        for w in writes:
-            if isinstance(w, dict) and w.get("key") == "injections":
+        for w in commit.writes:
+            if w.key == "injections":
                 for id in _decided(rec, w):
                     timeline.decision_lines.setdefault(id, []).append(line)
     elif stage in ("window", "summarize"):
         timeline.window_lines.append(line)
         timeline.placing.add(line)
         if stage == "window":
-            for w in writes:
-                number = fold_number(str(w.get("key", ""))) if isinstance(w, dict) else None
+            for w in commit.writes:
+                number = fold_number(w.key)
                 if number is None:
                     continue
                 try:
@@ -237,16 +262,15 @@ def _commit(
                     last.folds += 1
                     last.folded += fold.count
                 break
-    tool = data.get("tool")
-    if isinstance(tool, dict) and current is not None:
-        status = tool.get("status")
-        if status == "rejected":
+    tool = commit.tool
+    if tool is not None and current is not None:
+        if tool.status == "rejected":
             _trouble(current, "rejected")
-        elif status in ("error", "unknown_tool"):
+        elif tool.status in ("error", "unknown_tool", "interrupted"):
             _trouble(current, "tool")
 
 
-def _decided(rec: Recording, write: dict[str, Any]) -> list[str]:
+def _decided(rec: Recording, write: Any) -> list[str]:
     """The ids of the decisions an inject stage's `injections` value lists."""
     try:
         value = rec.value(write)
