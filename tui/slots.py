@@ -274,8 +274,6 @@ def _message_row(
     if p is not None and p.source is not None:
         label = source_label(p.source, p.id, p.trigger)
         gutter.append(f"\n{label}", style="magenta")
-    if msg.writer:
-        gutter.append(f"\n{safe(msg.writer)}", style="dim")
     gutter.append_text(_badge(msg.change))
     parts: list[Part] = []
     why = _why_line(p)

@@ -536,8 +536,7 @@ def _print_detail(console: Printer, d: CallDetail) -> None:
             label.extend(_origin(msg.provenance, msg.change))
         elif msg.change:
             label.append(f"  {msg.change}", "bold yellow")
-        if msg.writer:
-            label.append(f"  written by {safe(msg.writer)}", "dim")
+        # Who wrote it is in its role and provenance; the stage id is in --json (writer).
         _with_reason(console, label, msg.provenance, width)
         for part in _message_parts(msg.message):
             if isinstance(part, tuple):

@@ -292,10 +292,8 @@ def test_call_after_a_fold_shows_the_seam_and_the_summary_s_source(invoke: Invok
     out = lines(ran)
     seam = out.index("  ── 6 messages folded by summarize_oldest at iteration 5 (fold 1) ──")
     labels = [line for line in out[:seam] if line.startswith("  #")]
-    assert labels == ["  #1 user  written by seed#0"]
-    assert out[seam + 1] == (
-        "  #13 user  summary summarize_oldest  new  written by window#16 · fold 1: 6 messages"
-    )
+    assert labels == ["  #1 user"]
+    assert out[seam + 1] == ("  #13 user  summary summarize_oldest  new · fold 1: 6 messages")
     assert out[seam + 2].startswith("    [Summary of 6 earlier messages (call-llm#1 .. ")
     # Compared with the agent's call before (5), not the summarizer's (6); the messages that
     # left are the seam's to tell, not one `gone` line each.
@@ -341,7 +339,7 @@ def test_call_of_a_summarizer_shows_its_system_prompt_and_transcript(invoke: Inv
     assert out[1].startswith("✓ verified")
     assert "  [1] summarizer" in out
     assert "    You summarize the earlier part of an agent's conversation" in ran.out
-    assert "  #11 user  transcript fold:1  written by summarize#15" in out
+    assert "  #11 user  transcript fold:1" in out
     assert "    Transcript of 6 messages, oldest first:" in out
     # Nothing of the agent's to compare it with.
     assert " new" not in ran.out and "since call" not in ran.out

@@ -225,9 +225,9 @@ def test_human_call_shows_provenance_and_what_changed(invoke: Invoke, demo: dict
         "[4] fact step  changed · always · cache never",
         "┈┈ cache breakpoint ┈┈",
         # A reason too long for the line gets a line of its own.
-        "#2 user  instruction currency  written by inject#1\n      rule · cache never · rule "
+        "#2 user  instruction currency\n      rule · cache never · rule "
         'returned true reading user_message = "I have a free Saturday',
-        "#7 assistant  new  written by call-llm#",
+        "#7 assistant  new",
         "gone since call 2: #6 instruction forecast",
         "read_skill(id)  skill catalog: prices",
         "convert_currency(amount, from, to)  skill prices  new",
@@ -410,7 +410,7 @@ def test_the_rainy_sample_follows_the_forecast_instruction(invoke: Invoke) -> No
     assert human.code == 0, human.err
     flat = " ".join(human.out.split())
     assert (
-        "#6 user instruction forecast new written by inject#6 on_tool_return · cache never · "
+        "#6 user instruction forecast new on_tool_return · cache never · "
         "weather returned at iteration 1 · reading last_tool_results.weather = "
         '"{"city":"Paris","condition":"light rain","high_c":17,"low_c":11,"rain_chance":0.6}"'
     ) in flat

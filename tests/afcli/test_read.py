@@ -98,8 +98,8 @@ def test_show_call_human_shows_the_slots(invoke: Invoke, demo: dict[str, Any]) -
         "call 2 · iteration 2",
         "✓ verified",
         "You are trip-demo",
-        "#1 user  written by seed#0",
-        "#4 tool weather  new  written by tool:weather#",
+        "#1 user",
+        "#4 tool weather  new",
         "read_skill(id)  skill catalog: prices",
         'read_skill(id="prices")',
     ):
