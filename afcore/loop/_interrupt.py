@@ -68,12 +68,14 @@ class _Worker(threading.Thread):
                 value = fn()
             except BaseException as e:  # the tool's to raise; the loop reports it
                 error = e
+            # Idle before the result is handed over: the call the loop makes next (the
+            # next tool of the run) finds this thread free instead of starting another.
+            self.pool.idle(self)
             try:
                 loop.call_soon_threadsafe(_settle, future, value, error)
             except RuntimeError:
                 pass  # the loop has closed: an abandoned call whose run is over
             del fn, job, value, error
-            self.pool.idle(self)
 
 
 class _Pool:
