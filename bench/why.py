@@ -28,7 +28,19 @@ from pathlib import Path
 import orjson
 
 from afcore.messages import AssistantMessage, TextBlock, ToolCall, ToolResultMessage, UserMessage
-from afcore.recording import Recorder, Redaction, open_recording
+from afcore.recording import (
+    AgentInfo,
+    Header,
+    Recorder,
+    Redaction,
+    RedactionInfo,
+    ReplyToolCall,
+    RunConfig,
+    RunEnd,
+    ToolOutcome,
+    UsageInfo,
+    open_recording,
+)
 from afcore.why import why
 from bench._report import print_table, verdict
 
@@ -41,21 +53,17 @@ def write_recording(path: Path, commits: int) -> int:
     """A tool loop of ``commits // 4`` iterations, recorded; returns the iterations."""
     rec = Recorder(path, run_id="bench", redactor=Redaction(environment=False).compile())
     rec.header(
-        {
-            "t": "header",
-            "format": "af.recording",
-            "version": "1.0",
-            "run_id": "bench",
-            "started_at": "",
-            "af_version": "bench",
-            "python": "3",
-            "hash": "sha256",
-            "agent": {"name": "bench"},
-            "provider": {"name": "mock"},
-            "model": "m",
-            "config": {"max_iterations": commits, "tool_arg_validation": "enforce"},
-            "redaction": {},
-        }
+        Header(
+            run_id="bench",
+            started_at="",
+            af_version="bench",
+            python="3",
+            agent=AgentInfo(name="bench"),
+            provider={"name": "mock"},
+            model="m",
+            config=RunConfig(max_iterations=commits, tool_arg_validation="enforce"),
+            redaction=RedactionInfo(),
+        )
     )
     seed = rec.next_rsid("seed")
     _, write = rec.message(UserMessage("Count to a million, one search at a time."))
@@ -72,7 +80,7 @@ def write_recording(path: Path, commits: int) -> int:
             i,
             message_write=write,
             stop_reason="tool_use",
-            tool_calls=[{"id": call.id, "name": "search", "k": i}],
+            tool_calls=[ReplyToolCall(id=call.id, name="search", k=i)],
             usage=None,
             model="m",
             ms=1.0,
@@ -93,7 +101,7 @@ def write_recording(path: Path, commits: int) -> int:
             i,
             reads=(f"reply:{i}",),
             writes=[write],
-            tool={"name": "search", "k": i, "call_id": call.id, "status": "ok", "ms": 1.0},
+            tool=ToolOutcome(name="search", k=i, call_id=call.id, status="ok", ms=1.0),
         )
     fin = rec.next_rsid("finalize")
     rec.commit(
@@ -104,14 +112,7 @@ def write_recording(path: Path, commits: int) -> int:
         writes=[rec.write("answer", "done")],
     )
     rec.event(
-        {
-            "t": "run_end",
-            "status": "answer",
-            "iterations": iterations,
-            "calls": iterations,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
-            "ms": 0.0,
-        }
+        RunEnd(status="answer", iterations=iterations, calls=iterations, usage=UsageInfo(), ms=0.0)
     )
     rec.close()
     return iterations

@@ -12,6 +12,7 @@ from afcore.errors import UsageError
 from afcore.injections._model import Injection, LLMActivated, OnToolReturn, Rule
 from afcore.injections._view import MISSING, RunView, preview, token
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec
+from afcore.recording._models import InjectionDecision, InjectionInfo, trusted
 from afcore.secrets import shorten
 from afcore.tools._providers import ToolProvider, ToolProviderContext
 from afcore.tools._tool import Tool, ToolContext, define_tool
@@ -20,6 +21,8 @@ __all__ = ["READ_SKILL", "Composition", "Decision", "InjectionEngine"]
 
 READ_SKILL = "read_skill"
 _STATIC = Source(kind="static")
+_decision = trusted(InjectionDecision)
+_info = trusted(InjectionInfo)
 
 
 @dataclass(slots=True)
@@ -47,20 +50,18 @@ class Decision:
             and self.error == other.error
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> InjectionDecision:
+        """The decision as the recording holds it."""
         inj = self.injection
-        out: dict[str, Any] = {
-            "id": inj.id,
-            "flavor": inj.flavor,
-            "trigger": inj.trigger.kind,
-            "fired": self.fired,
-            "reason": self.reason,
-        }
-        if self.reads:
-            out["reads"] = [[k] if k == "iteration" else [k, v] for k, v in self.reads.items()]
-        if self.error is not None:
-            out["error"] = self.error
-        return out
+        return _decision(
+            id=inj.id,
+            flavor=inj.flavor,
+            trigger=inj.trigger.kind,
+            fired=self.fired,
+            reason=self.reason,
+            reads=[(k,) if k == "iteration" else (k, v) for k, v in self.reads.items()],
+            error=self.error,
+        )
 
 
 @dataclass
@@ -224,25 +225,25 @@ class InjectionEngine:
         """No injections and no providers: the slots never change, nothing to evaluate."""
         return not self.injections and not self.providers
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> list[InjectionInfo]:
         """The injections as the recording's header lists them."""
-        out = []
-        for inj in self.injections:
-            entry: dict[str, Any] = {
-                "id": inj.id,
-                "flavor": inj.flavor,
-                "trigger": inj.trigger.kind,
-            }
-            if isinstance(inj.trigger, OnToolReturn):
-                entry["after"] = inj.trigger.label
-            entry["slots"] = [
-                s for s, v in (("system", inj.system), ("messages", inj.message)) if v is not None
-            ] + (["tools"] if inj.tools else [])
-            entry["cache"] = inj.cache if isinstance(inj.cache, str) else "predicate"
-            if inj.tools:
-                entry["tools"] = [t.name for t in inj.tools]
-            out.append(entry)
-        return out
+        return [
+            _info(
+                id=inj.id,
+                flavor=inj.flavor,
+                trigger=inj.trigger.kind,
+                after=inj.trigger.label if isinstance(inj.trigger, OnToolReturn) else None,
+                slots=[
+                    s
+                    for s, v in (("system", inj.system), ("messages", inj.message))
+                    if v is not None
+                ]
+                + (["tools"] if inj.tools else []),
+                cache=inj.cache if isinstance(inj.cache, str) else "predicate",
+                tools=[t.name for t in inj.tools],
+            )
+            for inj in self.injections
+        ]
 
     # -- each iteration ------------------------------------------------------------------
 

@@ -12,12 +12,21 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from afcore.errors import ProviderError, ReliabilityFailFastError
 from afcore.loop._run import provider_error, record_call
 from afcore.messages import AssistantMessage, Request, Response
 from afcore.providers._base import StreamEvent, StreamHandler
+from afcore.recording._models import (
+    AttemptDecision,
+    AttemptInfo,
+    ErrorEvent,
+    ErrorInfo,
+    SkippedProvider,
+    trusted,
+)
+from afcore.recording._writer import error_info
 from afcore.reliability._policy import (
     Attempt,
     Phase,
@@ -32,6 +41,11 @@ if TYPE_CHECKING:
 
 __all__ = ["attempt_call"]
 
+_attempt = trusted(AttemptInfo)
+_error = trusted(ErrorEvent)
+_error_info = trusted(ErrorInfo)
+_skipped = trusted(SkippedProvider)
+
 
 async def attempt_call(
     run: _Run,
@@ -40,7 +54,7 @@ async def attempt_call(
     request: Request,
     window: list[tuple[int, int]] | None,
     extra: list[int],
-) -> tuple[int, Response, float, dict[str, Any] | None]:
+) -> tuple[int, Response, float, AttemptDecision | None]:
     """Make the iteration's call as the rules decide. Returns the accepted attempt's call
     number, its response, how long it took (ms) and the decision to record with its reply
     (None when no rule decided); raises the error that stands, or a
@@ -53,7 +67,7 @@ async def attempt_call(
     made = 0
     """attempts made"""
     last: _Outcome | None = None
-    skipped: list[dict[str, Any]] = []
+    skipped: list[SkippedProvider] = []
     while True:
         left = 0 if target.via == "fallback" else len(route) - 1 - index
         spare = policy.fallback is not None and target.via != "fallback"
@@ -73,12 +87,12 @@ async def attempt_call(
         verdict = policy.decide(before)
         if verdict.verb in ("retry_other", "fallback"):
             skipped.append(
-                {
-                    "provider": target.provider.name,
-                    "model": model,
-                    "via": target.via,
-                    "decision": verdict.to_json(),
-                }
+                _skipped(
+                    provider=target.provider.name,
+                    model=model,
+                    via=target.via,
+                    decision=verdict.record(),
+                )
             )
             if verdict.delay:
                 await asyncio.sleep(verdict.delay)
@@ -89,24 +103,19 @@ async def attempt_call(
                 index += 1
                 target = route[index]
             continue
-        attempt_info: dict[str, Any] = {
-            "n": made + 1,
-            "provider": target.provider.name,
-            "via": target.via,
-        }
-        if skipped:
-            attempt_info["skipped"] = skipped
+        attempt_info = _attempt(
+            n=made + 1, provider=target.provider.name, via=target.via, skipped=skipped
+        )
         if verdict.verb == "fail_fast":
             # No attempt is made: the event names the one that was not.
             rec.event(
-                {
-                    "t": "error",
-                    "rsid": rsid,
-                    "iter": run.iteration,
-                    "error": _fail_fast_json(verdict),
-                    "decision": verdict.to_json(),
-                    "attempt": attempt_info,
-                }
+                _error(
+                    rsid=rsid,
+                    iter=run.iteration,
+                    error=_fail_fast_info(verdict),
+                    decision=verdict.record(),
+                    attempt=attempt_info,
+                )
             )
             raise _fail_fast(run, verdict, made, None, last.error if last else None)
         made += 1
@@ -147,15 +156,14 @@ async def attempt_call(
         if error is not None:
             wrapped = provider_error(error, target.provider.name, n)
             rec.event(
-                {
-                    "t": "error",
-                    "rsid": rsid,
-                    "iter": run.iteration,
-                    "call": n,
-                    "error": _error_json(wrapped, after),
-                    "ms": round(ms, 3),
-                    "decision": verdict.to_json(),
-                }
+                _error(
+                    rsid=rsid,
+                    iter=run.iteration,
+                    call=n,
+                    error=_attempt_error(wrapped, after),
+                    ms=round(ms, 3),
+                    decision=verdict.record(),
+                )
             )
             if verdict.verb == "ok":
                 if wrapped is error:
@@ -166,7 +174,7 @@ async def attempt_call(
         else:
             assert response is not None
             if verdict.verb == "ok":
-                return n, response, ms, verdict.to_json() if verdict.rule is not None else None
+                return n, response, ms, verdict.record() if verdict.rule is not None else None
             _refused(run, rsid, n, response, ms, verdict)
             if verdict.verb == "fail_fast":
                 raise _fail_fast(run, verdict, made, n, None)
@@ -244,26 +252,16 @@ def _view(
     )
 
 
-def _error_json(error: ProviderError, s: Attempt) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "kind": type(error).__name__,
-        "message": str(error),
-        "reason": s.error_kind,
-    }
-    if error.status is not None:
-        out["status"] = error.status
-    if s.mid_stream:
-        out["mid_stream"] = True
-    out.update(error.vendor_json())
-    return out
+def _attempt_error(error: ProviderError, s: Attempt) -> ErrorInfo:
+    return error_info(error, reason=s.error_kind, status=error.status, mid_stream=s.mid_stream)
 
 
-def _fail_fast_json(verdict: Verdict) -> dict[str, Any]:
-    return {
-        "kind": ReliabilityFailFastError.__name__,
-        "message": _fail_fast_message(verdict),
-        "reason": verdict.kind,
-    }
+def _fail_fast_info(verdict: Verdict) -> ErrorInfo:
+    return _error_info(
+        kind=ReliabilityFailFastError.__name__,
+        message=_fail_fast_message(verdict),
+        reason=verdict.kind,
+    )
 
 
 def _fail_fast_message(verdict: Verdict) -> str:
@@ -300,7 +298,7 @@ def _refused(run: _Run, rsid: str, n: int, response: Response, ms: float, verdic
         usage=response.usage,
         model=response.model,
         ms=ms,
-        decision=verdict.to_json(),
+        decision=verdict.record(),
         response_id=response.response_id,
         unsent_params=response.unsent_params,
     )

@@ -59,8 +59,28 @@ from afcore.messages import (
 )
 from afcore.providers._base import StreamHandler
 from afcore.recording._hashing import content_hash
-from afcore.recording._models import FORMAT_VERSION
-from afcore.recording._writer import Recorder, ranges
+from afcore.recording._models import (
+    AgentInfo,
+    ArgsInvalid,
+    AttemptDecision,
+    AttemptInfo,
+    ErrorEvent,
+    ErrorInfo,
+    Header,
+    RedactionInfo,
+    ReplyToolCall,
+    RunConfig,
+    RunEnd,
+    SessionLink,
+    ToolInfo,
+    ToolOutcome,
+    ToolProgress,
+    ToolStart,
+    ToolStatus,
+    Write,
+    trusted,
+)
+from afcore.recording._writer import Recorder, error_info, ranges, usage_info
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
 from afcore.window._live import LiveWindow
@@ -72,6 +92,20 @@ if TYPE_CHECKING:
 __all__ = ["RunResult", "RunStatus", "run_loop"]
 
 RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
+
+_agent_info = trusted(AgentInfo)
+_args_invalid = trusted(ArgsInvalid)
+_config = trusted(RunConfig)
+_error = trusted(ErrorEvent)
+_header = trusted(Header)
+_redaction = trusted(RedactionInfo)
+_reply_tool_call = trusted(ReplyToolCall)
+_run_end = trusted(RunEnd)
+_session = trusted(SessionLink)
+_tool_info = trusted(ToolInfo)
+_tool_outcome = trusted(ToolOutcome)
+_tool_progress = trusted(ToolProgress)
+_tool_start = trusted(ToolStart)
 
 
 @dataclass(frozen=True)
@@ -169,7 +203,7 @@ async def run_loop(
     status: RunStatus = "error"
     answer: str | None = None
     failure: BaseException | None = None
-    error_info: dict[str, Any] | None = None
+    ended_by: ErrorInfo | None = None
     try:
         _start(run, message)
         while True:
@@ -221,27 +255,25 @@ async def run_loop(
         status, failure = "interrupted", e
         raise
     except AfError as e:
-        failure, error_info = e, _error_info(run, e)
+        failure, ended_by = e, _ended_by(run, e)
         raise
     except Exception as e:  # an error of ours or of the application's: record it, then raise
-        failure, error_info = e, {"kind": type(e).__name__, "message": str(e)}
+        failure, ended_by = e, error_info(e)
         raise RunError(f"the run stopped on {type(e).__name__}: {e}", recording=rec.path) from e
     finally:
-        end: dict[str, Any] = {
-            "t": "run_end",
-            "status": status,
-            "iterations": run.iteration,
-            "calls": run.calls,
-            "usage": run.usage.to_json(),
-        }
-        if answer:
-            end["answer"] = rec.write("answer", answer) if rec.enabled else None
-        if error_info is not None:
-            end["error"] = error_info
-        end["ms"] = round((clock() - started) * 1000, 3)
         if rec.enabled:
-            end["redactions"] = rec.redactor.count
-            rec.event(end)
+            rec.event(
+                _run_end(
+                    status=status,
+                    iterations=run.iteration,
+                    calls=run.calls,
+                    usage=usage_info(run.usage),
+                    answer=rec.write("answer", answer) if answer else None,
+                    error=ended_by,
+                    ms=round((clock() - started) * 1000, 3),
+                    redactions=rec.redactor.count,
+                )
+            )
         rec.close()
         result = RunResult(
             status=status,
@@ -259,28 +291,23 @@ async def run_loop(
     return result
 
 
-def _error_info(run: _Run, e: AfError) -> dict[str, Any]:
+def _ended_by(run: _Run, e: AfError) -> ErrorInfo:
     """What run_end says about the error that stopped the run; with reliability rules, also
     the kind word they decide on and the status."""
-    info: dict[str, Any] = {"kind": type(e).__name__, "message": str(e)}
-    if isinstance(e, ProviderError):
-        info.update(e.vendor_json())
     if isinstance(e, ReliabilityFailFastError):
-        info["reason"] = e.kind
-    elif isinstance(e, ProviderError) and run.agent.reliability is not None:
+        return error_info(e, reason=e.kind)
+    if isinstance(e, ProviderError) and run.agent.reliability is not None:
         # A provider's own exception, wrapped: of a kind no rule knows, as rules saw it.
         wrapped = type(e) is ProviderError and not isinstance(e.__cause__, ProviderError | None)
-        info["reason"] = "unknown" if wrapped else e.kind
-        if e.status is not None:
-            info["status"] = e.status
-        if e.mid_stream:
-            info["mid_stream"] = True
-    return info
+        return error_info(
+            e, reason="unknown" if wrapped else e.kind, status=e.status, mid_stream=e.mid_stream
+        )
+    return error_info(e)
 
 
 def _remember(
     run: _Run, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
-) -> dict[str, Any]:
+) -> Write:
     """Add a message to the conversation (and the live window); return its write.
     ``keep=False``: not handed to a session (which closes an interrupted call in its own
     words)."""
@@ -304,51 +331,44 @@ def _start(run: _Run, message: str) -> None:
         if run.conversation is not None:
             inputs["history"] = [m.to_json() for m in run.conversation.history]
         redactor.learn(inputs)
-        tools = [
-            {"name": t.name, "ref": content_hash(redactor.redact(t.spec.to_json()))}
-            for t in agent.tools.values()
-        ]
-        config: dict[str, Any] = {
-            "max_iterations": agent.max_iterations,
-            "tool_arg_validation": agent.tool_arg_validation,
-            "tools": tools,
-            "params": redactor.redact(dict(agent.params)),
-        }
-        if agent.engine.injections:
-            config["injections"] = agent.engine.describe()
-        if agent.engine.providers:
-            config["tool_providers"] = [p.name for p in agent.engine.providers]
-        if agent.configure_fn is not None:
-            config["configure"] = getattr(agent.configure_fn, "__qualname__", "configure")
-        if agent.window is not None:
-            config["window"] = agent.window.describe()
-        if agent.reliability is not None:
-            config["reliability"] = agent.reliability.describe(
-                lambda p: redactor.redact(p.describe())
-            )
+        engine = agent.engine
+        config = _config(
+            max_iterations=agent.max_iterations,
+            tool_arg_validation=agent.tool_arg_validation,
+            tools=[
+                _tool_info(name=t.name, ref=content_hash(redactor.redact(t.spec.to_json())))
+                for t in agent.tools.values()
+            ],
+            params=redactor.redact(dict(agent.params)),
+            injections=engine.describe(),
+            tool_providers=[p.name for p in engine.providers],
+            configure=None
+            if agent.configure_fn is None
+            else getattr(agent.configure_fn, "__qualname__", "configure"),
+            window=None if agent.window is None else agent.window.describe(),
+            reliability=None
+            if agent.reliability is None
+            else agent.reliability.describe(lambda p: redactor.redact(p.describe())),
+        )
         rec.header(
-            {
-                "t": "header",
-                "format": "af.recording",
-                "version": FORMAT_VERSION,
-                "run_id": run.run_id,
-                "started_at": agent.recording.now().isoformat(timespec="milliseconds")
+            _header(
+                run_id=run.run_id,
+                started_at=agent.recording.now().isoformat(timespec="milliseconds")
                 if agent.recording
                 else "",
-                "af_version": __version__,
-                "python": ".".join(map(str, sys.version_info[:3])),
-                "hash": "sha256",
-                "agent": {"name": agent.name, "source": agent.source},
-                "provider": redactor.redact(agent.provider.describe()),
-                "model": agent.model,
-                "config": config,
-                "redaction": {
-                    "fields": list(redactor.policy.fields),
-                    "patterns": redactor.pattern_names,
-                    "env": redactor.env_names,
-                },
-                **_session_link(run),
-            }
+                af_version=__version__,
+                python=".".join(map(str, sys.version_info[:3])),
+                agent=_agent_info(name=agent.name, source=agent.source),
+                provider=redactor.redact(agent.provider.describe()),
+                model=agent.model,
+                config=config,
+                redaction=_redaction(
+                    fields=list(redactor.policy.fields),
+                    patterns=redactor.pattern_names,
+                    env=redactor.env_names,
+                ),
+                session=_session_link(run),
+            )
         )
         for t in agent.tools.values():
             rec.tool_ref(t.spec)
@@ -361,10 +381,7 @@ def _start(run: _Run, message: str) -> None:
         rsid = rec.next_rsid("history")
         writes = []
         for i, prior in enumerate(conversation.history):
-            write = _remember(run, prior, rsid, conversation.source(i))
-            if "source" in write:
-                write["source"] = rec.redactor.redact(write["source"])
-            writes.append(write)
+            writes.append(_remember(run, prior, rsid, conversation.source(i)))
         rec.commit(rsid, "history", 0, writes=writes)
     seed = rec.next_rsid("seed")
     write = _remember(run, UserMessage(message), seed)
@@ -386,10 +403,12 @@ def _start(run: _Run, message: str) -> None:
         run.keep = conversation.keep
 
 
-def _session_link(run: _Run) -> dict[str, Any]:
+def _session_link(run: _Run) -> SessionLink | None:
     """The header's ``session`` field, for a session's turn."""
     link = run.conversation.session if run.conversation is not None else None
-    return {} if link is None else {"session": run.rec.redactor.redact(dict(link))}
+    if link is None:
+        return None
+    return _session(id=link["id"], turn=link["turn"], previous=link.get("previous"))
 
 
 def _configure(run: _Run, message: str) -> None:
@@ -437,7 +456,7 @@ def _compose(
     turn.iteration = run.iteration
     turn.history = tuple(run.history)
     comp = agent.engine.compose(turn, run.base)
-    writes: list[dict[str, Any]] = []
+    writes: list[Write] = []
     if run.last_injected is not None and run.last_injected[0] is comp.messages:
         # The engine carried the injected messages over: they are known, numbered and written.
         _, extra, messages = run.last_injected
@@ -485,7 +504,7 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         params=agent.params,
         cache=comp.cache,
     )
-    decision: dict[str, Any] | None = None
+    decision: AttemptDecision | None = None
     if agent.reliability is not None:
         from afcore.loop._attempts import attempt_call
 
@@ -504,19 +523,7 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
             raise
         except Exception as e:
             error = provider_error(e, agent.provider.name, n)
-            rec.event(
-                {
-                    "t": "error",
-                    "rsid": rsid,
-                    "iter": run.iteration,
-                    "call": n,
-                    "error": {
-                        "kind": type(error).__name__,
-                        "message": str(error),
-                        **error.vendor_json(),
-                    },
-                }
-            )
+            rec.event(_error(rsid=rsid, iter=run.iteration, call=n, error=error_info(error)))
             if error is e:
                 raise
             raise error from e
@@ -528,11 +535,11 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     if response.usage is not None:
         run.usage = run.usage + response.usage
     write = _remember(run, assistant, rsid)
-    tool_calls: list[dict[str, Any]] = []
+    tool_calls: list[ReplyToolCall] = []
     for call in response.tool_calls:
         k = run.tool_counts.get(call.name, 0) + 1
         run.tool_counts[call.name] = k
-        tool_calls.append({"id": call.id, "name": call.name, "k": k})
+        tool_calls.append(_reply_tool_call(id=call.id, name=call.name, k=k))
     rec.reply(
         rsid,
         run.iteration,
@@ -547,7 +554,7 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
         response_id=response.response_id,
         unsent_params=response.unsent_params,
     )
-    return f"reply:{n}", response, [c["k"] for c in tool_calls]
+    return f"reply:{n}", response, [c.k for c in tool_calls]
 
 
 def record_call(
@@ -557,7 +564,7 @@ def record_call(
     request: Request,
     window: list[tuple[int, int]] | None,
     extra: list[int],
-    attempt: dict[str, Any] | None = None,
+    attempt: AttemptInfo | None = None,
 ) -> None:
     """Record call ``n`` as it is about to be sent."""
     run.rec.call(
@@ -595,16 +602,7 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
     jobs = []
     for call, k in planned:
         rsid = rec.next_rsid(f"tool:{call.name}")
-        rec.event(
-            {
-                "t": "tool_start",
-                "rsid": rsid,
-                "iter": run.iteration,
-                "name": call.name,
-                "k": k,
-                "call_id": call.id,
-            }
-        )
+        rec.event(_tool_start(rsid=rsid, iter=run.iteration, name=call.name, k=k, call_id=call.id))
         jobs.append((call, k, rsid))
     concurrent = len(jobs) > 1
     tasks = [asyncio.ensure_future(_run_tool(run, c, rsid, concurrent)) for c, _, rsid in jobs]
@@ -626,7 +624,7 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
     for (call, k, rsid), (result, status, ms) in zip(jobs, outcomes, strict=True):
         write = _remember(run, result, rsid)
         turn.last_tool_results[call.name] = result.content
-        run.result_keys[call.name] = write.get("key", "")
+        run.result_keys[call.name] = write.key
         if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):
             turn.active_skills.setdefault(str(call.args["id"]), run.iteration)
         rec.commit(
@@ -635,20 +633,16 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
             run.iteration,
             reads=(reply_key,),
             writes=[write],
-            tool={
-                "name": call.name,
-                "k": k,
-                "call_id": call.id,
-                "status": status,
-                "ms": round(ms, 3),
-            },
+            tool=_tool_outcome(
+                name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
+            ),
         )
 
 
 def _record_interrupted(
     run: _Run,
     jobs: list[tuple[ToolCall, int, str]],
-    tasks: list[asyncio.Task[tuple[ToolResultMessage, str, float]]],
+    tasks: list[asyncio.Task[tuple[ToolResultMessage, ToolStatus, float]]],
     reply_key: str,
 ) -> None:
     """A stop came while tools ran: each call still running is answered by a result saying
@@ -656,6 +650,7 @@ def _record_interrupted(
     rec = run.rec
     for (call, k, rsid), task in zip(jobs, tasks, strict=True):
         done = task.done() and not task.cancelled() and task.exception() is None
+        status: ToolStatus
         if done:
             result, status, ms = task.result()
         else:
@@ -667,19 +662,15 @@ def _record_interrupted(
             run.iteration,
             reads=(reply_key,),
             writes=[write],
-            tool={
-                "name": call.name,
-                "k": k,
-                "call_id": call.id,
-                "status": status,
-                "ms": round(ms, 3),
-            },
+            tool=_tool_outcome(
+                name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
+            ),
         )
 
 
 async def _run_tool(
     run: _Run, call: ToolCall, rsid: str, concurrent: bool
-) -> tuple[ToolResultMessage, str, float]:
+) -> tuple[ToolResultMessage, ToolStatus, float]:
     agent = run.agent
     rec = run.rec
     clock = agent.recording.clock if agent.recording else time.perf_counter
@@ -695,14 +686,13 @@ async def _run_tool(
         problems = validate_args(tool, call.args)
         if problems:
             rec.event(
-                {
-                    "t": "args_invalid",
-                    "rsid": rsid,
-                    "name": call.name,
-                    "call_id": call.id,
-                    "problems": [p.to_json() for p in problems],
-                    "enforced": mode == "enforce",
-                }
+                _args_invalid(
+                    rsid=rsid,
+                    name=call.name,
+                    call_id=call.id,
+                    problems=[p.to_json() for p in problems],
+                    enforced=mode == "enforce",
+                )
             )
             if mode == "enforce":
                 return (
@@ -746,7 +736,7 @@ def _progress_reporter(run: _Run, rsid: str) -> Any:
     loop = asyncio.get_running_loop()
 
     def emit(message: str) -> None:
-        run.rec.event({"t": "tool_progress", "rsid": rsid, "message": message})
+        run.rec.event(_tool_progress(rsid=rsid, message=message))
 
     def report(message: str) -> None:
         if threading.get_ident() == run.loop_thread:

@@ -17,7 +17,7 @@ records its fold, with the refusals that kept everything in.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from afcore.errors import CompactionUnmeasurableError
 from afcore.messages import (
@@ -27,7 +27,16 @@ from afcore.messages import (
     SystemSegment,
     UserMessage,
 )
-from afcore.recording._writer import ranges
+from afcore.recording._models import (
+    ContextEvicted,
+    ErrorEvent,
+    Fold,
+    FoldRefusal,
+    FoldSummary,
+    Write,
+    trusted,
+)
+from afcore.recording._writer import error_info, ranges
 from afcore.secrets import shorten
 from afcore.window._strategies import WindowStrategy
 from afcore.window._summary import SUMMARIZER_SYSTEM, frame, message_chars, transcript
@@ -39,6 +48,11 @@ if TYPE_CHECKING:
 __all__ = ["visit"]
 
 _SUMMARIZER_SOURCE = Source(kind="summarizer")
+_evicted = trusted(ContextEvicted)
+_error = trusted(ErrorEvent)
+_fold = trusted(Fold)
+_refused = trusted(FoldRefusal)
+_summary = trusted(FoldSummary)
 
 
 async def visit(run: _Run, strategy: WindowStrategy) -> None:
@@ -69,14 +83,12 @@ async def visit(run: _Run, strategy: WindowStrategy) -> None:
     blocks = [(span[0].start, span[-1].end) for span in spans]
     if not blocks and measured is None:
         return  # nothing old enough to leave: nothing to record
-    refusals: list[dict[str, Any]] = [
-        _refusal(live[r.turn.start : r.turn.end + 1], r.reason) for r in cut.refusals
-    ]
+    refusals = [_refusal(live[r.turn.start : r.turn.end + 1], r.reason) for r in cut.refusals]
     run.folds += 1
     fold = run.folds
     reads = ["messages"] + ([f"reply:{run.last_call}"] if measured is not None else [])
-    writes: list[dict[str, Any]] = []
-    summary: dict[str, Any] | None = None
+    writes: list[Write] = []
+    summary: FoldSummary | None = None
     summary_item: LiveMessage | None = None
     rsid = ""
     if strategy.summarizes and blocks:
@@ -102,44 +114,39 @@ async def visit(run: _Run, strategy: WindowStrategy) -> None:
                 writes.append(write)
                 reads.append(f"reply:{call}")
                 summary_item = LiveMessage(n, message, rsid)
-                summary = {"message": n, "call": call, "by": by}
+                summary = _summary(message=n, call=call, by=by)
     rsid = rsid or rec.next_rsid("window")
     left = [item for first, last in blocks for item in live[first : last + 1]]
     before = len(window)
     # The newest block first, so the positions of the older ones stay put.
     for first, last in reversed(blocks):
         window.remove(first, last, summary_item if (first, last) == blocks[0] else None)
-    value: dict[str, Any] = {
-        "strategy": strategy.name,
-        "iteration": run.iteration,
-        "folded": _writers(left),
-        "messages": [list(r) for r in ranges([item.n for item in left])],
-        "count": len(left),
-        "before": before,
-        "after": len(window),
-        "keep_recent_turns": strategy.keep_recent_turns,
-        "refusals": refusals,
-    }
-    if measured is not None:
-        value |= {
-            "measured": measured,
-            "measured_at": run.last_call,
-            "threshold": strategy.threshold_tokens,
-        }
-    if summary is not None:
-        value["summary"] = summary
+    value = _fold(
+        strategy=strategy.name,
+        iteration=run.iteration,
+        folded=_writers(left),
+        messages=ranges([item.n for item in left]),
+        count=len(left),
+        before=before,
+        after=len(window),
+        keep_recent_turns=strategy.keep_recent_turns,
+        refusals=refusals,
+        measured=measured,
+        measured_at=None if measured is None else run.last_call,
+        threshold=None if measured is None else strategy.threshold_tokens,
+        summary=summary,
+    )
     writes.insert(0, rec.write(f"fold:{fold}", value))
     rec.commit(rsid, "window", run.iteration, reads=reads, writes=writes)
     for item in left:
         rec.event(
-            {
-                "t": "context_evicted",
-                "rsid": rsid,
-                "iter": run.iteration,
-                "fold": fold,
-                "message": item.n,
-                "hash": rec.message_hash(item.n) if rec.enabled else "",
-            },
+            _evicted(
+                rsid=rsid,
+                iter=run.iteration,
+                fold=fold,
+                message=item.n,
+                hash=rec.message_hash(item.n) if rec.enabled else "",
+            ),
             flush=False,
         )
     rec.flush()
@@ -165,13 +172,12 @@ def _measured(run: _Run, strategy: WindowStrategy) -> int:
         call=run.last_call,
     )
     run.rec.event(
-        {
-            "t": "error",
-            "rsid": run.rec.next_rsid("window"),
-            "iter": run.iteration,
-            "call": run.last_call,
-            "error": {"kind": type(error).__name__, "message": str(error)},
-        }
+        _error(
+            rsid=run.rec.next_rsid("window"),
+            iter=run.iteration,
+            call=run.last_call,
+            error=error_info(error),
+        )
     )
     raise error
 
@@ -218,15 +224,7 @@ async def _summarize(
         response = await summarizer.complete(request)
     except Exception as e:  # a failed summary refuses the fold; the run goes on
         reason = f"{type(e).__name__}: {e}"
-        rec.event(
-            {
-                "t": "error",
-                "rsid": rsid,
-                "iter": run.iteration,
-                "call": call,
-                "error": {"kind": type(e).__name__, "message": str(e)},
-            }
-        )
+        rec.event(_error(rsid=rsid, iter=run.iteration, call=call, error=error_info(e)))
         return shorten(reason, 300)
     if response.usage is not None:
         run.usage = run.usage + response.usage
@@ -250,15 +248,13 @@ async def _summarize(
     return response.text.strip(), call, by
 
 
-def _refusal(items: list[LiveMessage], reason: str, *, error: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "reason": reason,
-        "messages": [list(r) for r in ranges([item.n for item in items])],
-        "writers": _writers(items),
-    }
-    if error is not None:
-        out["error"] = error
-    return out
+def _refusal(items: list[LiveMessage], reason: str, *, error: str | None = None) -> FoldRefusal:
+    return _refused(
+        reason=reason,
+        messages=ranges([item.n for item in items]),
+        writers=_writers(items),
+        error=error,
+    )
 
 
 def _writers(items: list[LiveMessage]) -> list[str]:

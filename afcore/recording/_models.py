@@ -1,13 +1,23 @@
-"""The records of a recording, one pydantic model each, read through one discriminated union.
+"""The records of a recording, one pydantic model each, read through one discriminated union,
+and the values af writes under its keys (folds, injection decisions) and in its slot lists.
 
 These models are the format's specification: ``af schema`` prints their JSON Schema, and the
 field docstrings are its documentation. docs/recording-format.md explains how they fit.
+
+The writer makes the same models and serializes them with :func:`dump`: fields in the order
+they are declared here, and a field marked :data:`Sparse` left out while it holds its default
+(the ``tool`` of a commit that is not a tool's), so that a model's line is the format's line.
+It makes them with :func:`trusted`, which skips validation: the writer's values have the
+model's types by construction (mypy checks every call against the model's own signature),
+and validating each record would cost the loop more than writing it.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Final, Literal, ParamSpec, TypeAlias, TypeVar, cast
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
@@ -19,36 +29,65 @@ __all__ = [
     "AttemptDecision",
     "AttemptInfo",
     "Blob",
-    "ContextEvicted",
+    "BreakerInfo",
     "Call",
     "CallTool",
     "Commit",
+    "ContextEvicted",
     "ErrorEvent",
     "ErrorInfo",
+    "Fold",
+    "FoldRefusal",
+    "FoldSummary",
     "Header",
+    "InjectionDecision",
+    "InjectionDecisions",
+    "InjectionInfo",
     "KNOWN_TYPES",
     "Record",
     "RedactionInfo",
+    "ReliabilityInfo",
+    "ReliabilityRuleInfo",
     "Reply",
     "ReplyToolCall",
     "RunConfig",
-    "SkippedProvider",
     "RunEnd",
     "Segment",
     "SessionLink",
+    "SkippedProvider",
+    "SlotDelta",
     "SourceInfo",
+    "Sparse",
+    "TargetInfo",
     "ToolInfo",
     "ToolOutcome",
     "ToolProgress",
     "ToolStart",
+    "ToolStatus",
     "UnknownRecord",
     "UsageInfo",
+    "WindowInfo",
     "Write",
+    "as_json",
+    "dump",
+    "trusted",
 ]
 
 FORMAT = "af.recording"
 FORMAT_VERSION = "1.2"
 """major.minor: a reader refuses a newer major version and reads any minor version of its own."""
+
+
+class _SparseMarker:
+    def __repr__(self) -> str:
+        return "Sparse"
+
+
+_SPARSE: Final = _SparseMarker()
+_T = TypeVar("_T")
+Sparse: TypeAlias = Annotated[_T, _SPARSE]
+"""A field written only when it differs from its default: absent from the line otherwise.
+Fields not so marked are always written, ``null`` included (a reply's ``usage``)."""
 
 
 class _Model(BaseModel):
@@ -73,6 +112,88 @@ class ToolInfo(_Model):
     """Hash of the blob holding the tool's spec (name, description, input_schema)."""
 
 
+class InjectionInfo(_Model):
+    """An injection as the header lists it."""
+
+    id: str
+    """The injection's id."""
+    flavor: str
+    """What kind of context it is: `steering`, `instruction`, `fact`, `skill`, or the
+    application's own."""
+    trigger: str
+    """When it fires: `always`, `rule`, `on_tool_return`, `llm_activated`."""
+    after: Sparse[str | None] = None
+    """For `on_tool_return`: the tool's name, or `/regex/`."""
+    slots: list[str]
+    """The slots it puts something in: `system`, `messages`, `tools`."""
+    cache: str
+    """Its cache policy: `always`, `while_active`, `never`, or `predicate`."""
+    tools: Sparse[list[str]] = []
+    """The names of the tools it makes visible while active."""
+
+
+class WindowInfo(_Model):
+    """The window strategy as the header describes it."""
+
+    strategy: str
+    """`sliding_window`, `token_budget` or `summarize_oldest`."""
+    keep_recent_turns: int
+    """How many of the newest turns always stay."""
+    threshold_tokens: Sparse[int | None] = None
+    """The counted input tokens over which it acts (token strategies)."""
+    summarizer: Sparse[str | None] = None
+    """The name of the provider that writes summaries (`summarize_oldest`)."""
+    model: Sparse[str | None] = None
+    """The summarizer's model, when it is not the agent's."""
+
+
+class ReliabilityRuleInfo(_Model):
+    """A reliability rule as the header lists it."""
+
+    rule: str
+    """Its kind, or `pre_check[i]` / `post_decide[i]`."""
+    then: str
+    """The verb it decides."""
+    delay: Sparse[int | float | str | None] = None
+    """Seconds waited before the next attempt; for a delay worked out at each attempt, the
+    function's name or `computed` (the decisions record the seconds)."""
+
+
+class TargetInfo(_Model):
+    """A provider a call's attempts may go to."""
+
+    provider: dict[str, Any]
+    """The provider, as it describes itself (never its credentials)."""
+    model: Sparse[str | None] = None
+    """The model it is asked, when it is not the agent's."""
+
+
+class BreakerInfo(_Model):
+    """The circuit breaker's settings."""
+
+    failures: int
+    """Failed attempts in a row on one provider that open its circuit."""
+    cooldown: float
+    """Seconds the circuit stays open."""
+
+
+class ReliabilityInfo(_Model):
+    """The reliability rules as the header describes them."""
+
+    pre_check: list[ReliabilityRuleInfo]
+    """The rules that look at an attempt before it is made, in order."""
+    post_decide: list[ReliabilityRuleInfo]
+    """The rules that look at an attempt's outcome, in order."""
+    providers: list[TargetInfo]
+    """The other providers `retry_other` moves to, in order."""
+    max_attempts: int
+    """The most attempts one call may take."""
+    fallback: Sparse[TargetInfo | None] = None
+    """The provider `fallback` moves to."""
+    circuit_breaker: Sparse[BreakerInfo | None] = None
+    """The circuit breaker, if any."""
+
+
 class RunConfig(_Model):
     max_iterations: int
     """The most model calls the loop makes before it stops with `max_iterations`."""
@@ -82,20 +203,16 @@ class RunConfig(_Model):
     """The tools registered on the agent, in registration order."""
     params: dict[str, Any] = {}
     """Model parameters sent with every call (temperature, max_tokens, ...)."""
-    injections: list[dict[str, Any]] = []
-    """The injections registered: `{"id", "flavor", "trigger", "after"?, "slots", "cache",
-    "tools"?}` each, in registration order."""
-    tool_providers: list[str] = []
+    injections: Sparse[list[InjectionInfo]] = []
+    """The injections registered, in registration order."""
+    tool_providers: Sparse[list[str]] = []
     """Names of the tool providers consulted at every iteration."""
-    configure: str | None = None
+    configure: Sparse[str | None] = None
     """The name of the function that decides each run's model and instructions, if any."""
-    window: dict[str, Any] | None = None
-    """The window strategy, if any: `{"strategy", "keep_recent_turns", "threshold_tokens"?,
-    "summarizer"?, "model"?}`. Its folds are the `fold:<n>` writes of `window` stages."""
-    reliability: dict[str, Any] | None = None
-    """The reliability rules, if any: `{"pre_check": [{"rule", "then", "delay"?}],
-    "post_decide": [...], "providers": [{"provider", "model"?}], "fallback"?,
-    "circuit_breaker"?: {"failures", "cooldown"}, "max_attempts"}`."""
+    window: Sparse[WindowInfo | None] = None
+    """The window strategy, if any. Its folds are the `fold:<n>` writes of `window` stages."""
+    reliability: Sparse[ReliabilityInfo | None] = None
+    """The reliability rules, if any."""
 
 
 class RedactionInfo(_Model):
@@ -108,27 +225,29 @@ class RedactionInfo(_Model):
 
 
 class SourceInfo(_Model):
+    """Where a piece of context came from: its provenance."""
+
     kind: str
     """What put this piece of context there: `base` (the builder's system text), `static`
     (its tools), an injection's flavor (`steering`, `instruction`, `fact`, `skill`,
     `caller`, ...), `provider` (a tool provider); for a message the run continued from,
     `history` (given to the run) or `session` (a session's stored transcript)."""
-    id: str | None = None
+    id: Sparse[str | None] = None
     """The injection's id, for injected context."""
-    trigger: str | None = None
+    trigger: Sparse[str | None] = None
     """Why it fires: `always`, `rule`, `on_tool_return`, `llm_activated`."""
-    reason: str | None = None
+    reason: Sparse[str | None] = None
     """Why it fired this time, in words (the full evidence is in the `inject` commit)."""
-    cache: str | None = None
+    cache: Sparse[str | None] = None
     """The cache policy it was placed under: `always`, `while_active` or `never`."""
 
 
 class Segment(_Model):
     """One system-prompt segment of a call, in the list its call's `system` blob holds."""
 
-    text: str | None = None
+    text: Sparse[str | None] = None
     """The segment's text, inline (short segments)."""
-    ref: str | None = None
+    ref: Sparse[str | None] = None
     """Hash of a blob holding `{"text": ...}` (long segments, stored once)."""
     source: SourceInfo
     """Where the segment came from."""
@@ -145,27 +264,40 @@ class CallTool(_Model):
     """Where the tool came from."""
 
 
+class SlotDelta(_Model):
+    """A slot list stored as the change from the last one stored in full: the base's first
+    `keep` entries, then `then`. A call's `system` or `tools` blob holds a list of entries
+    or this."""
+
+    base: str
+    """Hash of the blob holding the base list (always a list, never a delta)."""
+    keep: int
+    """How many of the base's first entries the list starts with."""
+    then: list[Any]
+    """The entries after them (each a Segment, or each a CallTool)."""
+
+
 class UsageInfo(_Model):
     input_tokens: int = 0
     """Tokens the request took."""
     output_tokens: int = 0
     """Tokens the reply took."""
-    cache_read_tokens: int = 0
+    cache_read_tokens: Sparse[int] = 0
     """Input tokens served from the provider's prompt cache."""
-    cache_write_tokens: int = 0
+    cache_write_tokens: Sparse[int] = 0
     """Input tokens written to the provider's prompt cache."""
-    estimated: bool = False
+    estimated: Sparse[bool] = False
     """True when af guessed the numbers; false when the provider reported them."""
 
 
 class Write(_Model):
     key: str
     """The key written: `user_message`, `message:3`, `system`, `tools`, `route`, `answer`, ..."""
-    value: Any = None
+    value: Sparse[Any] = None
     """The value, inline (short values)."""
-    ref: str | None = None
+    ref: Sparse[str | None] = None
     """Hash of the blob holding the value (long or repeated values)."""
-    source: SourceInfo | None = None
+    source: Sparse[SourceInfo | None] = None
     """For an injected message: the injection that put it there, and why; for a message of
     the conversation the run continued from (a `history` stage): where it came from (for a
     session, `id` is the session and `reason` the turn that wrote it)."""
@@ -180,6 +312,9 @@ class ReplyToolCall(_Model):
     """Which call of this tool in the run, from 1: the `k` of the key `tool:<name>#<k>`."""
 
 
+ToolStatus: TypeAlias = Literal["ok", "error", "rejected", "unknown_tool", "interrupted"]
+
+
 class ToolOutcome(_Model):
     name: str
     """The tool's name."""
@@ -187,7 +322,7 @@ class ToolOutcome(_Model):
     """Which call of this tool in the run, from 1."""
     call_id: str
     """The id of the tool call this answers."""
-    status: Literal["ok", "error", "rejected", "unknown_tool", "interrupted"]
+    status: ToolStatus
     """`ok`; `error` (execute raised); `rejected` (arguments failed validation and the tool
     did not run); `unknown_tool` (the model named a tool the agent does not have)."""
     ms: float
@@ -199,22 +334,22 @@ class ErrorInfo(_Model):
     """The error's class name (`MockExhaustedError`, `ProviderError`, ...)."""
     message: str
     """The error's message."""
-    reason: str | None = None
+    reason: Sparse[str | None] = None
     """The kind word rules decide on: a provider error's (`rate_limited`, `overloaded`,
     `stream_cut`, ...; `unknown` for another exception), or a ReliabilityFailFastError's
     (`mid-stream-not-retryable`, `attempts-exhausted`, ...). Written by agents with
     reliability rules."""
-    status: int | None = None
+    status: Sparse[int | None] = None
     """The HTTP status of a provider error, when the vendor gave one."""
-    mid_stream: bool = False
+    mid_stream: Sparse[bool] = False
     """True when the call failed after its reply had begun streaming."""
-    error_type: str | None = None
+    error_type: Sparse[str | None] = None
     """For a provider error: the vendor's word for it (`rate_limit_error`,
     `invalid_request_error`, ...), when it said one. (Since 1.1.)"""
-    request_id: str | None = None
+    request_id: Sparse[str | None] = None
     """For a provider error: the vendor's id for the request, to find it in the vendor's
     logs. (Since 1.1.)"""
-    details: dict[str, Any] | None = None
+    details: Sparse[dict[str, Any] | None] = None
     """For a provider error: the other fields of the vendor's error object, as it sent them
     (a code, `failed_generation`, `metadata`, ...). (Since 1.1.)"""
 
@@ -227,18 +362,18 @@ class AttemptDecision(_Model):
     """`continue`, `ok` (the outcome stands: an answer is kept, an error stops the run),
     `retry` (the same provider again), `retry_other` (the next provider), `fallback` (the
     fallback provider) or `fail_fast` (the call is given up)."""
-    rule: str | None = None
+    rule: Sparse[str | None] = None
     """The rule that decided: its kind, or `pre_check[i]` / `post_decide[i]`. Absent when
     no rule did (the default)."""
-    kind: str | None = None
+    kind: Sparse[str | None] = None
     """For `fail_fast`: why, as a word (the rule's kind, or af's: `mid-stream-not-retryable`,
     `no-provider-left`, `no-fallback-left`, `attempts-exhausted`, `circuit-open`,
     `rule-failed`)."""
-    reason: str | None = None
+    reason: Sparse[str | None] = None
     """Why, in words, when af decided (a default, an override, a fail-fast)."""
-    asked: str | None = None
+    asked: Sparse[str | None] = None
     """The verb asked for, when af overrode it (with `fail_fast`)."""
-    delay: float = 0.0
+    delay: Sparse[float] = 0.0
     """Seconds waited before the next attempt."""
 
 
@@ -266,8 +401,103 @@ class AttemptInfo(_Model):
     via: str
     """`agent` (the agent's own provider), `providers[i]` (the i-th of the reliability
     providers) or `fallback`."""
-    skipped: list[SkippedProvider] = []
+    skipped: Sparse[list[SkippedProvider]] = []
     """Providers passed over before it (an open circuit breaker, a pre_check rule)."""
+
+
+# -- values written under keys ---------------------------------------------------------
+
+
+class InjectionDecision(_Model):
+    """One injection's decision at an iteration, in the `injections` value of an `inject`
+    commit."""
+
+    id: str
+    """The injection's id."""
+    flavor: str
+    """Its flavor: `steering`, `instruction`, `fact`, `skill`, or the application's own."""
+    trigger: str
+    """Its trigger: `always`, `rule`, `on_tool_return`, `llm_activated`."""
+    fired: bool
+    """Whether its content is in the call."""
+    reason: str
+    """Why, in words: a rule's verdict (`rule returned true`), the tool that returned, the
+    skill's activation, or why it was skipped."""
+    reads: Sparse[list[tuple[str] | tuple[str, Any]]] = []
+    """The evidence: `[key, value]` for every value the rule (or a content function) read,
+    values cut to 200 characters; a read of the iteration is `["iteration"]`, its value being
+    the stage's `iter`."""
+    error: Sparse[str | None] = None
+    """Why a rule that raised or returned a non-bool, or whose content could not be made,
+    was skipped."""
+
+
+class InjectionDecisions(_Model):
+    """The value of an `injections` write: the decisions that changed since the iteration
+    before (all of them the first time)."""
+
+    evaluated: int
+    """The decisions the iteration holds: those listed and those carried over."""
+    decisions: list[InjectionDecision]
+    """The decisions that differ from the iteration before, in the engine's order."""
+    unchanged: int
+    """How many decisions carried over unchanged (their last written version holds)."""
+
+
+class FoldRefusal(_Model):
+    """Messages old enough to leave the window that stayed, and why."""
+
+    reason: str
+    """`current_request`, `unresolved_tool_call`, `last_tool_result`, or for a span the
+    summarizer refused, `summarizer_failed` or `summary_not_smaller`."""
+    messages: list[tuple[int, int]]
+    """The messages that stayed, as inclusive ranges of message numbers, in window order."""
+    writers: list[str]
+    """The stages that wrote them, each once, in order."""
+    error: Sparse[str | None] = None
+    """For `summarizer_failed`: what the summarizer raised or answered."""
+
+
+class FoldSummary(_Model):
+    """The summary that took a fold's place in the window."""
+
+    message: int
+    """The summary message's number."""
+    call: int
+    """The summarizer's call that wrote it."""
+    by: str
+    """Who summarized: `provider:model`."""
+
+
+class Fold(_Model):
+    """The value of a `fold:<n>` write of a `window` stage: what left the live window."""
+
+    strategy: str
+    """The window strategy that folded."""
+    iteration: int
+    """The iteration it folded at."""
+    folded: list[str]
+    """The stages that wrote the messages that left, each once, in order."""
+    messages: list[tuple[int, int]]
+    """The messages that left, as inclusive ranges of message numbers, in window order."""
+    count: int
+    """How many messages left (0: everything refused)."""
+    before: int
+    """Messages in the live window before the fold."""
+    after: int
+    """Messages in the live window after it."""
+    keep_recent_turns: int
+    """The newest turns the strategy keeps."""
+    refusals: list[FoldRefusal] = []
+    """What was old enough to leave but stayed, and why."""
+    measured: Sparse[int | None] = None
+    """For a token threshold: the input tokens the provider counted for `measured_at`."""
+    measured_at: Sparse[int | None] = None
+    """The call whose usage was measured."""
+    threshold: Sparse[int | None] = None
+    """The strategy's threshold, in tokens."""
+    summary: Sparse[FoldSummary | None] = None
+    """For `summarize_oldest`: the summary that took the place of what left."""
 
 
 # -- records ---------------------------------------------------------------------------
@@ -313,7 +543,7 @@ class Header(_Model):
     """The agent's configuration."""
     redaction: RedactionInfo
     """The redaction policy every value in the file went through."""
-    session: SessionLink | None = None
+    session: Sparse[SessionLink | None] = None
     """For a turn of a session: the session and the turn."""
 
 
@@ -343,7 +573,7 @@ class Commit(_Model):
     """Keys the stage read, each with the seq of the commit that wrote the version it read."""
     writes: list[Write] = []
     """Keys the stage wrote."""
-    tool: ToolOutcome | None = None
+    tool: Sparse[ToolOutcome | None] = None
     """For a tool stage: which call it answered and how it went."""
 
 
@@ -378,7 +608,7 @@ class Call(_Model):
     """Cache breakpoints, provider-neutral: `{"slot", "index"}`."""
     hash: str
     """sha256 of the request, taken when it was sent; see docs/recording-format.md."""
-    attempt: AttemptInfo | None = None
+    attempt: Sparse[AttemptInfo | None] = None
     """For agents with reliability rules: which attempt this is, and where it went. Its
     outcome follows: a `reply`, or an `error` event with the decision taken."""
 
@@ -408,15 +638,15 @@ class Reply(_Model):
     """Tokens used, as reported (or estimated, and marked so)."""
     model: str | None = None
     """The model the vendor says answered."""
-    response_id: str | None = None
+    response_id: Sparse[str | None] = None
     """The vendor's id for the response (`msg_...`, `chatcmpl-...`, `gen-...`), to find it in
     the vendor's logs. (Since 1.1.)"""
-    unsent_params: list[str] = []
+    unsent_params: Sparse[list[str]] = []
     """Params of the call the provider did not send, having no way to say them to its
     server (`thinking` to a server with no thinking parameter). (Since 1.1.)"""
     ms: float
     """How long the call took, in milliseconds."""
-    decision: AttemptDecision | None = None
+    decision: Sparse[AttemptDecision | None] = None
     """For agents with reliability rules, when a rule decided about this answer, or it was
     refused (any verb but `ok`): then the answer does not join the conversation, its
     message is stored but in no window, and the attempts go on (or fail fast)."""
@@ -491,17 +721,17 @@ class ErrorEvent(_Model):
     """The stage where it happened, when there is one."""
     iter: int
     """The loop iteration."""
-    call: int | None = None
+    call: Sparse[int | None] = None
     """The model call it concerns, when it concerns one."""
     error: ErrorInfo
     """What went wrong."""
-    ms: float | None = None
+    ms: Sparse[float | None] = None
     """For a failed attempt at a model call (agents with reliability rules): how long it
     took, in milliseconds."""
-    decision: AttemptDecision | None = None
+    decision: Sparse[AttemptDecision | None] = None
     """For agents with reliability rules: what was decided after this failed attempt (or,
     for a fail-fast before any attempt, the decision that gave up)."""
-    attempt: AttemptInfo | None = None
+    attempt: Sparse[AttemptInfo | None] = None
     """For a fail-fast decided before an attempt was made (`call` absent): the attempt that
     was not made, and the providers passed over before it."""
 
@@ -518,9 +748,9 @@ class RunEnd(_Model):
     """Model calls made."""
     usage: UsageInfo
     """Tokens used by all calls together."""
-    answer: Write | None = None
+    answer: Sparse[Write | None] = None
     """The answer (key `answer`), when the run produced one."""
-    error: ErrorInfo | None = None
+    error: Sparse[ErrorInfo | None] = None
     """What stopped the run, for status `error`."""
     ms: float
     """How long the run took, in milliseconds."""
@@ -566,3 +796,82 @@ KNOWN_TYPES = frozenset(
         RunEnd,
     )
 )
+
+
+# -- writing -----------------------------------------------------------------------------
+
+_P = ParamSpec("_P")
+_M = TypeVar("_M")
+_Plan: TypeAlias = tuple[tuple[str, Any], ...]
+_OMIT: dict[type, _Plan] = {}
+"""For each model: its sparse fields, each with its default."""
+_set = object.__setattr__
+
+
+def _sparse(cls: type[BaseModel]) -> _Plan:
+    plan = tuple(
+        (name, field.default)
+        for name, field in cls.model_fields.items()
+        if any(m is _SPARSE for m in field.metadata)
+    )
+    _OMIT[cls] = plan
+    return plan
+
+
+def as_json(obj: Any) -> Any:
+    """A model as orjson writes it: its fields in order, sparse ones at their default left
+    out (orjson calls this for every object it cannot write itself)."""
+    try:
+        plan = _OMIT[type(obj)]
+    except KeyError:
+        if not isinstance(obj, BaseModel):
+            raise TypeError(f"{type(obj).__name__} is not JSON") from None
+        plan = _sparse(type(obj))
+    fields: dict[str, Any] = obj.__dict__
+    extra = obj.__pydantic_extra__
+    if extra:
+        fields = fields | extra
+    out = None
+    for name, default in plan:
+        value = fields[name]
+        if value is default or (default is not None and value == default):
+            if out is None:
+                out = fields.copy()
+            del out[name]
+    return fields if out is None else out
+
+
+def dump(value: Any, *, canonical: bool = False) -> bytes:
+    """``value`` (a record, a model, or plain JSON holding them) as the JSON af writes;
+    ``canonical``: with keys sorted, as blobs are hashed."""
+    return orjson.dumps(value, default=as_json, option=orjson.OPT_SORT_KEYS if canonical else 0)
+
+
+def trusted(cls: Callable[_P, _M]) -> Callable[_P, _M]:
+    """A constructor of the model ``cls`` that takes its arguments as they are, unvalidated,
+    with the same signature: for the records af writes itself, which are made of values of
+    the right types (mypy checks the calls). Defaults fill the fields not given."""
+    model = cast(type[BaseModel], cls)
+    fields = model.model_fields
+    defaults = {name: None if f.is_required() else f.default for name, f in fields.items()}
+    fresh = tuple(
+        (name, type(f.default))
+        for name, f in fields.items()
+        if not f.is_required() and isinstance(f.default, list | dict)
+    )
+    new = object.__new__
+
+    def make(*_: _P.args, **values: _P.kwargs) -> _M:
+        record = new(model)
+        merged = {**defaults, **values}  # in the fields' order, whatever the call's
+        for name, kind in fresh:  # a default list is the record's own, as pydantic gives it
+            if name not in values:
+                merged[name] = kind()
+        _set(record, "__dict__", merged)
+        _set(record, "__pydantic_fields_set__", set(values))
+        _set(record, "__pydantic_extra__", None)
+        _set(record, "__pydantic_private__", None)
+        return cast(_M, record)
+
+    make.__name__ = make.__qualname__ = f"trusted({model.__name__})"
+    return make

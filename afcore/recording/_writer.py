@@ -1,9 +1,11 @@
 """Writing a run as one JSONL file: one writer, append-only, every line whole.
 
-Each record is serialized once and written with a single ``os.write`` on a file opened for
-appending, so a run killed at any point leaves only complete lines (and at worst a torn last
-one, which readers report). The file is synced at every iteration boundary by a background
-thread, so the loop never waits on the disk, and synchronously when the run ends.
+Every line is a record of ``_models`` (the loop hands the writer typed records and the values
+they hold; the writer makes the rest), serialized once and written with a single ``os.write``
+on a file opened for appending, so a run killed at any point leaves only complete lines (and
+at worst a torn last one, which readers report). The file is synced at every iteration
+boundary by a background thread, so the loop never waits on the disk, and synchronously when
+the run ends.
 """
 
 from __future__ import annotations
@@ -15,27 +17,62 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
-from afcore.errors import UsageError
+from afcore.errors import ProviderError, UsageError
 from afcore.messages import Message, Source, SystemSegment, ToolSpec, Usage
 from afcore.recording._hashing import (
     content_hash,
     request_digest,
     request_hash,
 )
+from afcore.recording._models import (
+    AttemptDecision,
+    AttemptInfo,
+    Call,
+    CallTool,
+    Commit,
+    ErrorInfo,
+    Header,
+    InjectionDecisions,
+    Record,
+    Reply,
+    ReplyToolCall,
+    Segment,
+    SlotDelta,
+    SourceInfo,
+    ToolOutcome,
+    UsageInfo,
+    Write,
+    as_json,
+    trusted,
+)
 from afcore.recording._redaction import Redactor
 
 if TYPE_CHECKING:
     from afcore.injections._engine import Composition, Decision
 
-__all__ = ["NullRecorder", "Recorder", "RecordObserver"]
+__all__ = ["NullRecorder", "Recorder", "RecordObserver", "error_info", "ranges", "usage_info"]
 
 RecordObserver = Callable[[dict[str, Any]], None]
+"""Sees each record as it is written: its line, parsed."""
 
 _SORTED = orjson.OPT_SORT_KEYS
+_M = TypeVar("_M", bound=BaseModel)
+
+_call = trusted(Call)
+_commit = trusted(Commit)
+_decisions = trusted(InjectionDecisions)
+_delta = trusted(SlotDelta)
+_error_info = trusted(ErrorInfo)
+_reply = trusted(Reply)
+_segment = trusted(Segment)
+_tool = trusted(CallTool)
+_usage = trusted(UsageInfo)
+_write = trusted(Write)
 
 INLINE_LIMIT = 256
 """Values whose JSON is longer than this many bytes are stored once as blobs and referred to."""
@@ -94,14 +131,16 @@ class Recorder:
         the digest of a window that is the whole history costs nothing per call."""
         self._history_ranges: list[tuple[int, int]] = []
         """The history's message numbers as ranges (injected messages leave gaps)."""
-        self._segments: dict[str, tuple[str, dict[str, Any]]] = {}
-        """System text -> (its hash, its entry in a segment list: inline text or a ref)."""
+        self._segments: dict[str, tuple[str, str | None, str | None]] = {}
+        """System text -> its hash, and how a segment list holds it: inline text, or a ref."""
+        self._entries: dict[tuple[str, Source], Segment] = {}
+        """(system text, source) -> its entry in a segment list, made once."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
-        self._sources: dict[Source, Any] = {}
+        self._sources: dict[Source, SourceInfo] = {}
         self._wrote_decisions = False
         self._extra: tuple[Sequence[int] | None, bytes, list[tuple[int, int]]] = (None, b"", [])
         """The last call's extra messages, their hashes joined, and their ranges."""
-        self._list_bases: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+        self._list_bases: dict[str, tuple[str, list[Segment] | list[CallTool]]] = {}
         """Slot -> the last list stored in full (deltas name it)."""
         self._slot_last: dict[str, tuple[Sequence[Any], list[str], str]] = {}
         self._slot_cache: dict[
@@ -114,10 +153,17 @@ class Recorder:
 
     # -- low level -----------------------------------------------------------------------
 
-    def _emit(self, record: dict[str, Any]) -> None:
-        self._pending.append(orjson.dumps(record))
+    def _emit(self, record: Record) -> None:
+        """Queue a record made of af's own values (nothing in it to screen)."""
+        raw = orjson.dumps(record, default=as_json)
+        self._pending.append(raw)
+        if self.observers:
+            self._observe(raw)
+
+    def _observe(self, raw: bytes) -> None:
+        parsed = orjson.loads(raw)
         for observe in self.observers:
-            observe(record)
+            observe(parsed)
 
     def flush(self) -> None:
         """Write what is pending, whole lines in one write."""
@@ -130,44 +176,51 @@ class Recorder:
         """Store a value (not yet redacted) once; return the hash it is stored under.
         ``screened``: every part of the value went through redaction already (a slot's list,
         made of stored segments and sources), so its bytes are not scanned again."""
-        raw = orjson.dumps(value, option=_SORTED)
+        raw = orjson.dumps(value, default=as_json, option=_SORTED)
         ref = hashlib.sha256(raw).hexdigest()
         if ref in self._blobs:
             return ref  # stored before, so screened before
         if not screened and self.redactor.needs_redaction(raw):
-            value = self.redactor.redact(value)
-            raw = orjson.dumps(value, option=_SORTED)
+            raw = orjson.dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
             ref = hashlib.sha256(raw).hexdigest()
             if ref in self._blobs:
                 return ref
         self._blobs.add(ref)
         # The blob's value is written in its canonical form: the bytes that were hashed.
-        self._pending.append(b'{"t":"blob","id":"' + ref.encode() + b'","value":' + raw + b"}")
+        line = b'{"t":"blob","id":"' + ref.encode() + b'","value":' + raw + b"}"
+        self._pending.append(line)
         if self.observers:
-            record = {"t": "blob", "id": ref, "value": value}
-            for observe in self.observers:
-                observe(record)
+            self._observe(line)
         return ref
+
+    def _screened(self, model: _M) -> _M:
+        """``model`` with what the redaction policy replaces replaced (itself when nothing
+        is: nearly always)."""
+        raw = orjson.dumps(model, default=as_json)
+        if not self.redactor.needs_redaction(raw):
+            return model
+        return type(model).model_validate(self.redactor.redact(orjson.loads(raw)))
 
     def next_rsid(self, stage: str) -> str:
         self._stage_counter += 1
         return f"{stage}#{self._stage_counter}"
 
-    def _versions(self, keys: Iterable[str]) -> list[list[Any]]:
+    def _versions(self, keys: Iterable[str]) -> list[tuple[str, int]]:
         versions = self.versions
-        return [[k, versions[k]] for k in keys if k in versions]
+        return [(k, versions[k]) for k in keys if k in versions]
 
-    def _commit_writes(self, writes: list[dict[str, Any]]) -> None:
+    def _commit_writes(self, writes: list[Write]) -> None:
         for w in writes:
-            self.versions[w["key"]] = self.seq
-            if w["key"].startswith(("message:", "fold:")):
+            key = w.key
+            self.versions[key] = self.seq
+            if key.startswith(("message:", "fold:")):
                 self.versions["messages"] = self.seq
 
     # -- records -------------------------------------------------------------------------
 
-    def header(self, header: dict[str, Any]) -> None:
-        # Everything in it is screened: the agent's name, the provider's URL, the params.
-        self._emit(self.redactor.redact(header))
+    def header(self, header: Header) -> None:
+        """The first line, screened whole: the agent's name, the provider's URL, the params."""
+        self.event(header, flush=False)
 
     def tool_ref(self, spec: ToolSpec) -> str:
         cached = self._spec_refs.get(id(spec))
@@ -179,7 +232,7 @@ class Recorder:
 
     def message(
         self, message: Message, *, history: bool = True, source: Source | None = None
-    ) -> tuple[int, dict[str, Any]]:
+    ) -> tuple[int, Write]:
         """Store a message; return its number and the write naming it. ``history``: it joins
         the conversation (an injected message does not: it is sent, not remembered)."""
         ref = self._store(message.to_json())
@@ -193,27 +246,27 @@ class Recorder:
                 spans[-1] = (spans[-1][0], n)
             else:
                 spans.append((n, n))
-        write: dict[str, Any] = {"key": f"message:{n}", "ref": ref}
-        if source is not None:
-            write["source"] = source.to_json()
-        return n, write
+        if source is None:
+            return n, _write(key=f"message:{n}", ref=ref)
+        return n, _write(key=f"message:{n}", ref=ref, source=self._source(source))
 
     def message_hash(self, n: int) -> str:
         """The content hash message ``n`` is stored under."""
         return self._message_hashes[n - 1]
 
-    def write(self, key: str, value: Any, *, trusted: bool = False) -> dict[str, Any]:
-        """A write of ``value`` under ``key`` for a commit: inline when short, else a ref.
-        ``trusted``: a short value of af's own making (a route), which needs no screening."""
+    def write(self, key: str, value: Any, *, trusted: bool = False) -> Write:
+        """A write of ``value`` (plain JSON, or a model such as a Fold) under ``key`` for a
+        commit: inline when short, else a ref. ``trusted``: a short value of af's own making
+        (a route), which needs no screening."""
         if trusted:
-            return {"key": key, "value": value}
-        raw = orjson.dumps(value)
+            return _write(key=key, value=value)
+        raw = orjson.dumps(value, default=as_json)
         if self.redactor.needs_redaction(raw):
-            value = self.redactor.redact(value)
+            value = self.redactor.redact(orjson.loads(raw))
             raw = orjson.dumps(value)
         if len(raw) <= INLINE_LIMIT:
-            return {"key": key, "value": value}
-        return {"key": key, "ref": self._store(value, screened=True)}
+            return _write(key=key, value=value)
+        return _write(key=key, ref=self._store(value, screened=True))
 
     def commit(
         self,
@@ -222,56 +275,65 @@ class Recorder:
         iteration: int,
         *,
         reads: Iterable[str] = (),
-        writes: list[dict[str, Any]] | None = None,
-        tool: dict[str, Any] | None = None,
+        writes: list[Write] | None = None,
+        tool: ToolOutcome | None = None,
     ) -> int:
         self.seq += 1
         writes = writes or []
-        record: dict[str, Any] = {
-            "t": "commit",
-            "seq": self.seq,
-            "rsid": rsid,
-            "stage": stage,
-            "iter": iteration,
-            "reads": self._versions(reads),
-            "writes": writes,
-        }
-        if tool is not None:
-            record["tool"] = tool
-        self._emit(record)
+        self._emit(
+            _commit(
+                seq=self.seq,
+                rsid=rsid,
+                stage=stage,
+                iter=iteration,
+                reads=self._versions(reads),
+                writes=writes,
+                tool=tool,
+            )
+        )
         self._commit_writes(writes)
         return self.seq
 
-    def _segment(self, seg: SystemSegment) -> tuple[str, dict[str, Any]]:
+    def _segment(self, seg: SystemSegment) -> tuple[str, Segment]:
         stored = self._segments.get(seg.text)
         if stored is None:
             body = self.redactor.redact(seg.to_json())
             if len(body["text"]) > INLINE_LIMIT:
-                ref = self._store(body)
-                stored = (ref, {"ref": ref})
+                blob = self._store(body)
+                stored = (blob, None, blob)
             else:
-                stored = (content_hash(body), {"text": body["text"]})
+                stored = (content_hash(body), body["text"], None)
             self._segments[seg.text] = stored
-        return stored
+        entry = self._entries.get((seg.text, seg.source))
+        if entry is None:
+            text, ref = stored[1], stored[2]
+            source = self._source(seg.source)
+            entry = (
+                _segment(text=text, source=source)
+                if ref is None
+                else _segment(ref=ref, source=source)
+            )
+            self._entries[(seg.text, seg.source)] = entry
+        return stored[0], entry
 
     def _system_slot(self, system: Sequence[SystemSegment]) -> tuple[list[str], str]:
         hashes: list[str] = []
-        entries: list[dict[str, Any]] = []
+        entries: list[Segment] = []
         for seg in system:
             h, entry = self._segment(seg)
             hashes.append(h)
-            entries.append({**entry, "source": self._source(seg.source)})
+            entries.append(entry)
         return hashes, self._store_list("system", entries)
 
     def _tools_slot(self, tools: Sequence[ToolSpec]) -> tuple[list[str], str]:
         hashes = [self.tool_ref(spec) for spec in tools]
         entries = [
-            {"name": self.redactor.redact(spec.name), "ref": h, "source": self._source(spec.source)}
+            _tool(name=self.redactor.redact(spec.name), ref=h, source=self._source(spec.source))
             for spec, h in zip(tools, hashes, strict=True)
         ]
         return hashes, self._store_list("tools", entries)
 
-    def _store_list(self, slot: str, entries: list[dict[str, Any]]) -> str:
+    def _store_list(self, slot: str, entries: list[Segment] | list[CallTool]) -> str:
         """Store a slot's list. A list that starts like the last one stored in full is
         stored as a delta (its first entries named, the rest listed), so a rule that adds
         one segment to a long prompt does not restate the prompt."""
@@ -282,17 +344,19 @@ class Recorder:
                 return base[0]
             if keep >= DELTA_MIN:
                 return self._store(
-                    {"base": base[0], "keep": keep, "then": entries[keep:]}, screened=True
+                    _delta(base=base[0], keep=keep, then=entries[keep:]), screened=True
                 )
         ref = self._store(entries, screened=True)
         self._list_bases[slot] = (ref, entries)
         return ref
 
-    def _source(self, source: Source) -> Any:
-        """A source's JSON, redacted once."""
+    def _source(self, source: Source) -> SourceInfo:
+        """A source as the file holds it, redacted once."""
         out = self._sources.get(source)
         if out is None:
-            out = self._sources[source] = self.redactor.redact(source.to_json())
+            out = self._sources[source] = SourceInfo.model_validate(
+                self.redactor.redact(source.to_json())
+            )
         return out
 
     def _slot(
@@ -326,7 +390,7 @@ class Recorder:
         cache: Sequence[dict[str, Any]],
         extra: Sequence[int] = (),
         reads: Sequence[str] = ("system", "tools", "messages"),
-        attempt: dict[str, Any] | None = None,
+        attempt: AttemptInfo | None = None,
     ) -> str:
         """Record a model call as it is sent, and write it out; return the request's hash.
         ``window`` None: the whole history, then ``extra``. ``reads``: the keys the call
@@ -349,6 +413,7 @@ class Recorder:
             held = self._hash_bytes
             joined = b"".join(chain.from_iterable(held[a - 1 : b] for a, b in window))
             messages_hash = hashlib.sha256(joined).hexdigest()  # = messages_digest(...)
+            window = list(window)
         params = self.redactor.redact(params)
         request = request_digest(
             model=model,
@@ -360,24 +425,23 @@ class Recorder:
         )
         digest_hash = request_hash(request)
         self.seq += 1
-        record: dict[str, Any] = {
-            "t": "call",
-            "seq": self.seq,
-            "rsid": rsid,
-            "iter": iteration,
-            "call": call,
-            "reads": self._versions(reads),
-            "model": model,
-            "system": system_ref,
-            "window": [list(r) for r in window],
-            "tools": tools_ref,
-            "params": params,
-            "cache": list(cache),
-            "hash": digest_hash,
-        }
-        if attempt is not None:
-            record["attempt"] = self.redactor.redact(attempt)
-        self._emit(record)
+        self._emit(
+            _call(
+                seq=self.seq,
+                rsid=rsid,
+                iter=iteration,
+                call=call,
+                reads=self._versions(reads),
+                model=model,
+                system=system_ref,
+                window=window,
+                tools=tools_ref,
+                params=params,
+                cache=list(cache),
+                hash=digest_hash,
+                attempt=None if attempt is None else self._screened(attempt),
+            )
+        )
         self.versions[f"call:{call}"] = self.seq
         self.flush()
         return digest_hash
@@ -386,7 +450,7 @@ class Recorder:
         self,
         iteration: int,
         composition: Composition,
-        message_writes: list[dict[str, Any]],
+        message_writes: list[Write],
         reads: Sequence[str],
     ) -> int | None:
         """Commit an iteration's injection decisions and the slots they composed, as an
@@ -401,24 +465,24 @@ class Recorder:
         if len(previous) != len(decisions):  # the first iteration
             previous = [None] * len(decisions)
         changed = [
-            d.to_json()
+            d.record()
             for before, d in zip(previous, decisions, strict=True)
             if before is not d and (before is None or not d.same_as_before(before))
         ]
         self._decisions = decisions
         writes = []
         if changed or not self._wrote_decisions:
-            value = {
-                "evaluated": len(decisions),
-                "decisions": changed,
-                "unchanged": len(decisions) - len(changed),
-            }
-            writes.append({"key": "injections", "ref": self._store(value)})
+            value = _decisions(
+                evaluated=len(decisions),
+                decisions=changed,
+                unchanged=len(decisions) - len(changed),
+            )
+            writes.append(_write(key="injections", ref=self._store(value)))
             self._wrote_decisions = True
         if system_ref != self._last_slots[0]:
-            writes.append({"key": "system", "ref": system_ref})
+            writes.append(_write(key="system", ref=system_ref))
         if tools_ref != self._last_slots[1]:
-            writes.append({"key": "tools", "ref": tools_ref})
+            writes.append(_write(key="tools", ref=tools_ref))
         self._last_slots = (system_ref, tools_ref)
         writes += message_writes
         if not writes:
@@ -433,13 +497,13 @@ class Recorder:
         iteration: int,
         call: int,
         *,
-        message_write: dict[str, Any],
+        message_write: Write,
         stop_reason: str,
-        tool_calls: list[dict[str, Any]],
+        tool_calls: list[ReplyToolCall],
         usage: Usage | None,
         model: str | None,
         ms: float,
-        decision: dict[str, Any] | None = None,
+        decision: AttemptDecision | None = None,
         response_id: str | None = None,
         unsent_params: Sequence[str] = (),
     ) -> int:
@@ -447,38 +511,36 @@ class Recorder:
         when one did or the answer was refused; ``response_id``, the vendor's id for it;
         ``unsent_params``, params the provider could not send."""
         self.seq += 1
-        record: dict[str, Any] = {
-            "t": "reply",
-            "seq": self.seq,
-            "rsid": rsid,
-            "iter": iteration,
-            "call": call,
-            "writes": [message_write],
-            "stop_reason": stop_reason,
-            "tool_calls": tool_calls,
-            "usage": usage.to_json() if usage is not None else None,
-            "model": model,
-        }
-        if response_id is not None:
-            record["response_id"] = self.redactor.redact(response_id)
-        if unsent_params:
-            record["unsent_params"] = list(unsent_params)
-        record["ms"] = round(ms, 3)
-        if decision is not None:
-            record["decision"] = self.redactor.redact(decision)
-        self._emit(record)
+        self._emit(
+            _reply(
+                seq=self.seq,
+                rsid=rsid,
+                iter=iteration,
+                call=call,
+                writes=[message_write],
+                stop_reason=stop_reason,
+                tool_calls=tool_calls,
+                usage=None if usage is None else usage_info(usage),
+                model=model,
+                response_id=None if response_id is None else self.redactor.redact(response_id),
+                unsent_params=list(unsent_params),
+                ms=round(ms, 3),
+                decision=None if decision is None else self._screened(decision),
+            )
+        )
         self._commit_writes([message_write])
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
 
-    def event(self, record: dict[str, Any], *, flush: bool = True) -> None:
-        raw = orjson.dumps(record)
+    def event(self, record: Record, *, flush: bool = True) -> None:
+        """An event (what the loop saw: an error, a tool starting, a message leaving the
+        window), screened by the redaction policy as a whole."""
+        raw = orjson.dumps(record, default=as_json)
         if self.redactor.needs_redaction(raw):
-            record = self.redactor.redact(record)
-            raw = orjson.dumps(record)
+            raw = orjson.dumps(self.redactor.redact(orjson.loads(raw)))
         self._pending.append(raw)
-        for observe in self.observers:
-            observe(record)
+        if self.observers:
+            self._observe(raw)
         if flush:
             self.flush()
 
@@ -497,10 +559,44 @@ class Recorder:
             os.close(self._fd)
 
 
-def _common_prefix(a: list[Any], b: list[Any]) -> int:
+def error_info(
+    error: BaseException,
+    *,
+    reason: str | None = None,
+    status: int | None = None,
+    mid_stream: bool = False,
+) -> ErrorInfo:
+    """An error as the file names it: its class and message, for a provider's error what the
+    vendor said beyond them, and what rules decide on when they do (``reason``...)."""
+    if not isinstance(error, ProviderError):
+        return _error_info(kind=type(error).__name__, message=str(error), reason=reason)
+    return _error_info(
+        kind=type(error).__name__,
+        message=str(error),
+        reason=reason,
+        status=status,
+        mid_stream=mid_stream,
+        error_type=error.error_type,
+        request_id=error.request_id,
+        details=error.details or None,
+    )
+
+
+def usage_info(usage: Usage) -> UsageInfo:
+    """A provider's usage as the file holds it."""
+    return _usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        estimated=usage.estimated,
+    )
+
+
+def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
-        if x != y:
+        if x is not y and x != y:  # entries are made once: mostly the very same objects
             break
         n += 1
     return n
@@ -517,6 +613,10 @@ def ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
+_NOTHING = _write(key="")
+"""What the null recorder writes: nothing."""
+
+
 class NullRecorder(Recorder):
     """What the loop writes to when recording is off: nothing, at no cost."""
 
@@ -529,22 +629,22 @@ class NullRecorder(Recorder):
         self.seq = 0
         self.redactor = None  # type: ignore[assignment]
 
-    def _emit(self, record: dict[str, Any]) -> None:
+    def _emit(self, record: Record) -> None:
         pass
 
-    def header(self, header: dict[str, Any]) -> None:
+    def header(self, header: Header) -> None:
         pass
 
     def message(
         self, message: Message, *, history: bool = True, source: Source | None = None
-    ) -> tuple[int, dict[str, Any]]:
-        return 0, {}
+    ) -> tuple[int, Write]:
+        return 0, _NOTHING
 
     def inject(self, iteration: int, *_: Any) -> int | None:
         return None
 
-    def write(self, key: str, value: Any, *, trusted: bool = False) -> dict[str, Any]:
-        return {}
+    def write(self, key: str, value: Any, *, trusted: bool = False) -> Write:
+        return _NOTHING
 
     def commit(self, rsid: str, stage: str, iteration: int, **_: Any) -> int:
         return 0
@@ -558,7 +658,7 @@ class NullRecorder(Recorder):
     def reply(self, rsid: str, iteration: int, call: int, **_: Any) -> int:
         return 0
 
-    def event(self, record: dict[str, Any], *, flush: bool = True) -> None:
+    def event(self, record: Record, *, flush: bool = True) -> None:
         pass
 
     def flush(self) -> None:

@@ -21,6 +21,14 @@ from typing import Any, Literal, get_args
 from afcore.errors import ProviderError, UsageError
 from afcore.messages import Response
 from afcore.providers._base import Provider
+from afcore.recording._models import (
+    AttemptDecision,
+    BreakerInfo,
+    ReliabilityInfo,
+    ReliabilityRuleInfo,
+    TargetInfo,
+    trusted,
+)
 
 __all__ = [
     "Attempt",
@@ -45,6 +53,12 @@ Phase = Literal["pre_check", "post_decide"]
 
 MAX_ATTEMPTS = 10
 MAX_ATTEMPTS_CAP = 100
+
+_decision = trusted(AttemptDecision)
+_info = trusted(ReliabilityInfo)
+_rule_info = trusted(ReliabilityRuleInfo)
+_target_info = trusted(TargetInfo)
+_breaker_info = trusted(BreakerInfo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,15 +199,16 @@ class Verdict:
     delay: float = 0.0
     """Seconds waited before the next attempt."""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verb": self.verb}
-        for key in ("rule", "kind", "reason", "asked"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.delay:
-            out["delay"] = round(self.delay, 3)
-        return out
+    def record(self) -> AttemptDecision:
+        """The verdict as the recording holds it."""
+        return _decision(
+            verb=self.verb,
+            rule=self.rule,
+            kind=self.kind,
+            reason=self.reason,
+            asked=self.asked,
+            delay=round(self.delay, 3),
+        )
 
     def overridden(self, kind: str, reason: str) -> Verdict:
         """This verdict turned into a fail_fast by af."""
@@ -342,42 +357,36 @@ class Reliability:
             )
         return v
 
-    def describe(self, provider_json: Callable[[Provider], Any]) -> dict[str, Any]:
+    def describe(self, provider_json: Callable[[Provider], dict[str, Any]]) -> ReliabilityInfo:
         """What the recording's header says about this configuration."""
 
-        def rules(phase: str, listed: tuple[Rule, ...]) -> list[dict[str, Any]]:
+        def rules(phase: str, listed: tuple[Rule, ...]) -> list[ReliabilityRuleInfo]:
             out = []
             for i, r in enumerate(listed):
-                entry: dict[str, Any] = {"rule": r.kind or f"{phase}[{i}]", "then": r.then}
+                delay: float | str | None
                 if callable(r.delay):
                     # Worked out at each attempt (the decision records the seconds waited).
                     name = getattr(r.delay, "__qualname__", "")
-                    entry["delay"] = name if name and "<lambda>" not in name else "computed"
-                elif r.delay:
-                    entry["delay"] = r.delay
-                out.append(entry)
+                    delay = name if name and "<lambda>" not in name else "computed"
+                else:
+                    delay = r.delay or None
+                out.append(_rule_info(rule=r.kind or f"{phase}[{i}]", then=r.then, delay=delay))
             return out
 
-        def target(t: Target) -> dict[str, Any]:
-            out: dict[str, Any] = {"provider": provider_json(t.provider)}
-            if t.model is not None:
-                out["model"] = t.model
-            return out
+        def target(t: Target) -> TargetInfo:
+            return _target_info(provider=provider_json(t.provider), model=t.model)
 
-        out: dict[str, Any] = {
-            "pre_check": rules("pre_check", self.pre_check),
-            "post_decide": rules("post_decide", self.post_decide),
-            "providers": [target(t) for t in self.providers],
-            "max_attempts": self.max_attempts,
-        }
-        if self.fallback is not None:
-            out["fallback"] = target(self.fallback)
-        if self.breaker is not None:
-            out["circuit_breaker"] = {
-                "failures": self.breaker.failures,
-                "cooldown": self.breaker.cooldown,
-            }
-        return out
+        breaker = self.breaker
+        return _info(
+            pre_check=rules("pre_check", self.pre_check),
+            post_decide=rules("post_decide", self.post_decide),
+            providers=[target(t) for t in self.providers],
+            max_attempts=self.max_attempts,
+            fallback=None if self.fallback is None else target(self.fallback),
+            circuit_breaker=None
+            if breaker is None
+            else _breaker_info(failures=breaker.failures, cooldown=breaker.cooldown),
+        )
 
 
 class _Broke(Exception):

@@ -18,14 +18,16 @@ authoritative), makes the strategy raise :class:`CompactionUnmeasurableError`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from afcore.errors import UsageError
 from afcore.providers._base import Provider
+from afcore.recording._models import WindowInfo, trusted
 
 __all__ = ["WindowStrategy", "sliding_window", "summarize_oldest", "token_budget"]
 
 StrategyName = Literal["sliding_window", "token_budget", "summarize_oldest"]
+_info = trusted(WindowInfo)
 
 
 @dataclass(frozen=True)
@@ -45,16 +47,15 @@ class WindowStrategy:
     def summarizes(self) -> bool:
         return self.summarizer is not None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> WindowInfo:
         """The strategy as the recording's header lists it."""
-        out: dict[str, Any] = {"strategy": self.name, "keep_recent_turns": self.keep_recent_turns}
-        if self.threshold_tokens is not None:
-            out["threshold_tokens"] = self.threshold_tokens
-        if self.summarizer is not None:
-            out["summarizer"] = self.summarizer.name
-            if self.model is not None:
-                out["model"] = self.model
-        return out
+        return _info(
+            strategy=self.name,
+            keep_recent_turns=self.keep_recent_turns,
+            threshold_tokens=self.threshold_tokens,
+            summarizer=None if self.summarizer is None else self.summarizer.name,
+            model=None if self.summarizer is None else self.model,
+        )
 
 
 def sliding_window(*, keep_recent_turns: int) -> WindowStrategy:

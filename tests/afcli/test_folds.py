@@ -60,13 +60,13 @@ def test_run_demo_compaction_runs_the_research_demo(compaction_run: dict[str, An
     with rec.open_recording(compaction_run["recording"]) as r:
         assert r.header.agent.name == "research-demo"
         assert r.header.agent.source == "afcore.demos.compaction:build_agent"
-        assert r.header.config.window == {
-            "strategy": "summarize_oldest",
-            "keep_recent_turns": 0,
-            "threshold_tokens": compaction.THRESHOLD_TOKENS,
-            "summarizer": "mock",
-            "model": "mock-summarizer",
-        }
+        assert r.header.config.window == rec.WindowInfo(
+            strategy="summarize_oldest",
+            keep_recent_turns=0,
+            threshold_tokens=compaction.THRESHOLD_TOKENS,
+            summarizer="mock",
+            model="mock-summarizer",
+        )
         assert rec.verify(r).ok
 
 
@@ -101,7 +101,9 @@ def test_run_demo_takes_a_message(invoke: Invoke, tmp_path: Path) -> None:
     assert ran.code == 0, ran.err
     with rec.open_recording(ran.json()["recording"]) as r:
         assert r.header.agent.source == "afcore.demos.compaction:build_sliding_agent"
-        assert r.header.config.window == {"strategy": "sliding_window", "keep_recent_turns": 2}
+        assert r.header.config.window == rec.WindowInfo(
+            strategy="sliding_window", keep_recent_turns=2
+        )
     # `af run demo --demo NAME MESSAGE` reads the same.
     ran = invoke("run", "demo", "--demo", "compaction", "Audits?", "--json", "--out", tmp_path)
     assert ran.code == 0, ran.err

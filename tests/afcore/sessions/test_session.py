@@ -345,7 +345,7 @@ def test_a_principal_adds_a_caller_section_with_its_own_provenance(
     verified(result.recording)
     sources = [s.source.kind for s in r.segments(1)]
     assert sources == ["caller"]
-    assert r.header.config.injections[0]["flavor"] == "caller"
+    assert r.header.config.injections[0].flavor == "caller"
 
 
 def test_an_unauthenticated_caller_is_said_to_be_one(store: SessionStore, recordings: Path) -> None:
