@@ -24,6 +24,7 @@ from afcore.recording._models import (
     ErrorEvent,
     ErrorInfo,
     SkippedProvider,
+    line,
     trusted,
 )
 from afcore.recording._writer import error_info
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["attempt_call"]
 
 _attempt = trusted(AttemptInfo)
-_error = trusted(ErrorEvent)
+_error = line(ErrorEvent)
 _error_info = trusted(ErrorInfo)
 _skipped = trusted(SkippedProvider)
 

@@ -78,6 +78,7 @@ from afcore.recording._models import (
     ToolStart,
     ToolStatus,
     Write,
+    line,
     trusted,
 )
 from afcore.recording._writer import Recorder, error_info, ranges, usage_info
@@ -93,19 +94,25 @@ __all__ = ["RunResult", "RunStatus", "run_loop"]
 
 RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
 
+YIELD_EVERY = 0.005
+"""Seconds of the loop's own work after which it lets the event loop in, even when its
+provider and tools never wait on anything (a scripted model, a replay): a Ctrl-C or a
+cancel then stops the run within about that, without the loop paying for a turn of the
+event loop at every iteration."""
+
 _agent_info = trusted(AgentInfo)
-_args_invalid = trusted(ArgsInvalid)
+_args_invalid = line(ArgsInvalid)
 _config = trusted(RunConfig)
-_error = trusted(ErrorEvent)
-_header = trusted(Header)
+_error = line(ErrorEvent)
+_header = line(Header)
 _redaction = trusted(RedactionInfo)
 _reply_tool_call = trusted(ReplyToolCall)
-_run_end = trusted(RunEnd)
+_run_end = line(RunEnd)
 _session = trusted(SessionLink)
 _tool_info = trusted(ToolInfo)
 _tool_outcome = trusted(ToolOutcome)
-_tool_progress = trusted(ToolProgress)
-_tool_start = trusted(ToolStart)
+_tool_progress = line(ToolProgress)
+_tool_start = line(ToolStart)
 
 
 @dataclass(frozen=True)
@@ -204,6 +211,7 @@ async def run_loop(
     answer: str | None = None
     failure: BaseException | None = None
     ended_by: ErrorInfo | None = None
+    yielded = time.perf_counter()
     try:
         _start(run, message)
         while True:
@@ -248,9 +256,10 @@ async def run_loop(
                 await visit(run, agent.window)
             await _run_tools(run, list(zip(calls, ks, strict=True)), reply_seq_key)
             rec.sync()
-            # Let the event loop in once an iteration: a Ctrl-C (or a cancel) then stops even
-            # a run whose provider and tools never wait on anything.
-            await asyncio.sleep(0)
+            now = time.perf_counter()
+            if now - yielded >= YIELD_EVERY:
+                await asyncio.sleep(0)
+                yielded = now
     except (asyncio.CancelledError, KeyboardInterrupt) as e:
         status, failure = "interrupted", e
         raise
@@ -535,26 +544,30 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     if response.usage is not None:
         run.usage = run.usage + response.usage
     write = _remember(run, assistant, rsid)
-    tool_calls: list[ReplyToolCall] = []
-    for call in response.tool_calls:
+    calls = response.tool_calls
+    ks = []
+    for call in calls:
         k = run.tool_counts.get(call.name, 0) + 1
         run.tool_counts[call.name] = k
-        tool_calls.append(_reply_tool_call(id=call.id, name=call.name, k=k))
-    rec.reply(
-        rsid,
-        run.iteration,
-        n,
-        message_write=write,
-        stop_reason=response.stop_reason,
-        tool_calls=tool_calls,
-        usage=response.usage,
-        model=response.model,
-        ms=ms,
-        decision=decision,
-        response_id=response.response_id,
-        unsent_params=response.unsent_params,
-    )
-    return f"reply:{n}", response, [c.k for c in tool_calls]
+        ks.append(k)
+    if rec.enabled:
+        rec.reply(
+            rsid,
+            run.iteration,
+            n,
+            message_write=write,
+            stop_reason=response.stop_reason,
+            tool_calls=[
+                _reply_tool_call(id=c.id, name=c.name, k=k) for c, k in zip(calls, ks, strict=True)
+            ],
+            usage=response.usage,
+            model=response.model,
+            ms=ms,
+            decision=decision,
+            response_id=response.response_id,
+            unsent_params=response.unsent_params,
+        )
+    return f"reply:{n}", response, ks
 
 
 def record_call(
@@ -576,8 +589,8 @@ def record_call(
         window=window,
         extra=extra,
         tools=request.tools,
-        params=dict(request.params),
-        cache=[c.to_json() for c in request.cache],
+        params=request.params,
+        cache=request.cache,
         attempt=attempt,
     )
 
@@ -602,7 +615,10 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
     jobs = []
     for call, k in planned:
         rsid = rec.next_rsid(f"tool:{call.name}")
-        rec.event(_tool_start(rsid=rsid, iter=run.iteration, name=call.name, k=k, call_id=call.id))
+        if rec.enabled:
+            rec.event(
+                _tool_start(rsid=rsid, iter=run.iteration, name=call.name, k=k, call_id=call.id)
+            )
         jobs.append((call, k, rsid))
     concurrent = len(jobs) > 1
     tasks = [asyncio.ensure_future(_run_tool(run, c, rsid, concurrent)) for c, _, rsid in jobs]
@@ -627,16 +643,17 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
         run.result_keys[call.name] = write.key
         if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):
             turn.active_skills.setdefault(str(call.args["id"]), run.iteration)
-        rec.commit(
-            rsid,
-            f"tool:{call.name}",
-            run.iteration,
-            reads=(reply_key,),
-            writes=[write],
-            tool=_tool_outcome(
-                name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
-            ),
-        )
+        if rec.enabled:
+            rec.commit(
+                rsid,
+                f"tool:{call.name}",
+                run.iteration,
+                reads=(reply_key,),
+                writes=[write],
+                tool=_tool_outcome(
+                    name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
+                ),
+            )
 
 
 def _record_interrupted(
@@ -685,15 +702,16 @@ async def _run_tool(
     if mode != "off":
         problems = validate_args(tool, call.args)
         if problems:
-            rec.event(
-                _args_invalid(
-                    rsid=rsid,
-                    name=call.name,
-                    call_id=call.id,
-                    problems=[p.to_json() for p in problems],
-                    enforced=mode == "enforce",
+            if rec.enabled:
+                rec.event(
+                    _args_invalid(
+                        rsid=rsid,
+                        name=call.name,
+                        call_id=call.id,
+                        problems=[p.to_json() for p in problems],
+                        enforced=mode == "enforce",
+                    )
                 )
-            )
             if mode == "enforce":
                 return (
                     _result(call, correction(tool, problems), error=True),
@@ -736,7 +754,8 @@ def _progress_reporter(run: _Run, rsid: str) -> Any:
     loop = asyncio.get_running_loop()
 
     def emit(message: str) -> None:
-        run.rec.event(_tool_progress(rsid=rsid, message=message))
+        if run.rec.enabled:
+            run.rec.event(_tool_progress(rsid=rsid, message=message))
 
     def report(message: str) -> None:
         if threading.get_ident() == run.loop_thread:

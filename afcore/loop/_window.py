@@ -34,6 +34,7 @@ from afcore.recording._models import (
     FoldRefusal,
     FoldSummary,
     Write,
+    line,
     trusted,
 )
 from afcore.recording._writer import error_info, ranges
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
 __all__ = ["visit"]
 
 _SUMMARIZER_SOURCE = Source(kind="summarizer")
-_evicted = trusted(ContextEvicted)
-_error = trusted(ErrorEvent)
+_evicted = line(ContextEvicted)
+_error = line(ErrorEvent)
 _fold = trusted(Fold)
 _refused = trusted(FoldRefusal)
 _summary = trusted(FoldSummary)

@@ -15,7 +15,21 @@ and validating each record would cost the loop more than writing it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Final, Literal, ParamSpec, TypeAlias, TypeVar, cast
+from types import UnionType
+from typing import (
+    Annotated,
+    Any,
+    Final,
+    Literal,
+    NewType,
+    ParamSpec,
+    TypeAlias,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+)
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -44,6 +58,7 @@ __all__ = [
     "InjectionDecisions",
     "InjectionInfo",
     "KNOWN_TYPES",
+    "Line",
     "Record",
     "RedactionInfo",
     "ReliabilityInfo",
@@ -70,6 +85,7 @@ __all__ = [
     "Write",
     "as_json",
     "dump",
+    "line",
     "trusted",
 ]
 
@@ -802,43 +818,105 @@ KNOWN_TYPES = frozenset(
 
 _P = ParamSpec("_P")
 _M = TypeVar("_M")
-_Plan: TypeAlias = tuple[tuple[str, Any], ...]
-_OMIT: dict[type, _Plan] = {}
-"""For each model: its sparse fields, each with its default."""
-_set = object.__setattr__
+
+# A model's instance state, set directly: what pydantic's own model_construct sets.
+_slots = BaseModel.__dict__
+_new = object.__new__
+_set_dict = object.__setattr__
+_set_fields_set = _slots["__pydantic_fields_set__"].__set__
+_set_extra = _slots["__pydantic_extra__"].__set__
+_set_private = _slots["__pydantic_private__"].__set__
+_FRESH = object()
+"""The default of a field whose default is a list or a dict: each record gets its own."""
+
+_WRITERS: dict[type, Callable[[Any], Any]] = {}
+"""For each model: a function of an instance returning what orjson writes for it."""
 
 
-def _sparse(cls: type[BaseModel]) -> _Plan:
-    plan = tuple(
-        (name, field.default)
-        for name, field in cls.model_fields.items()
-        if any(m is _SPARSE for m in field.metadata)
-    )
-    _OMIT[cls] = plan
-    return plan
+def _compile(cls: type[BaseModel], source: list[str], names: dict[str, Any]) -> Any:
+    # Generated once per model, from its own field names, as dataclasses makes __init__.
+    namespace: dict[str, Any] = {}
+    exec("\n".join(source), names, namespace)  # noqa: S102
+    return namespace["f"]
+
+
+def _holds(annotation: Any) -> tuple[str, type[BaseModel]] | None:
+    """Whether a field holds a model: (`one` | `optional` | `list`, the model), else None."""
+    args = get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "one", annotation
+    if get_origin(annotation) in (Union, UnionType) and len(args) == 2 and type(None) in args:
+        inner = args[0] if args[1] is type(None) else args[1]
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            return "optional", inner
+    if get_origin(annotation) is list and len(args) == 1:
+        inner = args[0]
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            return "list", inner
+    return None
+
+
+def _conversion(name: str, annotation: Any, names: dict[str, Any]) -> str | None:
+    """How a field's value ``v`` is written when it holds models (None: as it is)."""
+    held = _holds(annotation)
+    if held is None:
+        return None
+    how, model = held
+    inner = _WRITERS.get(model) or _writer(model)
+    names[f"w_{name}"] = inner
+    one = "{}.__dict__" if inner is _own_dict else f"w_{name}({{}})"
+    if how == "list":
+        return f"[{one.format('x')} for x in v]"
+    if how == "optional":
+        return f"None if v is None else {one.format('v')}"
+    return one.format("v")
+
+
+def _absent(name: str, f: Any, names: dict[str, Any]) -> str | None:
+    """The test of a sparse field's value ``v`` being its default (None: not sparse)."""
+    if not any(m is _SPARSE for m in f.metadata):
+        return None
+    if f.default is None:
+        return "v is None"
+    names[f"d_{name}"] = f.default
+    return f"v == d_{name}"
+
+
+def _writer(cls: type) -> Callable[[Any], Any]:
+    """The function writing ``cls``'s instances as plain JSON: fields in order, the sparse
+    ones only when they differ from their default, the models they hold written in turn.
+    A model with no sparse, extra or model fields is written as its own ``__dict__``."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+        raise TypeError(f"{cls.__name__} is not JSON")
+    names: dict[str, Any] = {}
+    lines = ["def f(o):", "    out = o.__dict__.copy()"]
+    for name, f in cls.model_fields.items():
+        key = repr(name)
+        convert = _conversion(name, f.annotation, names)
+        absent = _absent(name, f, names)
+        if absent is not None:
+            lines += [f"    v = out[{key}]", f"    if {absent}:", f"        del out[{key}]"]
+            if convert is not None:
+                lines += ["    else:", f"        out[{key}] = {convert}"]
+        elif convert is not None:
+            lines += [f"    v = out[{key}]", f"    out[{key}] = {convert}"]
+    if cls.model_config.get("extra") == "allow":
+        lines.append("    if o.__pydantic_extra__: out.update(o.__pydantic_extra__)")
+    lines.append("    return out")
+    write = _own_dict if len(lines) == 3 else _compile(cls, lines, names)
+    _WRITERS[cls] = write
+    return write
+
+
+def _own_dict(obj: Any) -> Any:
+    return obj.__dict__
 
 
 def as_json(obj: Any) -> Any:
     """A model as orjson writes it: its fields in order, sparse ones at their default left
     out (orjson calls this for every object it cannot write itself)."""
-    try:
-        plan = _OMIT[type(obj)]
-    except KeyError:
-        if not isinstance(obj, BaseModel):
-            raise TypeError(f"{type(obj).__name__} is not JSON") from None
-        plan = _sparse(type(obj))
-    fields: dict[str, Any] = obj.__dict__
-    extra = obj.__pydantic_extra__
-    if extra:
-        fields = fields | extra
-    out = None
-    for name, default in plan:
-        value = fields[name]
-        if value is default or (default is not None and value == default):
-            if out is None:
-                out = fields.copy()
-            del out[name]
-    return fields if out is None else out
+    write = _WRITERS.get(type(obj)) or _writer(type(obj))
+    return write(obj)
 
 
 def dump(value: Any, *, canonical: bool = False) -> bytes:
@@ -850,28 +928,94 @@ def dump(value: Any, *, canonical: bool = False) -> bytes:
 def trusted(cls: Callable[_P, _M]) -> Callable[_P, _M]:
     """A constructor of the model ``cls`` that takes its arguments as they are, unvalidated,
     with the same signature: for the records af writes itself, which are made of values of
-    the right types (mypy checks the calls). Defaults fill the fields not given."""
+    the right types (mypy checks the calls). Defaults fill the fields not given. Its
+    records have every field set (``model_fields_set``)."""
     model = cast(type[BaseModel], cls)
     fields = model.model_fields
-    defaults = {name: None if f.is_required() else f.default for name, f in fields.items()}
-    fresh = tuple(
-        (name, type(f.default))
-        for name, f in fields.items()
-        if not f.is_required() and isinstance(f.default, list | dict)
+    names: dict[str, Any] = {
+        "cls": model,
+        "new": _new,
+        "set_dict": _set_dict,
+        "set_fields_set": _set_fields_set,
+        "set_extra": _set_extra,
+        "set_private": _set_private,
+        "FRESH": _FRESH,
+        "every": set(fields),
+    }
+    params, entries = [], []
+    for name, f in fields.items():
+        if f.is_required():
+            params.append(name)
+            entries.append(f"{name!r}: {name}")
+        elif isinstance(f.default, list | dict):
+            params.append(f"{name}=FRESH")
+            names[f"kind_{name}"] = type(f.default)
+            entries.append(f"{name!r}: kind_{name}() if {name} is FRESH else {name}")
+        else:
+            names[f"d_{name}"] = f.default
+            params.append(f"{name}=d_{name}")
+            entries.append(f"{name!r}: {name}")
+    make = _compile(
+        model,
+        [
+            f"def f(*, {', '.join(params)}):",
+            "    r = new(cls)",
+            f"    set_dict(r, '__dict__', {{{', '.join(entries)}}})",
+            # Shared: a frozen record's set is never changed in place (model_copy copies it).
+            "    set_fields_set(r, every)",
+            "    set_extra(r, None)",
+            "    set_private(r, None)",
+            "    return r",
+        ],
+        names,
     )
-    new = object.__new__
-
-    def make(*_: _P.args, **values: _P.kwargs) -> _M:
-        record = new(model)
-        merged = {**defaults, **values}  # in the fields' order, whatever the call's
-        for name, kind in fresh:  # a default list is the record's own, as pydantic gives it
-            if name not in values:
-                merged[name] = kind()
-        _set(record, "__dict__", merged)
-        _set(record, "__pydantic_fields_set__", set(values))
-        _set(record, "__pydantic_extra__", None)
-        _set(record, "__pydantic_private__", None)
-        return cast(_M, record)
-
     make.__name__ = make.__qualname__ = f"trusted({model.__name__})"
-    return make
+    return cast(Callable[_P, _M], make)
+
+
+Line = NewType("Line", dict[str, Any])
+"""A record as it is written, made by :func:`line` from its model's fields."""
+
+
+def line(cls: Callable[_P, Any]) -> Callable[_P, Line]:
+    """A function taking the fields of the model ``cls`` (its signature) and returning the
+    record as :func:`dump` writes an instance of it, without making the instance: for the
+    lines the writer makes and writes at once (a commit, a call), where an instance would
+    be made only to be taken apart."""
+    model = cast(type[BaseModel], cls)
+    names: dict[str, Any] = {}
+    params: list[str] = []
+    before: list[str] = []
+    literal: list[str] = []
+    after: list[str] = []
+    for name, f in model.model_fields.items():
+        if f.is_required():
+            params.append(name)
+        else:
+            names[f"d_{name}"] = f.default
+            params.append(f"{name}=d_{name}")
+        convert = _conversion(name, f.annotation, names)
+        absent = _absent(name, f, names)
+        value = name
+        if convert is not None:
+            # Worked out first, in a local of its own, whatever its place in the line.
+            before.append(f"    v = {name}")
+            before.append(f"    {name}_ = {convert}")
+            value = f"{name}_"
+        if absent is None and not after:  # the leading fields, always written: a literal
+            literal.append(f"{name!r}: {value}")
+        elif absent is None:
+            after.append(f"    out[{name!r}] = {value}")
+        else:
+            after.append(f"    v = {name}")
+            after.append(f"    if not ({absent}): out[{name!r}] = {value}")
+    lines = [
+        f"def f(*, {', '.join(params)}):",
+        *before,
+        f"    out = {{{', '.join(literal)}}}",
+        *after,
+        "    return out",
+    ]
+    make = _compile(model, lines, names)
+    make.__name__ = make.__qualname__ = f"line({model.__name__})"
+    return cast(Callable[_P, Line], make)

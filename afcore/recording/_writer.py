@@ -14,7 +14,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,12 +23,8 @@ import orjson
 from pydantic import BaseModel
 
 from afcore.errors import ProviderError, UsageError
-from afcore.messages import Message, Source, SystemSegment, ToolSpec, Usage
-from afcore.recording._hashing import (
-    content_hash,
-    request_digest,
-    request_hash,
-)
+from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
+from afcore.recording._hashing import canonical, content_hash, request_digest
 from afcore.recording._models import (
     AttemptDecision,
     AttemptInfo,
@@ -38,6 +34,7 @@ from afcore.recording._models import (
     ErrorInfo,
     Header,
     InjectionDecisions,
+    Line,
     Record,
     Reply,
     ReplyToolCall,
@@ -48,6 +45,7 @@ from afcore.recording._models import (
     UsageInfo,
     Write,
     as_json,
+    line,
     trusted,
 )
 from afcore.recording._redaction import Redactor
@@ -63,12 +61,12 @@ RecordObserver = Callable[[dict[str, Any]], None]
 _SORTED = orjson.OPT_SORT_KEYS
 _M = TypeVar("_M", bound=BaseModel)
 
-_call = trusted(Call)
-_commit = trusted(Commit)
+_call = line(Call)
+_commit = line(Commit)
 _decisions = trusted(InjectionDecisions)
 _delta = trusted(SlotDelta)
 _error_info = trusted(ErrorInfo)
-_reply = trusted(Reply)
+_reply = line(Reply)
 _segment = trusted(Segment)
 _tool = trusted(CallTool)
 _usage = trusted(UsageInfo)
@@ -149,11 +147,18 @@ class Recorder:
         self._last_slots: tuple[str, str] = ("", "")
         self._decisions: Sequence[Decision | None] = ()
         """The last iteration's decisions, in the engine's order."""
+        self._trusted: dict[tuple[str, str], Write] = {}
+        self._params: tuple[Mapping[str, Any] | None, dict[str, Any], int] = (None, {}, 0)
+        """The last call's parameters as given, as written (redacted), and how many values
+        redacting them replaced (counted again at each call that writes them)."""
+        self._digest: tuple[tuple[Any, ...], bytes, bytes] = ((), b"", b"")
+        """What the last call's request digest was made of (compared by identity), and its
+        canonical JSON before and after the messages' hash."""
         self._syncer = _Syncer(self._fd, sync_interval)
 
     # -- low level -----------------------------------------------------------------------
 
-    def _emit(self, record: Record) -> None:
+    def _emit(self, record: Line | Record) -> None:
         """Queue a record made of af's own values (nothing in it to screen)."""
         raw = orjson.dumps(record, default=as_json)
         self._pending.append(raw)
@@ -218,7 +223,7 @@ class Recorder:
 
     # -- records -------------------------------------------------------------------------
 
-    def header(self, header: Header) -> None:
+    def header(self, header: Line | Header) -> None:
         """The first line, screened whole: the agent's name, the provider's URL, the params."""
         self.event(header, flush=False)
 
@@ -236,11 +241,12 @@ class Recorder:
         """Store a message; return its number and the write naming it. ``history``: it joins
         the conversation (an injected message does not: it is sent, not remembered)."""
         ref = self._store(message.to_json())
+        hashed = ref.encode()
         self._message_hashes.append(ref)
-        self._hash_bytes.append(ref.encode())
+        self._hash_bytes.append(hashed)
         n = len(self._message_hashes)
         if history:
-            self._history_digest.update(ref.encode())
+            self._history_digest.update(hashed)
             spans = self._history_ranges
             if spans and spans[-1][1] == n - 1:
                 spans[-1] = (spans[-1][0], n)
@@ -256,10 +262,13 @@ class Recorder:
 
     def write(self, key: str, value: Any, *, trusted: bool = False) -> Write:
         """A write of ``value`` (plain JSON, or a model such as a Fold) under ``key`` for a
-        commit: inline when short, else a ref. ``trusted``: a short value of af's own making
-        (a route), which needs no screening."""
-        if trusted:
-            return _write(key=key, value=value)
+        commit: inline when short, else a ref. ``trusted``: a short string of af's own
+        making (a route), which needs no screening; its write is made once."""
+        if trusted and isinstance(value, str):
+            known = self._trusted.get((key, value))
+            if known is None:
+                known = self._trusted[(key, value)] = _write(key=key, value=value)
+            return known
         raw = orjson.dumps(value, default=as_json)
         if self.redactor.needs_redaction(raw):
             value = self.redactor.redact(orjson.loads(raw))
@@ -386,8 +395,8 @@ class Recorder:
         system: Sequence[SystemSegment],
         window: Sequence[tuple[int, int]] | None,
         tools: Sequence[ToolSpec],
-        params: dict[str, Any],
-        cache: Sequence[dict[str, Any]],
+        params: Mapping[str, Any],
+        cache: Sequence[CacheBreakpoint],
         extra: Sequence[int] = (),
         reads: Sequence[str] = ("system", "tools", "messages"),
         attempt: AttemptInfo | None = None,
@@ -414,16 +423,13 @@ class Recorder:
             joined = b"".join(chain.from_iterable(held[a - 1 : b] for a, b in window))
             messages_hash = hashlib.sha256(joined).hexdigest()  # = messages_digest(...)
             window = list(window)
-        params = self.redactor.redact(params)
-        request = request_digest(
-            model=model,
-            system=segment_hashes,
-            messages=messages_hash,
-            tools=tool_hashes,
-            params=params,
-            cache=cache,
-        )
-        digest_hash = request_hash(request)
+        if self._params[0] is not params:
+            count = self.redactor.count
+            written = self.redactor.redact(dict(params))
+            self._params = (params, written, self.redactor.count - count)
+        else:
+            self.redactor.count += self._params[2]  # the same replacements, in this line too
+        digest_hash = self._request_hash(model, segment_hashes, messages_hash, tool_hashes, cache)
         self.seq += 1
         self._emit(
             _call(
@@ -436,8 +442,8 @@ class Recorder:
                 system=system_ref,
                 window=window,
                 tools=tools_ref,
-                params=params,
-                cache=list(cache),
+                params=self._params[1],
+                cache=[c.to_json() for c in cache],
                 hash=digest_hash,
                 attempt=None if attempt is None else self._screened(attempt),
             )
@@ -445,6 +451,42 @@ class Recorder:
         self.versions[f"call:{call}"] = self.seq
         self.flush()
         return digest_hash
+
+    def _request_hash(
+        self,
+        model: str,
+        system: list[str],
+        messages: str,
+        tools: list[str],
+        cache: Sequence[CacheBreakpoint],
+    ) -> str:
+        """The hash of a call's request digest (see ``_hashing``). Only the messages' hash
+        changes from call to call while the rest are the very same objects, so the digest's
+        canonical JSON is kept in two pieces around it."""
+        params = self._params[1]
+        last, head, tail = self._digest
+        if not (
+            last
+            and last[0] == model
+            and last[1] is system
+            and last[2] is tools
+            and last[3] is params
+            and last[4] is cache
+        ):
+            raw = canonical(
+                request_digest(
+                    model=model,
+                    system=system,
+                    messages=messages,
+                    tools=tools,
+                    params=params,
+                    cache=[c.to_json() for c in cache],
+                )
+            )
+            at = raw.index(b'"messages":"') + len(b'"messages":"')
+            head, tail = raw[:at], raw[at + len(messages) :]
+            self._digest = ((model, system, tools, params, cache), head, tail)
+        return hashlib.sha256(head + messages.encode() + tail).hexdigest()
 
     def inject(
         self,
@@ -532,7 +574,7 @@ class Recorder:
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
 
-    def event(self, record: Record, *, flush: bool = True) -> None:
+    def event(self, record: Line | Record, *, flush: bool = True) -> None:
         """An event (what the loop saw: an error, a tool starting, a message leaving the
         window), screened by the redaction policy as a whole."""
         raw = orjson.dumps(record, default=as_json)
@@ -629,10 +671,10 @@ class NullRecorder(Recorder):
         self.seq = 0
         self.redactor = None  # type: ignore[assignment]
 
-    def _emit(self, record: Record) -> None:
+    def _emit(self, record: Line | Record) -> None:
         pass
 
-    def header(self, header: Header) -> None:
+    def header(self, header: Line | Header) -> None:
         pass
 
     def message(
@@ -658,7 +700,7 @@ class NullRecorder(Recorder):
     def reply(self, rsid: str, iteration: int, call: int, **_: Any) -> int:
         return 0
 
-    def event(self, record: Record, *, flush: bool = True) -> None:
+    def event(self, record: Line | Record, *, flush: bool = True) -> None:
         pass
 
     def flush(self) -> None:

@@ -210,7 +210,10 @@ def test_trusted_makes_the_model_validation_makes() -> None:
     validated = Commit(seq=1, rsid="seed#0", stage="seed", iter=0)
     assert made == validated and dump(made) == dump(validated)
     assert made.t == "commit" and made.tool is None
-    assert made.model_fields_set == {"seq", "rsid", "stage", "iter"}
+    # Every field is the writer's decision: all are set, and copies do not share that set.
+    assert made.model_fields_set == set(Commit.model_fields)
+    copied = made.model_copy(update={"seq": 9})
+    assert copied.seq == 9 and made.seq == 1 and made.model_fields_set == set(Commit.model_fields)
     # Default lists are each record's own.
     other = trusted(Commit)(seq=2, rsid="route#1", stage="route", iter=1)
     assert made.reads == [] and made.reads is not other.reads
