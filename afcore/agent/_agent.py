@@ -8,14 +8,15 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from afcore.agent._builder import AgentBuilder
 from afcore.errors import UsageError
 from afcore.injections._engine import InjectionEngine
 from afcore.injections._model import ConfigureContext
 from afcore.loop._conversation import Conversation, as_conversation
-from afcore.loop._run import RunResult, run_loop
+from afcore.loop._run import run_loop
+from afcore.loop._state import RunResult
 from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
@@ -74,7 +75,7 @@ class Agent:
         tool_arg_validation: ToolValidation = "enforce",
         params: Mapping[str, Any] | None = None,
         sessions: SessionStore | str | Path | None = None,
-    ) -> AgentBuilder:
+    ) -> AgentBuilder[Self]:
         """Start building an agent.
 
         ``model``: the model's name; without a ``provider``, a ``provider:model`` id
@@ -94,6 +95,7 @@ class Agent:
 
             provider, model = from_model_id(model)
         return AgentBuilder(
+            make=cls._from_builder,
             provider=provider,
             model=model,
             max_iterations=max_iterations,
@@ -106,7 +108,7 @@ class Agent:
         )
 
     @classmethod
-    def _from_builder(cls, **parts: Any) -> Agent:
+    def _from_builder(cls, **parts: Any) -> Self:
         agent = cls.__new__(cls)
         for key, value in parts.items():
             setattr(agent, key, value)
@@ -222,7 +224,7 @@ class Agent:
                 observers=(observe,) if observe else (),
             )
         with screening(rec.redactor):
-            return await run_loop(
+            result, raised = await run_loop(
                 self,
                 message,
                 rec,
@@ -232,6 +234,10 @@ class Agent:
                 stream,
                 conversation,
             )
+        self.last_result = result
+        if raised is not None:
+            raise raised
+        return result
 
     def session(self, session_id: str) -> Session:
         """The conversation kept under ``session_id`` in the agent's session store: its
@@ -242,9 +248,6 @@ class Agent:
         if self._store is None:
             self._store = open_store(self.sessions, recordings=self.recording)
         return Session(self, self._store, session_id)
-
-    def _finished(self, result: RunResult) -> None:
-        self.last_result = result
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r} model={self.model!r} tools={list(self.tools)}>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, Generic, Self, TypeVar, get_args
 
 from afcore.errors import UsageError
 from afcore.injections._engine import InjectionEngine
@@ -37,16 +37,17 @@ from afcore.tools._providers import ToolProvider
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._strategies import WindowStrategy, summarize_oldest
 
-if TYPE_CHECKING:
-    from afcore.agent._agent import Agent
-
 __all__ = ["AgentBuilder"]
 
 MAX_ITERATIONS_CAP = 10_000
 
+_A = TypeVar("_A")
 
-class AgentBuilder:
-    """Collects an agent's parts; ``build()`` checks them and returns the :class:`Agent`.
+
+class AgentBuilder(Generic[_A]):
+    """Collects an agent's parts; ``build()`` checks them and returns the agent, made by
+    ``make`` from them (``Agent.create(...)`` passes the class it was called on: a subclass of
+    :class:`Agent` builds itself).
 
     Mistakes are caught here, where the developer can see them, rather than mid-run.
     """
@@ -54,6 +55,7 @@ class AgentBuilder:
     def __init__(
         self,
         *,
+        make: Callable[..., _A],
         provider: Provider,
         model: str,
         max_iterations: int,
@@ -85,6 +87,7 @@ class AgentBuilder:
                 "Agent.create(tool_arg_validation=...) must be 'enforce', 'warn' or 'off', "
                 f"got {tool_arg_validation!r}"
             )
+        self._make = make
         self._provider = provider
         self._model = model
         self._max_iterations = max_iterations
@@ -102,21 +105,21 @@ class AgentBuilder:
         self._window: WindowStrategy | None = None
         self._reliability: Reliability | None = None
 
-    def name(self, name: str) -> AgentBuilder:
+    def name(self, name: str) -> Self:
         """The agent's name, shown in recordings and `af ls`."""
         if not isinstance(name, str) or not name.strip():
             raise UsageError("name(...) needs a non-empty string")
         self._name = name
         return self
 
-    def system(self, text: str) -> AgentBuilder:
+    def system(self, text: str) -> Self:
         """Add a segment to the system prompt. Segments are sent in the order added."""
         if not isinstance(text, str):
             raise UsageError(f"system(...) takes a string, got {type(text).__name__}")
         self._system.append(SystemSegment(text))
         return self
 
-    def tool(self, tool: Tool) -> AgentBuilder:
+    def tool(self, tool: Tool) -> Self:
         """Offer a tool to the model. A second tool with the same name is refused here."""
         if not isinstance(tool, Tool):
             raise UsageError(
@@ -129,7 +132,7 @@ class AgentBuilder:
         self._tools[tool.name] = tool
         return self
 
-    def tools(self, tools: Iterable[Tool]) -> AgentBuilder:
+    def tools(self, tools: Iterable[Tool]) -> Self:
         """Offer several tools; each goes through :meth:`tool`."""
         for t in tools:
             self.tool(t)
@@ -137,7 +140,7 @@ class AgentBuilder:
 
     # -- context engineering: every door goes through injection() -------------------------
 
-    def injection(self, injection: Injection) -> AgentBuilder:
+    def injection(self, injection: Injection) -> Self:
         """Register any injection: the general door the others go through. Ids are checked for
         uniqueness, and skills' tools against the static tools, at build()."""
         if not isinstance(injection, Injection):
@@ -145,9 +148,7 @@ class AgentBuilder:
         self._injections.append(injection)
         return self
 
-    def steering(
-        self, text: Content, *, id: str | None = None, cache: Cache = "always"
-    ) -> AgentBuilder:
+    def steering(self, text: Content, *, id: str | None = None, cache: Cache = "always") -> Self:
         """Always-on guidance in the system prompt."""
         return self.injection(steering(text, id=id, cache=cache))
 
@@ -161,7 +162,7 @@ class AgentBuilder:
         slot: Slot = "messages",
         cache: Cache = "never",
         pure: bool = True,
-    ) -> AgentBuilder:
+    ) -> Self:
         """Guidance that lands when ``when(s)`` is true, or at the iteration after the tool
         named (or matched) by ``after`` returned. Exactly one of the two. A rule runs again
         only when a value it read through ``s`` changed; ``pure=False`` runs it at every
@@ -172,7 +173,7 @@ class AgentBuilder:
 
     def fact(
         self, text: Content, *, id: str, slot: Slot = "system", cache: Cache | None = None
-    ) -> AgentBuilder:
+    ) -> Self:
         """Data the model should see; a function is evaluated at every iteration."""
         return self.injection(fact(text, id=id, slot=slot, cache=cache))
 
@@ -184,18 +185,18 @@ class AgentBuilder:
         body: Content,
         tools: Sequence[Tool] = (),
         slot: Slot = "messages",
-    ) -> AgentBuilder:
+    ) -> Self:
         """A skill the model activates with read_skill(id): its body lands and its tools
         become visible from the next call, for the rest of the turn."""
         return self.injection(skill(id, description=description, body=body, tools=tools, slot=slot))
 
-    def skills(self, registry: Iterable[Injection]) -> AgentBuilder:
+    def skills(self, registry: Iterable[Injection]) -> Self:
         """Register several skills made by ``skill(...)``."""
         for s in skills_of(registry):
             self.injection(s)
         return self
 
-    def tool_provider(self, provider: ToolProvider) -> AgentBuilder:
+    def tool_provider(self, provider: ToolProvider) -> Self:
         """A source of tools consulted at every iteration (``static_tools``, ``gated_tools``,
         or anything with a ``name`` and ``tools(ctx)``)."""
         if not isinstance(provider, ToolProvider):
@@ -206,7 +207,7 @@ class AgentBuilder:
         self._providers.append(provider)
         return self
 
-    def configure(self, fn: Callable[[ConfigureContext], Any]) -> AgentBuilder:
+    def configure(self, fn: Callable[[ConfigureContext], Any]) -> Self:
         """Decide each run's model and/or instructions when it starts: ``fn(ctx)`` returns
         None or ``{"model": ..., "instructions": ...}``. What it decided is committed to the
         recording before the first call. One per agent."""
@@ -217,7 +218,7 @@ class AgentBuilder:
         self._configure = fn
         return self
 
-    def thinking(self, *, budget: int) -> AgentBuilder:
+    def thinking(self, *, budget: int) -> Self:
         """Ask the model to think before it answers, with up to ``budget`` tokens (providers
         that support it; the thinking is recorded with its signature and sent back as the
         vendor requires). ``max_tokens`` is raised above the budget when it is not."""
@@ -229,7 +230,7 @@ class AgentBuilder:
             self._params["max_tokens"] = budget + 4096
         return self
 
-    def window(self, strategy: WindowStrategy) -> AgentBuilder:
+    def window(self, strategy: WindowStrategy) -> Self:
         """Keep the live context window in budget with ``strategy``: ``sliding_window(...)``,
         ``token_budget(...)`` or ``summarize_oldest(...)``. One per agent. Messages that
         leave the window stay in the recording; each fold is recorded."""
@@ -253,7 +254,7 @@ class AgentBuilder:
         summarizer: Provider,
         model: str | None = None,
         keep_recent_turns: int = 2,
-    ) -> AgentBuilder:
+    ) -> Self:
         """Over ``threshold_tokens`` counted input tokens, fold the oldest turns into one
         summary written by ``summarizer``: ``window(summarize_oldest(...))``, spelled shorter,
         and the same agent to the byte."""
@@ -275,7 +276,7 @@ class AgentBuilder:
         circuit_breaker: CircuitBreaker | None = None,
         fallback: ProviderSpec | None = None,
         max_attempts: int = MAX_ATTEMPTS,
-    ) -> AgentBuilder:
+    ) -> Self:
         """Make each model call as a series of attempts, decided by rules made with
         ``rule(when, then)``: ``pre_check`` rules before each attempt, ``post_decide`` rules
         after it. ``providers`` are tried in turn after the agent's own (``retry_other``),
@@ -295,9 +296,7 @@ class AgentBuilder:
         )
         return self
 
-    def build(self) -> Agent:
-        from afcore.agent._agent import Agent
-
+    def build(self) -> _A:
         # A param a provider is known to be unable to send (a thinking budget to a server
         # that takes none) is refused now rather than at the first call, or dropped unsaid.
         self._provider.check_params(self._params)
@@ -312,7 +311,7 @@ class AgentBuilder:
             injections=self._injections,
             providers=self._providers,
         )
-        return Agent._from_builder(
+        return self._make(
             engine=engine,
             configure_fn=self._configure,
             provider=self._provider,

@@ -12,16 +12,22 @@ from afcore.errors import UsageError
 from afcore.injections._model import Injection, LLMActivated, OnToolReturn, Rule
 from afcore.injections._view import MISSING, RunView, preview, token
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec
-from afcore.recording._models import InjectionDecision, InjectionInfo, trusted
+from afcore.recording._models import (
+    InjectionDecision,
+    InjectionDecisions,
+    InjectionInfo,
+    trusted,
+)
 from afcore.secrets import shorten
 from afcore.tools._providers import ToolProvider, ToolProviderContext
 from afcore.tools._tool import Tool, ToolContext, define_tool
 
-__all__ = ["READ_SKILL", "Composition", "Decision", "InjectionEngine"]
+__all__ = ["READ_SKILL", "Composition", "Decision", "InjectionEngine", "changed_decisions"]
 
 READ_SKILL = "read_skill"
 _STATIC = Source(kind="static")
 _decision = trusted(InjectionDecision)
+_decisions = trusted(InjectionDecisions)
 _info = trusted(InjectionInfo)
 
 
@@ -62,6 +68,28 @@ class Decision:
             reads=[(k,) if k == "iteration" else (k, v) for k, v in self.reads.items()],
             error=self.error,
         )
+
+
+def changed_decisions(
+    decisions: Sequence[Decision], previous: Sequence[Decision] | None
+) -> InjectionDecisions | None:
+    """The ``injections`` value an iteration writes: the decisions that differ from those of
+    the iteration before (``previous``; None: there was none, and every decision is
+    written), or None when none does. A decision the engine carried over is the very same
+    object."""
+    if previous is None or len(previous) != len(decisions):
+        changed = [d.record() for d in decisions]
+    else:
+        changed = [
+            d.record()
+            for before, d in zip(previous, decisions, strict=True)
+            if before is not d and not d.same_as_before(before)
+        ]
+        if not changed:
+            return None
+    return _decisions(
+        evaluated=len(decisions), decisions=changed, unchanged=len(decisions) - len(changed)
+    )
 
 
 @dataclass

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from afcore.errors import ProviderError, ReliabilityFailFastError
-from afcore.loop._run import provider_error, record_call
+from afcore.loop._state import RunState, provider_error
 from afcore.messages import AssistantMessage, Request, Response
 from afcore.providers._base import StreamEvent, StreamHandler
 from afcore.recording._models import (
@@ -37,9 +36,6 @@ from afcore.reliability._policy import (
     error_kind,
 )
 
-if TYPE_CHECKING:
-    from afcore.loop._run import _Run
-
 __all__ = ["attempt_call"]
 
 _attempt = trusted(AttemptInfo)
@@ -49,7 +45,7 @@ _skipped = trusted(SkippedProvider)
 
 
 async def attempt_call(
-    run: _Run,
+    run: RunState,
     policy: Reliability,
     rsid: str,
     request: Request,
@@ -123,7 +119,7 @@ async def attempt_call(
         run.calls += 1
         n = run.calls
         sent = request if model == request.model else replace(request, model=model)
-        record_call(run, rsid, n, sent, window, extra, attempt=attempt_info)
+        run.record_call(rsid, n, sent, window, extra, attempt=attempt_info)
         skipped = []
         watch = _Watch(run.stream)
         # Only a caller who asked for the stream gets one: a provider streams when asked to.
@@ -217,7 +213,7 @@ class _Outcome:
 
 def _view(
     phase: Phase,
-    run: _Run,
+    run: RunState,
     target: Target,
     model: str,
     attempt: int,
@@ -270,7 +266,7 @@ def _fail_fast_message(verdict: Verdict) -> str:
 
 
 def _fail_fast(
-    run: _Run, verdict: Verdict, made: int, call: int | None, error: BaseException | None
+    run: RunState, verdict: Verdict, made: int, call: int | None, error: BaseException | None
 ) -> ReliabilityFailFastError:
     return ReliabilityFailFastError(
         _fail_fast_message(verdict),
@@ -282,7 +278,9 @@ def _fail_fast(
     )
 
 
-def _refused(run: _Run, rsid: str, n: int, response: Response, ms: float, verdict: Verdict) -> None:
+def _refused(
+    run: RunState, rsid: str, n: int, response: Response, ms: float, verdict: Verdict
+) -> None:
     """Record an answer a rule refused: its message is stored (the file keeps what the
     model said) but joins neither the conversation nor any window; its tokens were spent."""
     rec = run.rec

@@ -22,10 +22,8 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -38,11 +36,13 @@ from afcore.errors import (
     RunError,
     UsageError,
 )
-from afcore.injections._engine import READ_SKILL, Composition, TurnState
+from afcore.injections._engine import READ_SKILL, Composition, TurnState, changed_decisions
 from afcore.injections._model import ConfigureContext
+from afcore.loop._attempts import attempt_call
 from afcore.loop._conversation import Conversation
 from afcore.loop._interrupt import INTERRUPTED_TEXT
 from afcore.loop._interrupt import in_thread as run_in_thread
+from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, provider_error
 from afcore.loop._window import visit
 from afcore.messages import (
     AssistantMessage,
@@ -54,7 +54,6 @@ from afcore.messages import (
     TextBlock,
     ToolCall,
     ToolResultMessage,
-    Usage,
     UserMessage,
 )
 from afcore.providers._base import StreamHandler
@@ -63,7 +62,6 @@ from afcore.recording._models import (
     AgentInfo,
     ArgsInvalid,
     AttemptDecision,
-    AttemptInfo,
     ErrorEvent,
     ErrorInfo,
     Header,
@@ -87,12 +85,8 @@ from afcore.tools._validation import correction, validate_args
 from afcore.window._live import LiveWindow
 from afcore.window._turns import LiveMessage
 
-if TYPE_CHECKING:
-    from afcore.agent._agent import Agent
-
 __all__ = ["RunResult", "RunStatus", "run_loop"]
 
-RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
 
 YIELD_EVERY = 0.005
 """Seconds of the loop's own work after which it lets the event loop in, even when its
@@ -115,73 +109,8 @@ _tool_progress = line(ToolProgress)
 _tool_start = line(ToolStart)
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """How a run ended."""
-
-    status: RunStatus
-    answer: str
-    """The final answer; for `max_iterations`, the last text the model wrote (maybe empty)."""
-    iterations: int
-    calls: int
-    usage: Usage
-    run_id: str
-    recording: Path | None
-    error: BaseException | None = field(default=None, repr=False)
-    stop_reason: str | None = None
-    """Why the model stopped its last reply (`end_turn`, `max_tokens` when the answer was
-    cut short, ...); None when no reply came."""
-    transcript: tuple[Message, ...] = field(default=(), repr=False)
-    """The conversation as a next run continues from it (``history=``): the run's history,
-    or under a window strategy the live window it ended with."""
-
-
-@dataclass
-class _Run:
-    agent: Agent
-    rec: Recorder
-    run_id: str
-    state: dict[str, Any]
-    identity: Any = None
-    history: list[Message] = field(default_factory=list)
-    iteration: int = 0
-    calls: int = 0
-    usage: Usage = field(default_factory=Usage)
-    tool_counts: dict[str, int] = field(default_factory=dict)
-    loop_thread: int = 0
-    last_text: str = ""
-    last_stop: str | None = None
-    model: str = ""
-    base: tuple[SystemSegment, ...] = ()
-    """The base system segments: the builder's, or what configure() resolved for this run."""
-    turn: TurnState | None = None
-    fixed: Composition | None = None
-    """The slots of an agent with no injections and no tool providers, composed once."""
-    composition: Composition | None = None
-    result_keys: dict[str, str] = field(default_factory=dict)
-    """Tool name -> the key of the message holding its last result."""
-    injected: dict[tuple[str, str, str], tuple[int, Message]] = field(default_factory=dict)
-    """(injection id, role, text) -> its message number and the message, reused while the
-    injection sends the same text."""
-    last_injected: tuple[object, list[int], list[Message]] | None = None
-    """The last composition's injected messages, their numbers and messages as sent."""
-    live: LiveWindow | None = None
-    """The live window, for agents with a window strategy (None: the whole history)."""
-    request: LiveMessage | None = None
-    """The user message the run answers, as the live window holds it."""
-    folds: int = 0
-    last_usage: Usage | None = None
-    """What the provider reported for the agent's last call (not a summarizer's)."""
-    last_call: int = 0
-    """The number of the agent's last call (summarizer calls are numbered among them)."""
-    stream: StreamHandler | None = None
-    conversation: Conversation | None = None
-    keep: Callable[[Message], None] | None = None
-    """The conversation's keeper, called as each reply and tool result joins the history."""
-
-
 async def run_loop(
-    agent: Agent,
+    agent: AgentParts,
     message: str,
     rec: Recorder,
     run_id: str,
@@ -189,11 +118,13 @@ async def run_loop(
     identity: Any = None,
     stream: StreamHandler | None = None,
     conversation: Conversation | None = None,
-) -> RunResult:
-    """Run one turn of ``agent`` on ``message``, writing to ``rec``. Closes ``rec``.
-    ``stream`` sees each agent call's reply as it arrives. ``conversation``: the messages
-    the turn continues from (None: it starts from ``message`` alone)."""
-    run = _Run(
+) -> tuple[RunResult, BaseException | None]:
+    """Run one turn of ``agent`` on ``message``, writing to ``rec``; close ``rec``. Returns
+    how the run ended, and the exception to raise for it (None when it ended without one):
+    the loop raises nothing itself, so its caller learns how the run ended whatever
+    happened. ``stream`` sees each agent call's reply as it arrives. ``conversation``: the
+    messages the turn continues from (None: it starts from ``message`` alone)."""
+    run = RunState(
         agent=agent,
         rec=rec,
         run_id=run_id,
@@ -210,66 +141,21 @@ async def run_loop(
     status: RunStatus = "error"
     answer: str | None = None
     failure: BaseException | None = None
+    raised: BaseException | None = None
     ended_by: ErrorInfo | None = None
-    yielded = time.perf_counter()
     try:
-        _start(run, message)
-        while True:
-            if run.iteration >= agent.max_iterations:
-                status, answer = "max_iterations", run.last_text
-                break
-            run.iteration += 1
-            reply_seq_key, response, ks = await _call_model(run)
-            calls = response.tool_calls
-            # A paused turn is not an answer: its reply is in the history, and the next
-            # call sends it back for the vendor to go on (within the iteration budget).
-            paused = not calls and response.stop_reason == "pause_turn"
-            route = "tools" if calls else "continue" if paused else "answer"
-            route_rsid = rec.next_rsid("route")
-            rec.commit(
-                route_rsid,
-                "route",
-                run.iteration,
-                reads=(reply_seq_key,),
-                writes=[rec.write("route", route, trusted=True)],
-            )
-            if paused:
-                rec.sync()
-                continue
-            if not calls:
-                if conversation is not None and agent.window is not None:
-                    # The conversation goes on after this answer: leave what the next turn
-                    # continues from in budget, measured by the call just made.
-                    await visit(run, agent.window)
-                answer = response.text
-                fin = rec.next_rsid("finalize")
-                rec.commit(
-                    fin,
-                    "finalize",
-                    run.iteration,
-                    reads=(reply_seq_key,),
-                    writes=[rec.write("answer", answer)],
-                )
-                status = "answer"
-                break
-            if agent.window is not None:
-                await visit(run, agent.window)
-            await _run_tools(run, list(zip(calls, ks, strict=True)), reply_seq_key)
-            rec.sync()
-            now = time.perf_counter()
-            if now - yielded >= YIELD_EVERY:
-                await asyncio.sleep(0)
-                yielded = now
+        status, answer = await _turn(run, message)
     except (asyncio.CancelledError, KeyboardInterrupt) as e:
-        status, failure = "interrupted", e
-        raise
+        status, failure, raised = "interrupted", e, e
     except AfError as e:
-        failure, ended_by = e, _ended_by(run, e)
-        raise
-    except Exception as e:  # an error of ours or of the application's: record it, then raise
+        failure, raised, ended_by = e, e, _ended_by(run, e)
+    except Exception as e:  # an error of ours or of the application's: recorded, then raised
         failure, ended_by = e, error_info(e)
-        raise RunError(f"the run stopped on {type(e).__name__}: {e}", recording=rec.path) from e
-    finally:
+        raised = RunError(f"the run stopped on {type(e).__name__}: {e}", recording=rec.path)
+        raised.__cause__ = e
+    except BaseException as e:  # SystemExit and the like: the run ends, and it goes on up
+        raised = e
+    try:
         if rec.enabled:
             rec.event(
                 _run_end(
@@ -283,24 +169,76 @@ async def run_loop(
                     redactions=rec.redactor.count,
                 )
             )
+    finally:
         rec.close()
-        result = RunResult(
-            status=status,
-            answer=answer or "",
-            iterations=run.iteration,
-            calls=run.calls,
-            usage=run.usage,
-            run_id=run.run_id,
-            recording=rec.path,
-            error=failure,
-            stop_reason=run.last_stop,
-            transcript=tuple(run.live.messages if run.live is not None else run.history),
+    result = RunResult(
+        status=status,
+        answer=answer or "",
+        iterations=run.iteration,
+        calls=run.calls,
+        usage=run.usage,
+        run_id=run.run_id,
+        recording=rec.path,
+        error=failure,
+        stop_reason=run.last_stop,
+        transcript=tuple(run.live.messages if run.live is not None else run.history),
+    )
+    return result, raised
+
+
+async def _turn(run: RunState, message: str) -> tuple[RunStatus, str]:
+    """The loop itself: how the turn ended, and its answer (for `max_iterations`, the last
+    text the model wrote)."""
+    agent, rec = run.agent, run.rec
+    yielded = time.perf_counter()
+    _start(run, message)
+    while True:
+        if run.iteration >= agent.max_iterations:
+            return "max_iterations", run.last_text
+        run.iteration += 1
+        reply_seq_key, response, ks = await _call_model(run)
+        calls = response.tool_calls
+        # A paused turn is not an answer: its reply is in the history, and the next call
+        # sends it back for the vendor to go on (within the iteration budget).
+        paused = not calls and response.stop_reason == "pause_turn"
+        route = "tools" if calls else "continue" if paused else "answer"
+        route_rsid = rec.next_rsid("route")
+        rec.commit(
+            route_rsid,
+            "route",
+            run.iteration,
+            reads=(reply_seq_key,),
+            writes=[rec.write("route", route, trusted=True)],
         )
-        agent._finished(result)
-    return result
+        if paused:
+            rec.sync()
+            continue
+        if not calls:
+            if run.conversation is not None and agent.window is not None:
+                # The conversation goes on after this answer: leave what the next turn
+                # continues from in budget, measured by the call just made.
+                await visit(run, agent.window)
+            answer = response.text
+            fin = rec.next_rsid("finalize")
+            rec.commit(
+                fin,
+                "finalize",
+                run.iteration,
+                reads=(reply_seq_key,),
+                writes=[rec.write("answer", answer)],
+            )
+            return "answer", answer
+        if agent.window is not None:
+            await visit(run, agent.window)
+        await _run_tools(run, list(zip(calls, ks, strict=True)), reply_seq_key)
+        rec.sync()
+        now = time.perf_counter()
+        if now - yielded >= YIELD_EVERY:
+            await asyncio.sleep(0)
+            yielded = now
 
 
-def _ended_by(run: _Run, e: AfError) -> ErrorInfo:
+def _ended_by(run: RunState, e: AfError) -> ErrorInfo:
     """What run_end says about the error that stopped the run; with reliability rules, also
     the kind word they decide on and the status."""
     if isinstance(e, ReliabilityFailFastError):
@@ -315,7 +253,7 @@ def _ended_by(run: _Run, e: AfError) -> ErrorInfo:
 
 
 def _remember(
-    run: _Run, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
+    run: RunState, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
 ) -> Write:
     """Add a message to the conversation (and the live window); return its write.
     ``keep=False``: not handed to a session (which closes an interrupted call in its own
@@ -329,7 +267,7 @@ def _remember(
     return write
 
 
-def _start(run: _Run, message: str) -> None:
+def _start(run: RunState, message: str) -> None:
     agent, rec = run.agent, run.rec
     if rec.enabled:
         redactor = rec.redactor
@@ -412,7 +350,7 @@ def _start(run: _Run, message: str) -> None:
         run.keep = conversation.keep
 
 
-def _session_link(run: _Run) -> SessionLink | None:
+def _session_link(run: RunState) -> SessionLink | None:
     """The header's ``session`` field, for a session's turn."""
     link = run.conversation.session if run.conversation is not None else None
     if link is None:
@@ -420,7 +358,7 @@ def _session_link(run: _Run) -> SessionLink | None:
     return _session(id=link["id"], turn=link["turn"], previous=link.get("previous"))
 
 
-def _configure(run: _Run, message: str) -> None:
+def _configure(run: RunState, message: str) -> None:
     """Let the agent's configure() decide this run's model and instructions, and commit what
     it decided before the first call reads it."""
     agent, rec = run.agent, run.rec
@@ -454,7 +392,7 @@ def _configure(run: _Run, message: str) -> None:
 
 
 def _compose(
-    run: _Run,
+    run: RunState,
 ) -> tuple[Composition, list[tuple[int, int]] | None, list[int], list[Message]]:
     """The slots for the next call: composed once for a plain agent, else evaluated now,
     with the decisions committed by an `inject` stage."""
@@ -490,11 +428,20 @@ def _compose(
             written = run.result_keys.get(read.removeprefix("last_tool_results."))
             if written is not None:
                 reads.append(written)
-    rec.inject(run.iteration, comp, writes, reads)
+    if rec.enabled:
+        rec.inject(
+            run.iteration,
+            system=comp.system,
+            tools=comp.specs,
+            decisions=changed_decisions(comp.decisions, run.decisions),
+            message_writes=writes,
+            reads=reads,
+        )
+        run.decisions = comp.decisions
     return comp, None, extra, messages
 
 
-async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
+async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
     agent, rec = run.agent, run.rec
     comp, window, extra, injected = _compose(run)
     run.composition = comp
@@ -515,15 +462,13 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     )
     decision: AttemptDecision | None = None
     if agent.reliability is not None:
-        from afcore.loop._attempts import attempt_call
-
         n, response, ms, decision = await attempt_call(
             run, agent.reliability, rsid, request, window, extra
         )
     else:
         run.calls += 1
         n = run.calls
-        record_call(run, rsid, n, request, window, extra)
+        run.record_call(rsid, n, request, window, extra)
         clock = agent.recording.clock if agent.recording else time.perf_counter
         t0 = clock()
         try:
@@ -570,47 +515,7 @@ async def _call_model(run: _Run) -> tuple[str, Response, list[int]]:
     return f"reply:{n}", response, ks
 
 
-def record_call(
-    run: _Run,
-    rsid: str,
-    n: int,
-    request: Request,
-    window: list[tuple[int, int]] | None,
-    extra: list[int],
-    attempt: AttemptInfo | None = None,
-) -> None:
-    """Record call ``n`` as it is about to be sent."""
-    run.rec.call(
-        rsid,
-        run.iteration,
-        n,
-        model=request.model,
-        system=request.system,
-        window=window,
-        extra=extra,
-        tools=request.tools,
-        params=request.params,
-        cache=request.cache,
-        attempt=attempt,
-    )
-
-
-def provider_error(e: Exception, provider: str, n: int) -> ProviderError:
-    """``e`` as a ProviderError naming call ``n``: itself when it is one, else one that
-    says what ``provider`` raised."""
-    error = (
-        e
-        if isinstance(e, ProviderError)
-        else ProviderError(
-            f"{provider} failed on call {n}: {type(e).__name__}: {e}", provider=provider, call=n
-        )
-    )
-    if error.call is None:
-        error.call = n
-    return error
-
-
-async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: str) -> None:
+async def _run_tools(run: RunState, planned: list[tuple[ToolCall, int]], reply_key: str) -> None:
     rec = run.rec
     jobs = []
     for call, k in planned:
@@ -657,7 +562,7 @@ async def _run_tools(run: _Run, planned: list[tuple[ToolCall, int]], reply_key: 
 
 
 def _record_interrupted(
-    run: _Run,
+    run: RunState,
     jobs: list[tuple[ToolCall, int, str]],
     tasks: list[asyncio.Task[tuple[ToolResultMessage, ToolStatus, float]]],
     reply_key: str,
@@ -686,7 +591,7 @@ def _record_interrupted(
 
 
 async def _run_tool(
-    run: _Run, call: ToolCall, rsid: str, concurrent: bool
+    run: RunState, call: ToolCall, rsid: str, concurrent: bool
 ) -> tuple[ToolResultMessage, ToolStatus, float]:
     agent = run.agent
     rec = run.rec
@@ -750,7 +655,7 @@ async def _execute(tool: Tool, args: dict[str, Any], ctx: ToolContext, *, in_thr
     return value
 
 
-def _progress_reporter(run: _Run, rsid: str) -> Any:
+def _progress_reporter(run: RunState, rsid: str) -> Any:
     loop = asyncio.get_running_loop()
 
     def emit(message: str) -> None:
@@ -769,7 +674,7 @@ def _progress_reporter(run: _Run, rsid: str) -> Any:
     return report
 
 
-def _visible(run: _Run) -> dict[str, Tool]:
+def _visible(run: RunState) -> dict[str, Tool]:
     """The tools the model was shown at this iteration's call: the only ones it may call."""
     assert run.composition is not None
     return run.composition.tools_by_name

@@ -17,9 +17,9 @@ records its fold, with the refusals that kept everything in.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from afcore.errors import CompactionUnmeasurableError
+from afcore.loop._state import RunState
 from afcore.messages import (
     AssistantMessage,
     Request,
@@ -43,9 +43,6 @@ from afcore.window._strategies import WindowStrategy
 from afcore.window._summary import SUMMARIZER_SYSTEM, frame, message_chars, transcript
 from afcore.window._turns import LiveMessage, plan
 
-if TYPE_CHECKING:
-    from afcore.loop._run import _Run
-
 __all__ = ["visit"]
 
 _SUMMARIZER_SOURCE = Source(kind="summarizer")
@@ -56,7 +53,7 @@ _refused = trusted(FoldRefusal)
 _summary = trusted(FoldSummary)
 
 
-async def visit(run: _Run, strategy: WindowStrategy) -> None:
+async def visit(run: RunState, strategy: WindowStrategy) -> None:
     """One visit of the window strategy; may change ``run.live``."""
     window = run.live
     assert window is not None
@@ -153,7 +150,7 @@ async def visit(run: _Run, strategy: WindowStrategy) -> None:
     rec.flush()
 
 
-def _measured(run: _Run, strategy: WindowStrategy) -> int:
+def _measured(run: RunState, strategy: WindowStrategy) -> int:
     """The input tokens the provider counted for the agent's last call."""
     usage = run.last_usage
     if usage is not None and not usage.estimated:
@@ -184,7 +181,7 @@ def _measured(run: _Run, strategy: WindowStrategy) -> int:
 
 
 async def _summarize(
-    run: _Run, strategy: WindowStrategy, items: list[LiveMessage], fold: int
+    run: RunState, strategy: WindowStrategy, items: list[LiveMessage], fold: int
 ) -> tuple[str, int, str] | str:
     """Ask the summarizer for a summary of ``items``: (text, its call number, who wrote it),
     or why it could not (a string). The call is recorded like any other."""

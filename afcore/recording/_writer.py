@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel
@@ -50,9 +50,6 @@ from afcore.recording._models import (
 )
 from afcore.recording._redaction import Redactor
 
-if TYPE_CHECKING:
-    from afcore.injections._engine import Composition, Decision
-
 __all__ = ["NullRecorder", "Recorder", "RecordObserver", "error_info", "ranges", "usage_info"]
 
 RecordObserver = Callable[[dict[str, Any]], None]
@@ -63,7 +60,6 @@ _M = TypeVar("_M", bound=BaseModel)
 
 _call = line(Call)
 _commit = line(Commit)
-_decisions = trusted(InjectionDecisions)
 _delta = trusted(SlotDelta)
 _error_info = trusted(ErrorInfo)
 _reply = line(Reply)
@@ -135,7 +131,6 @@ class Recorder:
         """(system text, source) -> its entry in a segment list, made once."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
         self._sources: dict[Source, SourceInfo] = {}
-        self._wrote_decisions = False
         self._extra: tuple[Sequence[int] | None, bytes, list[tuple[int, int]]] = (None, b"", [])
         """The last call's extra messages, their hashes joined, and their ranges."""
         self._list_bases: dict[str, tuple[str, list[Segment] | list[CallTool]]] = {}
@@ -145,8 +140,6 @@ class Recorder:
             tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], list[str], str]
         ] = {}
         self._last_slots: tuple[str, str] = ("", "")
-        self._decisions: Sequence[Decision | None] = ()
-        """The last iteration's decisions, in the engine's order."""
         self._trusted: dict[tuple[str, str], Write] = {}
         self._params: tuple[Mapping[str, Any] | None, dict[str, Any], int] = (None, {}, 0)
         """The last call's parameters as given, as written (redacted), and how many values
@@ -491,36 +484,22 @@ class Recorder:
     def inject(
         self,
         iteration: int,
-        composition: Composition,
+        *,
+        system: Sequence[SystemSegment],
+        tools: Sequence[ToolSpec],
+        decisions: InjectionDecisions | None,
         message_writes: list[Write],
         reads: Sequence[str],
     ) -> int | None:
-        """Commit an iteration's injection decisions and the slots they composed, as an
-        ``inject#k`` stage; return its seq. Only what changed is written, and an iteration
-        at which nothing changed writes no commit (None): its call reads the versions last
-        written, and the decisions last written still hold."""
-        _, system_ref = self._slot(composition.system, self._system_slot)
-        _, tools_ref = self._slot(composition.specs, self._tools_slot)
-        # A decision the engine carried over is the very same object.
-        decisions = composition.decisions
-        previous = self._decisions
-        if len(previous) != len(decisions):  # the first iteration
-            previous = [None] * len(decisions)
-        changed = [
-            d.record()
-            for before, d in zip(previous, decisions, strict=True)
-            if before is not d and (before is None or not d.same_as_before(before))
-        ]
-        self._decisions = decisions
+        """Commit an iteration's injection decisions (None: none changed) and the slots they
+        composed, as an ``inject#k`` stage; return its seq. Only what changed is written, and
+        an iteration at which nothing changed writes no commit (None): its call reads the
+        versions last written, and the decisions last written still hold."""
+        _, system_ref = self._slot(system, self._system_slot)
+        _, tools_ref = self._slot(tools, self._tools_slot)
         writes = []
-        if changed or not self._wrote_decisions:
-            value = _decisions(
-                evaluated=len(decisions),
-                decisions=changed,
-                unchanged=len(decisions) - len(changed),
-            )
-            writes.append(_write(key="injections", ref=self._store(value)))
-            self._wrote_decisions = True
+        if decisions is not None:
+            writes.append(_write(key="injections", ref=self._store(decisions)))
         if system_ref != self._last_slots[0]:
             writes.append(_write(key="system", ref=system_ref))
         if tools_ref != self._last_slots[1]:
@@ -682,7 +661,7 @@ class NullRecorder(Recorder):
     ) -> tuple[int, Write]:
         return 0, _NOTHING
 
-    def inject(self, iteration: int, *_: Any) -> int | None:
+    def inject(self, iteration: int, **_: Any) -> int | None:
         return None
 
     def write(self, key: str, value: Any, *, trusted: bool = False) -> Write:

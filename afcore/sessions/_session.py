@@ -12,16 +12,18 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal, Protocol
 
 from afcore.errors import TurnLostError, UsageError
 from afcore.injections._engine import InjectionEngine
 from afcore.loop._conversation import Conversation
-from afcore.loop._run import RunResult
-from afcore.messages import Message, Source, UserMessage
+from afcore.loop._state import RunResult
+from afcore.messages import Message, Source, SystemSegment, UserMessage
 from afcore.providers._base import StreamHandler
+from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.sessions import _turns
 from afcore.sessions._caller import CALLER_ID, Principal, caller_injection
@@ -35,11 +37,30 @@ from afcore.sessions._store import (
     TurnInfo,
 )
 from afcore.sessions._turns import Claim
+from afcore.tools._tool import Tool
 
-if TYPE_CHECKING:
-    from afcore.agent._agent import Agent
+__all__ = ["SendResult", "SendStatus", "Session", "SessionAgent"]
 
-__all__ = ["SendResult", "SendStatus", "Session"]
+
+class SessionAgent(Protocol):
+    """What a session asks of the agent whose turns it runs (an :class:`~afcore.Agent`)."""
+
+    name: str
+    system: tuple[SystemSegment, ...]
+    tools: Mapping[str, Tool]
+    engine: InjectionEngine
+    recording: RecordingConfig | None
+    last_result: RunResult | None
+
+    async def arun_result(
+        self,
+        message: str,
+        *,
+        identity: Any = None,
+        stream: StreamHandler | None = None,
+        history: Conversation | None = None,
+    ) -> RunResult: ...
+
 
 SendStatus = Literal["answer", "max_iterations", "interrupted", "error", "queued", "running"]
 
@@ -84,7 +105,7 @@ class Session:
     processes, may name the same session: its turns still run one at a time.
     """
 
-    def __init__(self, agent: Agent, store: SessionStore, session_id: str) -> None:
+    def __init__(self, agent: SessionAgent, store: SessionStore, session_id: str) -> None:
         self.id = check_session_id(session_id)
         if any(i.id == CALLER_ID for i in agent.engine.injections):
             raise UsageError(
@@ -370,7 +391,7 @@ class Session:
         )
         return sent, (error if status == "error" else None), nxt
 
-    def _agent_for(self, claim: Claim) -> Agent:
+    def _agent_for(self, claim: Claim) -> SessionAgent:
         """The agent as this turn runs it: its recording named for the turn, and the caller
         section among its injections when the turn's messages named a caller."""
         agent = copy.copy(self.agent)

@@ -11,16 +11,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from afcore.errors import SessionError
 
-if TYPE_CHECKING:
-    from afcore.sessions._store import SessionStore
-
 __all__ = ["Watcher"]
+
+
+class Watched(Protocol):
+    """What the watcher asks of the store it watches for (a SessionStore)."""
+
+    lease: float
+    poll: float
+
+    def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]: ...
+
+    def renew(self, turns: Sequence[tuple[str, str]]) -> None: ...
 
 
 @dataclass
@@ -31,7 +39,7 @@ class _Watched:
 
 
 class Watcher:
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: Watched) -> None:
         self.store = store
         self._turns: dict[tuple[str, str], _Watched] = {}
         self._cond = threading.Condition()

@@ -1,19 +1,23 @@
 """The live window of a run with a window strategy, kept up to date as messages arrive and
 folds remove them, so that neither a call nor a strategy's visit walks the whole window in
 Python: the turns, the messages as sent and the window's ranges of message numbers are
-updated in place (a fold costs what leaves and the number of turns, not every message)."""
+updated in place (a fold costs what leaves and the number of turns, not every message).
+
+(The verifier replays the same window from a recording's records; this is the loop's.)"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from afcore.messages import AssistantMessage, Message, ToolResultMessage
-from afcore.window._turns import LiveMessage
+from afcore.messages import Message, ToolResultMessage
+from afcore.window._turns import LiveMessage, count_into
 
 __all__ = ["LiveWindow"]
 
 
 class LiveWindow:
+    """The live window while a run goes: what the next call is sent, in turns."""
+
     def __init__(self) -> None:
         self.items: list[LiveMessage] = []
         self.messages: list[Message] = []
@@ -32,14 +36,9 @@ class LiveWindow:
         return len(self.items)
 
     def append(self, item: LiveMessage) -> None:
-        m = item.message
-        if isinstance(m, ToolResultMessage) and m.tool_call_id in self._open and self.sizes:
-            self.sizes[-1] += 1  # a result joins the reply whose call it answers
-        else:
-            self.sizes.append(1)
-            self._open = {c.id for c in m.tool_calls} if isinstance(m, AssistantMessage) else set()
+        self._open = count_into(self.sizes, self._open, item.message)
         self.items.append(item)
-        self.messages.append(m)
+        self.messages.append(item.message)
         _extend(self.ranges, item.n)
 
     def remove(self, first: int, last: int, summary: LiveMessage | None = None) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "Refusal",
     "RefusalReason",
     "Turn",
+    "count_into",
     "plan",
     "segment",
     "turn_sizes",
@@ -78,12 +79,23 @@ def segment(live: Sequence[LiveMessage]) -> list[Turn]:
 
 def turn_sizes(live: Sequence[LiveMessage]) -> list[int]:
     """How many messages each turn of ``live`` holds, oldest first."""
-    from afcore.window._live import LiveWindow  # the one place the rule is written
-
-    window = LiveWindow()
+    sizes: list[int] = []
+    open_calls: set[str] = set()
     for item in live:
-        window.append(item)
-    return window.sizes
+        open_calls = count_into(sizes, open_calls, item.message)
+    return sizes
+
+
+def count_into(sizes: list[int], open_calls: set[str], message: Message) -> set[str]:
+    """Count ``message`` into ``sizes`` (how many messages each turn holds, oldest first): a
+    tool result joins the reply whose call it answers (``open_calls``, the newest reply's
+    tool call ids), anything else starts a turn. Returns the open calls after it. The one
+    place the rule is written."""
+    if isinstance(message, ToolResultMessage) and message.tool_call_id in open_calls and sizes:
+        sizes[-1] += 1
+        return open_calls
+    sizes.append(1)
+    return {c.id for c in message.tool_calls} if isinstance(message, AssistantMessage) else set()
 
 
 def plan(

@@ -1,0 +1,156 @@
+"""What one run carries from stage to stage, what it reads of the agent it runs, and how it
+ends: the ground the loop's stages (``_run``, ``_attempts``, ``_window``) share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from afcore.errors import ProviderError
+from afcore.injections._engine import Composition, Decision, InjectionEngine, TurnState
+from afcore.injections._model import ConfigureContext
+from afcore.loop._conversation import Conversation
+from afcore.messages import Message, Request, SystemSegment, Usage
+from afcore.providers._base import Provider, StreamHandler
+from afcore.recording._config import RecordingConfig
+from afcore.recording._models import AttemptInfo
+from afcore.recording._writer import Recorder
+from afcore.reliability._policy import Reliability
+from afcore.tools._tool import Tool, ToolValidation
+from afcore.window._live import LiveWindow
+from afcore.window._strategies import WindowStrategy
+from afcore.window._turns import LiveMessage
+
+__all__ = ["AgentParts", "RunResult", "RunState", "RunStatus", "provider_error"]
+
+RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
+
+
+class AgentParts(Protocol):
+    """What the loop reads of the agent it runs (an :class:`~afcore.Agent` has them all)."""
+
+    name: str
+    source: str | None
+    provider: Provider
+    model: str
+    system: tuple[SystemSegment, ...]
+    tools: Mapping[str, Tool]
+    max_iterations: int
+    tool_arg_validation: ToolValidation
+    params: Mapping[str, Any]
+    recording: RecordingConfig | None
+    engine: InjectionEngine
+    configure_fn: Callable[[ConfigureContext], Any] | None
+    window: WindowStrategy | None
+    reliability: Reliability | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended."""
+
+    status: RunStatus
+    answer: str
+    """The final answer; for `max_iterations`, the last text the model wrote (maybe empty)."""
+    iterations: int
+    calls: int
+    usage: Usage
+    run_id: str
+    recording: Path | None
+    error: BaseException | None = field(default=None, repr=False)
+    """What stopped the run, for `error` and `interrupted`."""
+    stop_reason: str | None = None
+    """Why the model stopped its last reply (`end_turn`, `max_tokens` when the answer was
+    cut short, ...); None when no reply came."""
+    transcript: tuple[Message, ...] = field(default=(), repr=False)
+    """The conversation as a next run continues from it (``history=``): the run's history,
+    or under a window strategy the live window it ended with."""
+
+
+@dataclass
+class RunState:
+    """One run in progress."""
+
+    agent: AgentParts
+    rec: Recorder
+    run_id: str
+    state: dict[str, Any]
+    identity: Any = None
+    history: list[Message] = field(default_factory=list)
+    iteration: int = 0
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    tool_counts: dict[str, int] = field(default_factory=dict)
+    loop_thread: int = 0
+    last_text: str = ""
+    last_stop: str | None = None
+    model: str = ""
+    base: tuple[SystemSegment, ...] = ()
+    """The base system segments: the builder's, or what configure() resolved for this run."""
+    turn: TurnState | None = None
+    fixed: Composition | None = None
+    """The slots of an agent with no injections and no tool providers, composed once."""
+    composition: Composition | None = None
+    decisions: Sequence[Decision] | None = None
+    """The injection decisions of the last iteration the recording holds (None: none yet)."""
+    result_keys: dict[str, str] = field(default_factory=dict)
+    """Tool name -> the key of the message holding its last result."""
+    injected: dict[tuple[str, str, str], tuple[int, Message]] = field(default_factory=dict)
+    """(injection id, role, text) -> its message number and the message, reused while the
+    injection sends the same text."""
+    last_injected: tuple[object, list[int], list[Message]] | None = None
+    """The last composition's injected messages, their numbers and messages as sent."""
+    live: LiveWindow | None = None
+    """The live window, for agents with a window strategy (None: the whole history)."""
+    request: LiveMessage | None = None
+    """The user message the run answers, as the live window holds it."""
+    folds: int = 0
+    last_usage: Usage | None = None
+    """What the provider reported for the agent's last call (not a summarizer's)."""
+    last_call: int = 0
+    """The number of the agent's last call (summarizer calls are numbered among them)."""
+    stream: StreamHandler | None = None
+    conversation: Conversation | None = None
+    keep: Callable[[Message], None] | None = None
+    """The conversation's keeper, called as each reply and tool result joins the history."""
+
+    def record_call(
+        self,
+        rsid: str,
+        n: int,
+        request: Request,
+        window: list[tuple[int, int]] | None,
+        extra: list[int],
+        attempt: AttemptInfo | None = None,
+    ) -> None:
+        """Record call ``n`` as it is about to be sent."""
+        self.rec.call(
+            rsid,
+            self.iteration,
+            n,
+            model=request.model,
+            system=request.system,
+            window=window,
+            extra=extra,
+            tools=request.tools,
+            params=request.params,
+            cache=request.cache,
+            attempt=attempt,
+        )
+
+
+def provider_error(e: Exception, provider: str, n: int) -> ProviderError:
+    """``e`` as a ProviderError naming call ``n``: itself when it is one, else one that
+    says what ``provider`` raised."""
+    error = (
+        e
+        if isinstance(e, ProviderError)
+        else ProviderError(
+            f"{provider} failed on call {n}: {type(e).__name__}: {e}", provider=provider, call=n
+        )
+    )
+    if error.call is None:
+        error.call = n
+    return error
