@@ -30,7 +30,7 @@ from afcore.reliability._policy import (
     CircuitBreaker,
     ProviderSpec,
     Reliability,
-    Rule,
+    ReliabilityRule,
 )
 from afcore.reliability._policy import build as build_reliability
 from afcore.tools._providers import ToolProvider
@@ -270,8 +270,8 @@ class AgentBuilder(Generic[_A]):
     def reliability(
         self,
         *,
-        pre_check: Sequence[Rule] = (),
-        post_decide: Sequence[Rule] = (),
+        pre_check: Sequence[ReliabilityRule] = (),
+        post_decide: Sequence[ReliabilityRule] = (),
         providers: Sequence[ProviderSpec] = (),
         circuit_breaker: CircuitBreaker | None = None,
         fallback: ProviderSpec | None = None,

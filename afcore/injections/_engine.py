@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Any, TypeAlias
 
 from afcore.errors import UsageError
-from afcore.injections._model import Injection, LLMActivated, OnToolReturn, Rule
+from afcore.injections._model import Injection, LLMActivated, OnToolReturn, RuleTrigger
 from afcore.injections._view import MISSING, RunView, preview, token
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec
 from afcore.recording._models import (
@@ -419,7 +419,7 @@ class InjectionEngine:
         """Decide one injection now and make its content if it fired. ``old``: its part at
         the last iteration, returned as it is when the decision comes out the same."""
         trigger = inj.trigger
-        if isinstance(trigger, Rule):
+        if isinstance(trigger, RuleTrigger):
             failure: Exception | None = None
             try:
                 verdict = trigger.predicate(view)
@@ -491,7 +491,7 @@ class InjectionEngine:
         of why (the evidence, which may change every iteration, is in the decisions), so
         unchanged content keeps the same source and is not stored again."""
         trigger = inj.trigger
-        if isinstance(trigger, Rule):
+        if isinstance(trigger, RuleTrigger):
             reason = "its rule returned true"
         elif isinstance(trigger, OnToolReturn):
             reason = f"{trigger.label} returned"
@@ -582,7 +582,7 @@ def _memo_keys(
     decision must be made again at every iteration: not a pure rule, a rule that raised or
     read nothing of the run (then it reads something else), or content made by a function."""
     trigger = inj.trigger
-    if not isinstance(trigger, Rule) or not trigger.pure or decision.error or not raw:
+    if not isinstance(trigger, RuleTrigger) or not trigger.pure or decision.error or not raw:
         return None
     if decision.fired and not _fixed(inj):
         return None

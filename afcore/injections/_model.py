@@ -27,7 +27,7 @@ __all__ = [
     "Injection",
     "LLMActivated",
     "OnToolReturn",
-    "Rule",
+    "RuleTrigger",
     "Trigger",
     "fact",
     "instruction",
@@ -66,8 +66,9 @@ class Always:
 
 
 @dataclass(frozen=True)
-class Rule:
-    """Fires when the predicate, given the run view ``s``, returns True.
+class RuleTrigger:
+    """An injection's trigger that fires when its rule, a predicate of the run view ``s``,
+    returns True (``instruction(when=...)`` makes one).
 
     A pure rule (the default) decides from what it reads through ``s`` alone, which is also
     what its recorded evidence claims: af runs it again only when a value it read changed,
@@ -104,7 +105,7 @@ class LLMActivated:
     kind: Literal["llm_activated"] = "llm_activated"
 
 
-Trigger: TypeAlias = Always | Rule | OnToolReturn | LLMActivated
+Trigger: TypeAlias = Always | RuleTrigger | OnToolReturn | LLMActivated
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,8 @@ def instruction(
     pure: bool = True,
 ) -> Injection:
     """Guidance that lands when a rule says so (``when``) or after a tool returned (``after``).
-    ``pure=False`` marks a rule that depends on more than the run view (see :class:`Rule`)."""
+    ``pure=False`` marks a rule that depends on more than the run view (see
+    :class:`RuleTrigger`)."""
     if (when is None) == (after is None):
         raise UsageError(
             f"instruction {id!r} takes exactly one of when= (a rule) or after= (a tool name or "
@@ -220,7 +222,7 @@ def instruction(
     trigger: Trigger
     if when is not None:
         _check_predicate(when, f"instruction {id!r}: when=")
-        trigger = Rule(when, pure=pure)
+        trigger = RuleTrigger(when, pure=pure)
     else:
         if not isinstance(after, str | re.Pattern) or not after:
             raise UsageError(f"instruction {id!r}: after= takes a tool name or a compiled regex")

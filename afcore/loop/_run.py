@@ -82,7 +82,7 @@ from afcore.recording._models import (
 from afcore.recording._writer import Recorder, error_info, ranges, usage_info
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
-from afcore.window._live import LiveWindow
+from afcore.window._live import LiveWindowState
 from afcore.window._turns import LiveMessage
 
 __all__ = ["RunResult", "RunStatus", "run_loop"]
@@ -320,7 +320,7 @@ def _start(run: RunState, message: str) -> None:
         for t in agent.tools.values():
             rec.tool_ref(t.spec)
     if agent.window is not None:
-        run.live = LiveWindow()
+        run.live = LiveWindowState()
     conversation = run.conversation
     if conversation is not None and conversation.history:
         # The conversation before this message, recorded as what it is: prior messages,

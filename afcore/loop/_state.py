@@ -19,7 +19,7 @@ from afcore.recording._models import AttemptInfo
 from afcore.recording._writer import Recorder
 from afcore.reliability._policy import Reliability
 from afcore.tools._tool import Tool, ToolValidation
-from afcore.window._live import LiveWindow
+from afcore.window._live import LiveWindowState
 from afcore.window._strategies import WindowStrategy
 from afcore.window._turns import LiveMessage
 
@@ -102,7 +102,7 @@ class RunState:
     injection sends the same text."""
     last_injected: tuple[object, list[int], list[Message]] | None = None
     """The last composition's injected messages, their numbers and messages as sent."""
-    live: LiveWindow | None = None
+    live: LiveWindowState | None = None
     """The live window, for agents with a window strategy (None: the whole history)."""
     request: LiveMessage | None = None
     """The user message the run answers, as the live window holds it."""

@@ -34,7 +34,7 @@ __all__ = [
     "Attempt",
     "CircuitBreaker",
     "Reliability",
-    "Rule",
+    "ReliabilityRule",
     "Target",
     "Verb",
     "Verdict",
@@ -62,8 +62,9 @@ _breaker_info = trusted(BreakerInfo)
 
 
 @dataclass(frozen=True, slots=True)
-class Rule:
-    """A reliability rule; make one with :func:`rule`."""
+class ReliabilityRule:
+    """A reliability rule: when ``when(s)`` is true of an attempt, it decides ``then``. Made
+    by :func:`rule`."""
 
     when: Callable[[Attempt], bool]
     then: Verb
@@ -77,7 +78,7 @@ def rule(
     *,
     kind: str = "",
     delay: float | Callable[[Attempt], float] = 0.0,
-) -> Rule:
+) -> ReliabilityRule:
     """A rule that decides ``then`` when ``when(s)`` returns True; ``s`` is the
     :class:`Attempt`. ``kind`` names the rule in the recording (and is the ``kind`` of the
     :class:`ReliabilityFailFastError` a ``fail_fast`` rule raises); ``delay`` is the seconds
@@ -94,7 +95,7 @@ def rule(
             f"rule(delay=...) takes seconds (a number >= 0) or a function returning them, "
             f"got {delay!r}"
         )
-    return Rule(when=when, then=then, kind=kind, delay=delay)
+    return ReliabilityRule(when=when, then=then, kind=kind, delay=delay)
 
 
 def _seconds(value: object) -> bool:
@@ -235,8 +236,8 @@ class Reliability:
     def __init__(
         self,
         *,
-        pre_check: Sequence[Rule],
-        post_decide: Sequence[Rule],
+        pre_check: Sequence[ReliabilityRule],
+        post_decide: Sequence[ReliabilityRule],
         providers: Sequence[Target],
         fallback: Target | None,
         breaker: CircuitBreaker | None,
@@ -360,7 +361,7 @@ class Reliability:
     def describe(self, provider_json: Callable[[Provider], dict[str, Any]]) -> ReliabilityInfo:
         """What the recording's header says about this configuration."""
 
-        def rules(phase: str, listed: tuple[Rule, ...]) -> list[ReliabilityRuleInfo]:
+        def rules(phase: str, listed: tuple[ReliabilityRule, ...]) -> list[ReliabilityRuleInfo]:
             out = []
             for i, r in enumerate(listed):
                 delay: float | str | None
@@ -436,23 +437,23 @@ def target(spec: object, via: str, where: str) -> Target:
 
 def build(
     *,
-    pre_check: Sequence[Rule],
-    post_decide: Sequence[Rule],
+    pre_check: Sequence[ReliabilityRule],
+    post_decide: Sequence[ReliabilityRule],
     providers: Sequence[ProviderSpec],
     breaker: CircuitBreaker | None,
     fallback: ProviderSpec | None,
     max_attempts: int,
 ) -> Reliability:
     """Check what ``.reliability(...)`` was given; mistakes are refused here, not mid-run."""
-    checked: dict[str, list[Rule]] = {}
+    checked: dict[str, list[ReliabilityRule]] = {}
     for phase, rules, allowed in (
         ("pre_check", pre_check, PRE_VERBS),
         ("post_decide", post_decide, POST_VERBS),
     ):
-        if isinstance(rules, Rule | str | Mapping) or not isinstance(rules, Sequence):
+        if isinstance(rules, ReliabilityRule | str | Mapping) or not isinstance(rules, Sequence):
             raise UsageError(f"reliability({phase}=...) takes a list of rules made by rule(...)")
         for r in rules:
-            if not isinstance(r, Rule):
+            if not isinstance(r, ReliabilityRule):
                 raise UsageError(
                     f"reliability({phase}=...) takes rules made by rule(...), got {r!r}"
                 )

@@ -33,7 +33,7 @@ from afcore.secrets._rules import (
     norm_key,
 )
 
-__all__ = ["Candidate", "Matcher", "Rule", "judge"]
+__all__ = ["Candidate", "Matcher", "SecretRule", "judge"]
 
 RuleKind = Literal["literal", "shape", "assignment", "keyword"]
 
@@ -56,7 +56,9 @@ _KEYWORD_GAP = r"(?:{WS}+(?i:is|was|are){WS}+|{WS}*[:=]{WS}*|{WS}+){Q}?"
 
 
 @dataclass(frozen=True, slots=True)
-class Rule:
+class SecretRule:
+    """One way the matcher finds a secret: a literal, a shape, an assignment, a keyword."""
+
     kind: RuleKind
     name: str
     """The placeholder's name: ``env:NAME``, ``anthropic_key``, ``field``, ``near``..."""
@@ -67,7 +69,7 @@ class Rule:
 class Candidate:
     """A match in plain text: which rule, the part to replace, and the key it names."""
 
-    rule: Rule
+    rule: SecretRule
     start: int
     end: int
     """The part to replace (byte offsets in the UTF-8 text)."""
@@ -119,28 +121,28 @@ class Matcher:
     ) -> None:
         # Longest literals first: a secret containing another is replaced whole.
         literals = sorted(literals, key=lambda p: -len(p[1]))
-        self.rules: list[Rule] = []
+        self.rules: list[SecretRule] = []
         text_parts: list[str] = []
         json_parts: list[str] = []
         for name, value in literals:
-            self.rules.append(Rule("literal", name))
+            self.rules.append(SecretRule("literal", name))
             text_parts.append(re.escape(value))
             json_parts.append(re.escape(orjson.dumps(value)[1:-1].decode()))
         for shape in shapes:
-            self.rules.append(Rule("shape", shape.name, shape))
+            self.rules.append(SecretRule("shape", shape.name, shape))
             text_parts.append(_fill(shape.pattern, _TEXT, ""))
             json_parts.append(_fill(shape.screen or shape.pattern, _JSON, ""))
         if fields:
             kw = field_words_regex(fields)
             assign = r"(?P<k>[A-Za-z0-9_.\-]{0,40}?{KW})(?P<q>{Q})?{WS}*[:=]{WS}*" + _VALUE
-            self.rules.append(Rule("assignment", "field"))
+            self.rules.append(SecretRule("assignment", "field"))
             text_parts.append(_fill(assign, _TEXT, kw))
             # A key as norm_key reads it: separators anywhere, after the word too.
             json_parts.append(_fill(r"{KW}[-_. ]*(?:{Q})?{WS}*[:=]", _JSON, kw))
             if keywords:
                 kw_all = field_words_regex((*fields, "key"))
                 near = r"(?P<k>{KW})s?\b" + _KEYWORD_GAP + _KEYWORD_VALUE
-                self.rules.append(Rule("keyword", "near"))
+                self.rules.append(SecretRule("keyword", "near"))
                 text_parts.append(_fill(near, _TEXT, kw_all))
                 json_parts.append(_fill(near, _JSON, kw_all))
         self._groups: dict[int, tuple[int, list[int], int | None, int | None]] = {}

@@ -5,7 +5,7 @@ window stay in the file as they were written, each fold is committed with what l
 what was measured and what refused to leave.
 """
 
-from afcore.window._live import LiveWindow
+from afcore.window._live import LiveWindowState
 from afcore.window._strategies import (
     WindowStrategy,
     sliding_window,
@@ -25,7 +25,7 @@ from afcore.window._turns import (
 
 __all__ = [
     "LiveMessage",
-    "LiveWindow",
+    "LiveWindowState",
     "Refusal",
     "RefusalReason",
     "Turn",

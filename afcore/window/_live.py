@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from afcore.messages import Message, ToolResultMessage
 from afcore.window._turns import LiveMessage, count_into
 
-__all__ = ["LiveWindow"]
+__all__ = ["LiveWindowState"]
 
 
-class LiveWindow:
+class LiveWindowState:
     """The live window while a run goes: what the next call is sent, in turns."""
 
     def __init__(self) -> None:

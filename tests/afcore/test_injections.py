@@ -9,7 +9,7 @@ import pytest
 
 from afcore import Agent, UsageError, define_tool, mock
 from afcore import recording as rec
-from afcore.injections import Injection, Rule, instruction, skill
+from afcore.injections import Injection, RuleTrigger, instruction, skill
 from afcore.messages import Request
 from afcore.tools import gated_tools, static_tools
 from tests.conftest import fixed_recording
@@ -321,9 +321,12 @@ def test_build_refuses_collisions_naming_both(build: Any, words: str) -> None:
         (lambda: instruction(42, id="i", when=lambda s: True), "string or a function"),  # type: ignore[arg-type]
         (lambda: skill("s", description="", body="b"), "needs a description"),
         (lambda: instruction("x", id="i", when=lambda s: True, slot="tools"), "slot must be"),  # type: ignore[arg-type]
-        (lambda: Injection(id="", flavor="x", trigger=Rule(lambda s: True), system="x"), "id"),
         (
-            lambda: Injection(id="e", flavor="x", trigger=Rule(lambda s: True)),
+            lambda: Injection(id="", flavor="x", trigger=RuleTrigger(lambda s: True), system="x"),
+            "id",
+        ),
+        (
+            lambda: Injection(id="e", flavor="x", trigger=RuleTrigger(lambda s: True)),
             "nothing in any slot",
         ),
         (
