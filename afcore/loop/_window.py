@@ -17,6 +17,9 @@ records its fold, with the refusals that kept everything in.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
 
 from afcore.errors import CompactionUnmeasurableError
 from afcore.loop._state import RunState
@@ -46,6 +49,9 @@ from afcore.window._turns import LiveMessage, plan
 __all__ = ["visit"]
 
 _SUMMARIZER_SOURCE = Source(kind="summarizer")
+# The summarizer's slots are the same objects at every fold: the writer knows them.
+_SUMMARIZER_SEGMENTS = (SystemSegment(SUMMARIZER_SYSTEM, _SUMMARIZER_SOURCE),)
+_NO_PARAMS: Mapping[str, Any] = MappingProxyType({})
 _evicted = line(ContextEvicted)
 _error = line(ErrorEvent)
 _fold = trusted(Fold)
@@ -200,7 +206,7 @@ async def _summarize(
         reads=[f"message:{item.n}" for item in items if rec.enabled],
         writes=[write],
     )
-    system = [SystemSegment(SUMMARIZER_SYSTEM, _SUMMARIZER_SOURCE)]
+    system = _SUMMARIZER_SEGMENTS
     run.calls += 1
     call = run.calls
     rec.call(
@@ -210,14 +216,16 @@ async def _summarize(
         model=model,
         system=system,
         window=[(n, n)] if rec.enabled else [],
-        tools=[],
-        params={},
-        cache=[],
+        tools=(),
+        params=_NO_PARAMS,
+        cache=(),
         reads=[f"message:{n}"],
     )
     clock = run.agent.recording.clock if run.agent.recording else time.perf_counter
     t0 = clock()
-    request = Request(model=model, system=system, messages=[ask], tools=[], params={}, cache=[])
+    request = Request(
+        model=model, system=system, messages=[ask], tools=(), params=_NO_PARAMS, cache=()
+    )
     try:
         response = await summarizer.complete(request)
     except Exception as e:  # a failed summary refuses the fold; the run goes on

@@ -15,6 +15,7 @@ and validating each record would cost the loop more than writing it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from types import UnionType
 from typing import (
     Annotated,
@@ -833,11 +834,14 @@ _WRITERS: dict[type, Callable[[Any], Any]] = {}
 """For each model: a function of an instance returning what orjson writes for it."""
 
 
-def _compile(cls: type[BaseModel], source: list[str], names: dict[str, Any]) -> Any:
-    # Generated once per model, from its own field names, as dataclasses makes __init__.
+def _compile(name: str, source: list[str], names: dict[str, Any]) -> Any:
+    """The function ``f`` that ``source`` defines, named ``name``: made once per model from
+    its own field names, as dataclasses makes ``__init__``."""
     namespace: dict[str, Any] = {}
     exec("\n".join(source), names, namespace)  # noqa: S102
-    return namespace["f"]
+    f = namespace["f"]
+    f.__name__ = f.__qualname__ = name
+    return f
 
 
 def _holds(annotation: Any) -> tuple[str, type[BaseModel]] | None:
@@ -863,13 +867,13 @@ def _conversion(name: str, annotation: Any, names: dict[str, Any]) -> str | None
         return None
     how, model = held
     inner = _WRITERS.get(model) or _writer(model)
-    names[f"w_{name}"] = inner
-    one = "{}.__dict__" if inner is _own_dict else f"w_{name}({{}})"
+    # A model written as its own __dict__ is read by a C getter: no Python call per item.
+    names[f"w_{name}"] = _DICT if inner is _own_dict else inner
     if how == "list":
-        return f"[{one.format('x')} for x in v]"
+        return f"list(map(w_{name}, v))"
     if how == "optional":
-        return f"None if v is None else {one.format('v')}"
-    return one.format("v")
+        return f"None if v is None else w_{name}(v)"
+    return f"w_{name}(v)"
 
 
 def _absent(name: str, f: Any, names: dict[str, Any]) -> str | None:
@@ -903,13 +907,16 @@ def _writer(cls: type) -> Callable[[Any], Any]:
     if cls.model_config.get("extra") == "allow":
         lines.append("    if o.__pydantic_extra__: out.update(o.__pydantic_extra__)")
     lines.append("    return out")
-    write = _own_dict if len(lines) == 3 else _compile(cls, lines, names)
+    write = _own_dict if len(lines) == 3 else _compile(f"write({cls.__name__})", lines, names)
     _WRITERS[cls] = write
     return write
 
 
 def _own_dict(obj: Any) -> Any:
     return obj.__dict__
+
+
+_DICT = attrgetter("__dict__")
 
 
 def as_json(obj: Any) -> Any:
@@ -956,7 +963,7 @@ def trusted(cls: Callable[_P, _M]) -> Callable[_P, _M]:
             params.append(f"{name}=d_{name}")
             entries.append(f"{name!r}: {name}")
     make = _compile(
-        model,
+        f"trusted({model.__name__})",
         [
             f"def f(*, {', '.join(params)}):",
             "    r = new(cls)",
@@ -969,7 +976,6 @@ def trusted(cls: Callable[_P, _M]) -> Callable[_P, _M]:
         ],
         names,
     )
-    make.__name__ = make.__qualname__ = f"trusted({model.__name__})"
     return cast(Callable[_P, _M], make)
 
 
@@ -1016,6 +1022,4 @@ def line(cls: Callable[_P, Any]) -> Callable[_P, Line]:
         *after,
         "    return out",
     ]
-    make = _compile(model, lines, names)
-    make.__name__ = make.__qualname__ = f"line({model.__name__})"
-    return cast(Callable[_P, Line], make)
+    return cast(Callable[_P, Line], _compile(f"line({model.__name__})", lines, names))

@@ -141,12 +141,12 @@ class Recorder:
         ] = {}
         self._last_slots: tuple[str, str] = ("", "")
         self._trusted: dict[tuple[str, str], Write] = {}
-        self._params: tuple[Mapping[str, Any] | None, dict[str, Any], int] = (None, {}, 0)
-        """The last call's parameters as given, as written (redacted), and how many values
-        redacting them replaced (counted again at each call that writes them)."""
-        self._digest: tuple[tuple[Any, ...], bytes, bytes] = ((), b"", b"")
-        """What the last call's request digest was made of (compared by identity), and its
-        canonical JSON before and after the messages' hash."""
+        self._params: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
+        """Parameters as given (by id) -> themselves, as written (redacted), and how many
+        values redacting them replaced (counted again at each call that writes them)."""
+        self._digests: dict[tuple[Any, ...], tuple[bytes, bytes, tuple[Any, ...]]] = {}
+        """What a request digest is made of but the messages (ids) -> its canonical JSON
+        before and after the messages' hash."""
         self._syncer = _Syncer(self._fd, sync_interval)
 
     # -- low level -----------------------------------------------------------------------
@@ -262,6 +262,8 @@ class Recorder:
             if known is None:
                 known = self._trusted[(key, value)] = _write(key=key, value=value)
             return known
+        if isinstance(value, BaseModel):
+            value = as_json(value)  # plain JSON: written, and maybe stored, without callbacks
         raw = orjson.dumps(value, default=as_json)
         if self.redactor.needs_redaction(raw):
             value = self.redactor.redact(orjson.loads(raw))
@@ -416,13 +418,18 @@ class Recorder:
             joined = b"".join(chain.from_iterable(held[a - 1 : b] for a, b in window))
             messages_hash = hashlib.sha256(joined).hexdigest()  # = messages_digest(...)
             window = list(window)
-        if self._params[0] is not params:
+        known = self._params.get(id(params))
+        if known is None or known[0] is not params:
             count = self.redactor.count
             written = self.redactor.redact(dict(params))
-            self._params = (params, written, self.redactor.count - count)
+            if len(self._params) >= 8:
+                self._params.clear()
+            known = self._params[id(params)] = (params, written, self.redactor.count - count)
         else:
-            self.redactor.count += self._params[2]  # the same replacements, in this line too
-        digest_hash = self._request_hash(model, segment_hashes, messages_hash, tool_hashes, cache)
+            self.redactor.count += known[2]  # the same replacements, in this line too
+        digest_hash = self._request_hash(
+            model, segment_hashes, messages_hash, tool_hashes, known[1], cache
+        )
         self.seq += 1
         self._emit(
             _call(
@@ -435,7 +442,7 @@ class Recorder:
                 system=system_ref,
                 window=window,
                 tools=tools_ref,
-                params=self._params[1],
+                params=known[1],
                 cache=[c.to_json() for c in cache],
                 hash=digest_hash,
                 attempt=None if attempt is None else self._screened(attempt),
@@ -451,21 +458,16 @@ class Recorder:
         system: list[str],
         messages: str,
         tools: list[str],
+        params: dict[str, Any],
         cache: Sequence[CacheBreakpoint],
     ) -> str:
         """The hash of a call's request digest (see ``_hashing``). Only the messages' hash
-        changes from call to call while the rest are the very same objects, so the digest's
-        canonical JSON is kept in two pieces around it."""
-        params = self._params[1]
-        last, head, tail = self._digest
-        if not (
-            last
-            and last[0] == model
-            and last[1] is system
-            and last[2] is tools
-            and last[3] is params
-            and last[4] is cache
-        ):
+        changes from one call of an agent to the next while the rest are the very same
+        objects, so the digest's canonical JSON is kept in two pieces around it (for the
+        agent's calls and a summarizer's, which alternate)."""
+        key = (model, id(system), id(tools), id(params), id(cache))
+        known = self._digests.get(key)
+        if known is None:
             raw = canonical(
                 request_digest(
                     model=model,
@@ -477,9 +479,12 @@ class Recorder:
                 )
             )
             at = raw.index(b'"messages":"') + len(b'"messages":"')
-            head, tail = raw[:at], raw[at + len(messages) :]
-            self._digest = ((model, system, tools, params, cache), head, tail)
-        return hashlib.sha256(head + messages.encode() + tail).hexdigest()
+            if len(self._digests) >= 8:
+                self._digests.clear()
+            # The parts are kept so that their ids cannot be reused by other objects.
+            known = (raw[:at], raw[at + len(messages) :], (system, tools, params, cache))
+            self._digests[key] = known
+        return hashlib.sha256(known[0] + messages.encode() + known[1]).hexdigest()
 
     def inject(
         self,

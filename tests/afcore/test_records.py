@@ -30,7 +30,9 @@ from afcore.recording._models import (
     SlotDelta,
     UsageInfo,
     Write,
+    as_json,
     dump,
+    line,
     trusted,
 )
 from tests.conftest import fixed_recording
@@ -42,18 +44,18 @@ FIXTURES = [ROOT / "tests" / "fixtures" / f"{name}.jsonl" for name in ("valid", 
 
 def lines(path: Path) -> Iterator[bytes]:
     """The file's complete, well-formed lines."""
-    for line in path.read_bytes().splitlines():
+    for raw in path.read_bytes().splitlines():
         try:
-            orjson.loads(line)
+            orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue  # a torn tail
-        yield line
+        yield raw
 
 
 def assert_round_trips(path: Path) -> None:
-    for line in lines(path):
-        record = RECORD_ADAPTER.validate_json(line)
-        assert dump(record) == line, f"{path.name}: {line[:200]!r}"
+    for raw in lines(path):
+        record = RECORD_ADAPTER.validate_json(raw)
+        assert dump(record) == raw, f"{path.name}: {raw[:200]!r}"
 
 
 @pytest.mark.parametrize("path", SAMPLES + FIXTURES, ids=lambda p: p.name)
@@ -64,9 +66,9 @@ def test_every_line_is_its_record_dumped(path: Path) -> None:
 def blobs(path: Path) -> dict[str, bytes]:
     """Blob id -> the bytes of its value, as written."""
     out = {}
-    for line in lines(path):
-        if line.startswith(b'{"t":"blob"'):
-            blob = RECORD_ADAPTER.validate_json(line)
+    for raw in lines(path):
+        if raw.startswith(b'{"t":"blob"'):
+            blob = RECORD_ADAPTER.validate_json(raw)
             assert isinstance(blob, Blob)
             out[blob.id] = dump(blob.value, canonical=True)
     return out
@@ -76,8 +78,8 @@ def values(path: Path, prefix: str) -> Iterator[tuple[bytes, bool]]:
     """The bytes of every value written under a key starting with ``prefix``, and whether
     it was stored as a blob (canonical) rather than inline."""
     stored = blobs(path)
-    for line in lines(path):
-        record = RECORD_ADAPTER.validate_json(line)
+    for raw in lines(path):
+        record = RECORD_ADAPTER.validate_json(raw)
         if not isinstance(record, Commit):
             continue
         for w in record.writes:
@@ -114,8 +116,8 @@ def test_slot_lists_are_lists_of_their_entries_or_deltas() -> None:
     seen = 0
     for path in SAMPLES:
         stored = blobs(path)
-        for line in lines(path):
-            record = RECORD_ADAPTER.validate_json(line)
+        for raw in lines(path):
+            record = RECORD_ADAPTER.validate_json(raw)
             if record.t != "call":
                 continue
             for ref in (record.system, record.tools):  # type: ignore[union-attr]
@@ -220,6 +222,17 @@ def test_trusted_makes_the_model_validation_makes() -> None:
     # Fields are written in their declared order, whatever the order of the call.
     usage = trusted(UsageInfo)(output_tokens=2, input_tokens=1)
     assert dump(usage) == b'{"input_tokens":1,"output_tokens":2}'
+
+
+def test_line_writes_what_the_instance_dumps() -> None:
+    seen = set()
+    for path in SAMPLES + FIXTURES:
+        for raw in lines(path):
+            record = RECORD_ADAPTER.validate_json(raw)
+            fields = {name: getattr(record, name) for name in type(record).model_fields}
+            assert orjson.dumps(line(type(record))(**fields), default=as_json) == raw
+            seen.add(record.t)
+    assert {"header", "blob", "commit", "call", "reply", "tool_start", "run_end"} <= seen
 
 
 def test_dump_refuses_what_is_not_json() -> None:
