@@ -331,6 +331,43 @@ def test_interrupt_is_recorded() -> None:
     assert end["t"] == "run_end" and end["status"] == "interrupted"
 
 
+async def test_a_cancel_stops_a_run_that_never_waits_on_anything(tmp_path: Path) -> None:
+    # A scripted model and a sync tool never let the event loop in; the loop does, now and
+    # then, so the cancel lands long before the run would end by itself.
+    agent = (
+        Agent.create(
+            provider=mock(respond=lambda r: call_tool("echo", {})),
+            model="m",
+            max_iterations=10_000,
+            record=fixed_recording(tmp_path),
+        )
+        .tool(define_tool("echo", "e", {"type": "object"}, lambda a, c: "ok"))
+        .build()
+    )
+    task = asyncio.create_task(agent.arun("go"))
+    asyncio.get_running_loop().call_later(0.05, task.cancel)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    result = agent.last_result
+    assert result is not None and result.status == "interrupted"
+    assert 0 < result.iterations < 10_000
+    end = records(agent.last_recording)[-1]
+    assert end["t"] == "run_end" and end["status"] == "interrupted"
+
+
+def test_a_failed_run_leaves_its_result_and_raises_what_stopped_it(tmp_path: Path) -> None:
+    def respond(request: Request) -> Any:
+        raise SystemExit(3)  # not an Exception: it goes on up, the run recorded as an error
+
+    agent = Agent.create(
+        provider=mock(respond=respond), model="m", record=fixed_recording(tmp_path)
+    ).build()
+    with pytest.raises(SystemExit):
+        agent.run("go")
+    assert agent.last_result is not None and agent.last_result.status == "error"
+    assert records(agent.last_recording)[-1]["status"] == "error"
+
+
 def test_observe_sees_every_record_as_written(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     agent = Agent.create(
