@@ -92,6 +92,7 @@ async def attempt_call(
                 )
             )
             if verdict.delay:
+                rec.flush()  # nothing held back while the loop waits
                 await asyncio.sleep(verdict.delay)
             if verdict.verb == "fallback":
                 assert policy.fallback is not None
@@ -176,6 +177,7 @@ async def attempt_call(
             if verdict.verb == "fail_fast":
                 raise _fail_fast(run, verdict, made, n, None)
         if verdict.delay:
+            rec.flush()
             await asyncio.sleep(verdict.delay)
         if verdict.verb == "retry_other":
             index += 1

@@ -234,6 +234,7 @@ async def _turn(run: RunState, message: str) -> tuple[RunStatus, str]:
         rec.sync()
         now = time.perf_counter()
         if now - yielded >= YIELD_EVERY:
+            rec.flush()  # nothing held back while other tasks run
             await asyncio.sleep(0)
             yielded = now
 

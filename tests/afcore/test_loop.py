@@ -368,6 +368,28 @@ def test_a_failed_run_leaves_its_result_and_raises_what_stopped_it(tmp_path: Pat
     assert records(agent.last_recording)[-1]["status"] == "error"
 
 
+def test_every_record_is_in_the_file_before_the_model_is_called(tmp_path: Path) -> None:
+    # What a crash while the loop waits would leave: the call about to be made is the last
+    # line, and every tool before it has its commit there.
+    path = tmp_path / "test-run.jsonl"
+    seen: list[tuple[str, int]] = []
+
+    def respond(request: Request) -> Any:
+        lines = records(path)
+        tools = sum(1 for r in lines if r["t"] == "commit" and r["stage"].startswith("tool:"))
+        seen.append((lines[-1]["t"], tools))
+        done = len(seen) - 1
+        return call_tool("echo", {}, id=f"c{done}") if done < 3 else "done"
+
+    agent = (
+        Agent.create(provider=mock(respond=respond), model="m", record=fixed_recording(tmp_path))
+        .tool(define_tool("echo", "e", {"type": "object"}, lambda a, c: "ok"))
+        .build()
+    )
+    assert agent.run("go") == "done"
+    assert seen == [("call", 0), ("call", 1), ("call", 2), ("call", 3)]
+
+
 def test_observe_sees_every_record_as_written(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     agent = Agent.create(
