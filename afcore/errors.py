@@ -18,6 +18,10 @@ Every error af raises on purpose is an ``AfError``::
     ├── RunError                    a run stopped on an error; the recording says so
     ├── McpError                    an MCP server could not be reached, stopped, or refused a call
     ├── CompactionUnmeasurableError a token-triggered window strategy got no counted tokens
+    ├── MessageDeniedError          message middleware refused the user's message or the answer
+    ├── OutputSchemaError           the answer does not hold to the agent's output schema
+    ├── RunPausedError              a typed run paused for a person (it carries the pause)
+    ├── NotPausedError              a run asked to resume is not paused
     ├── SessionError                a session's store failed, or holds what this af cannot read
     │   └── TurnLostError           a turn's lease ran out and another process took it over
     └── RecordingError              a recording cannot be read
@@ -43,8 +47,11 @@ __all__ = [
     "CompactionUnmeasurableError",
     "ConnectionFailedError",
     "McpError",
+    "MessageDeniedError",
     "MissingKeyError",
     "MockExhaustedError",
+    "NotPausedError",
+    "OutputSchemaError",
     "OverloadedError",
     "ProviderError",
     "RateLimitedError",
@@ -53,6 +60,7 @@ __all__ = [
     "RefusedError",
     "ReliabilityFailFastError",
     "RunError",
+    "RunPausedError",
     "RunNotFoundError",
     "ServerError",
     "SessionError",
@@ -256,6 +264,45 @@ class CompactionUnmeasurableError(AfError):
         super().__init__(message)
         self.strategy = strategy
         self.call = call
+
+
+class MessageDeniedError(AfError):
+    """A message middleware link refused the user's message (``phase`` ``input``: the run
+    never started) or the answer (``output``: the caller gets no answer, and the model is
+    not asked again). Carries the reason, the phase and the link's name; never the text it
+    refused."""
+
+    def __init__(self, reason: str, *, phase: str, link: str) -> None:
+        what = "the message" if phase == "input" else "the answer"
+        super().__init__(f"{link} refused {what}: {reason}")
+        self.reason = reason
+        self.phase = phase
+        self.link = link
+
+
+class OutputSchemaError(AfError):
+    """The answer does not hold to the agent's output schema (after its retries and, for a
+    typed run, its fallback tiers). ``errors``: each problem ``{"path", "message"}``;
+    ``raw``: the answer as the model gave it; ``checks``: how many answers were checked."""
+
+    def __init__(self, message: str, *, errors: list[dict[str, str]], raw: str, checks: int):
+        super().__init__(message)
+        self.errors = errors
+        self.raw = raw
+        self.checks = checks
+
+
+class RunPausedError(AfError):
+    """A typed run (``run_typed``) paused for a person: ``paused`` says what is asked, and
+    ``agent.resume_typed(paused, approve=...)`` continues it."""
+
+    def __init__(self, paused: Any) -> None:
+        super().__init__(f"the run paused: {paused.question}")
+        self.paused = paused
+
+
+class NotPausedError(UsageError):
+    """A run asked to resume did not end paused (or is being resumed by another process)."""
 
 
 class SessionError(AfError):

@@ -11,7 +11,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Self
 
 from afcore.agent._builder import AgentBuilder
-from afcore.errors import UsageError
+from afcore.errors import OutputSchemaError, RunPausedError, UsageError
+from afcore.governance._pause import Paused
+from afcore.governance._rules import Governance
 from afcore.injections._engine import InjectionEngine
 from afcore.injections._model import ConfigureContext
 from afcore.loop._conversation import Conversation, as_conversation
@@ -20,8 +22,9 @@ from afcore.loop._state import RunResult
 from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
+from afcore.recording._redaction import Redaction
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
-from afcore.recording._writer import NullRecorder, Recorder, RecordObserver
+from afcore.recording._writer import NullRecorder, Recorder, RecordObserver, Watcher, Watchers
 from afcore.reliability._policy import Reliability
 from afcore.secrets import screening
 from afcore.tools._tool import Tool, ToolValidation
@@ -62,6 +65,10 @@ class Agent:
     sessions: SessionStore | str | Path | None
     """Where the agent's sessions are kept: a store, a SQLite file or a PostgreSQL URL (None:
     ``.af/sessions.db`` beside the recordings folder, opened at the first session)."""
+    governance: Governance
+    """The tool and message middleware, and the answer's contract."""
+    watchers: Watchers
+    """The observers that see each record of each run as it is written."""
 
     @classmethod
     def create(
@@ -119,6 +126,20 @@ class Agent:
         agent._store = None
         return agent
 
+    def __copy__(self) -> Self:
+        other = self.__class__.__new__(self.__class__)
+        other.__dict__.update(self.__dict__)
+        # A copy's observers are its own: attaching to it leaves this agent as it is.
+        other.watchers = self.watchers.copy()
+        return other
+
+    def attach(self, observer: Watcher) -> Callable[[], None]:
+        """Have ``observer`` see each record of this agent's runs as it is written (a run
+        under way too, from its next record); returns the function that detaches it."""
+        if not callable(observer):
+            raise UsageError(f"attach(...) takes a function of a record, got {type(observer)}")
+        return self.watchers.attach(observer)
+
     last_result: RunResult | None
     """How the last finished run ended (status, answer, iterations, usage, recording)."""
     _store: SessionStore | None
@@ -149,8 +170,10 @@ class Agent:
         observe: RecordObserver | None = None,
         stream: StreamHandler | None = None,
         history: History | None = None,
-    ) -> str:
-        """Run the agent on ``message`` and return its answer.
+    ) -> str | Paused:
+        """Run the agent on ``message`` and return its answer, or, when a tool middleware
+        link asked a person, the :class:`Paused` run (what is asked; continue it with
+        :meth:`resume`).
 
         The run ends on an answer, at max_iterations (the last text the model wrote is
         returned, and ``last_result.status`` says ``max_iterations``), or on an error, which is
@@ -184,7 +207,7 @@ class Agent:
         observe: RecordObserver | None = None,
         stream: StreamHandler | None = None,
         history: History | None = None,
-    ) -> str:
+    ) -> str | Paused:
         """The async form of :meth:`run`."""
         if not isinstance(message, str):
             raise UsageError(
@@ -193,7 +216,7 @@ class Agent:
         result = await self.arun_result(
             message, state=state, identity=identity, observe=observe, stream=stream, history=history
         )
-        return result.answer
+        return result.paused if result.paused is not None else result.answer
 
     async def arun_result(
         self,
@@ -204,14 +227,26 @@ class Agent:
         observe: RecordObserver | None = None,
         stream: StreamHandler | None = None,
         history: History | None = None,
+        typed: bool = False,
     ) -> RunResult:
-        """Like :meth:`arun`, returning the whole :class:`RunResult`."""
+        """Like :meth:`arun`, returning the whole :class:`RunResult`. ``typed``: the caller
+        wants the typed value (``result.output.value``): an answer that fails the output
+        schema goes through the fallback tiers."""
         conversation = as_conversation(history)
         config = self.recording
         if config is None and observe is not None:
             raise UsageError("observe= sees the records a run writes; this agent records nothing")
-        if config is None:
-            rec: Recorder = NullRecorder()
+        if config is None and self.watchers.observers:
+            # Watched but not recorded: the records go to the observers only.
+            run_id = new_run_id()
+            rec: Recorder = Recorder(
+                None,  # type: ignore[arg-type]
+                run_id=run_id,
+                redactor=Redaction().compile(self.provider.secrets()),
+                watchers=self.watchers,
+            )
+        elif config is None:
+            rec = NullRecorder()
             run_id = new_run_id()
         else:
             run_id = config.run_id or new_run_id(config.now())
@@ -222,6 +257,7 @@ class Agent:
                 redactor=config.redaction.compile(self.provider.secrets()),
                 clock=config.clock,
                 observers=(observe,) if observe else (),
+                watchers=self.watchers,
             )
         with screening(rec.redactor):
             result, raised = await run_loop(
@@ -233,7 +269,160 @@ class Agent:
                 identity,
                 stream,
                 conversation,
+                typed=typed,
             )
+        self.last_result = result
+        if raised is not None:
+            raise raised
+        return result
+
+    # -- typed answers ------------------------------------------------------------------
+
+    def run_typed(
+        self, message: str, *, state: dict[str, Any] | None = None, identity: Any = None
+    ) -> Any:
+        """Run the agent and return its answer as the output schema types it (a model
+        instance, or the JSON a JSON Schema describes); with ``output_fallback(...)``, the
+        fallback's or the canned value when the answer fails. Raises
+        :class:`OutputSchemaError` when there is no valid value, :class:`MessageDeniedError`
+        when message middleware withheld the answer, :class:`RunPausedError` (carrying the
+        pause) when the run waits for a person."""
+        return _sync(self.arun_typed(message, state=state, identity=identity), "run_typed")
+
+    async def arun_typed(
+        self, message: str, *, state: dict[str, Any] | None = None, identity: Any = None
+    ) -> Any:
+        """The async form of :meth:`run_typed`."""
+        self._typed_check("run_typed")
+        result = await self.arun_result(message, state=state, identity=identity, typed=True)
+        return self._typed_value(result)
+
+    def _typed_check(self, door: str) -> None:
+        if self.governance.contract is None:
+            raise UsageError(f"{door}() needs output_schema(...): this agent's answer has no type")
+
+    def _typed_value(self, result: RunResult) -> Any:
+        if result.paused is not None:
+            raise RunPausedError(result.paused)
+        output = result.output
+        if output is not None and output.tier is not None:
+            return output.value
+        contract = self.governance.contract
+        assert contract is not None
+        errors = output.errors if output is not None else []
+        raw = output.raw if output is not None else result.answer
+        if result.status != "answer" and not errors:
+            errors = [{"path": "$", "message": f"the run ended {result.status}, with no answer"}]
+        said = "; ".join(f"{e['path']}: {e['message']}" for e in errors[:3])
+        raise OutputSchemaError(
+            f"the answer does not hold to {contract.name}: {said}",
+            errors=errors,
+            raw=raw,
+            checks=output.checks if output is not None else 0,
+        )
+
+    # -- paused runs --------------------------------------------------------------------
+
+    def resume(
+        self,
+        paused: Paused | str | Path,
+        *,
+        approve: bool,
+        why: str | None = None,
+        by: str | None = None,
+        state: dict[str, Any] | None = None,
+        identity: Any = None,
+        observe: RecordObserver | None = None,
+        stream: StreamHandler | None = None,
+    ) -> str | Paused:
+        """Continue a paused run (a :class:`Paused`, or its recording's path) with a
+        person's answer: ``approve=True`` runs the call that was asked about (its chain goes
+        on after the link that asked), ``False`` has the model read that a person declined
+        it, with ``why``. ``by``: who decided (default: the user running this process). The
+        continuation is appended to the run's recording. Returns the answer, or the run
+        paused again."""
+        return _sync(
+            self.aresume(
+                paused,
+                approve=approve,
+                why=why,
+                by=by,
+                state=state,
+                identity=identity,
+                observe=observe,
+                stream=stream,
+            ),
+            "resume",
+        )
+
+    async def aresume(
+        self,
+        paused: Paused | str | Path,
+        *,
+        approve: bool,
+        why: str | None = None,
+        by: str | None = None,
+        state: dict[str, Any] | None = None,
+        identity: Any = None,
+        observe: RecordObserver | None = None,
+        stream: StreamHandler | None = None,
+    ) -> str | Paused:
+        """The async form of :meth:`resume`."""
+        result = await self.aresume_result(
+            paused,
+            approve=approve,
+            why=why,
+            by=by,
+            state=state,
+            identity=identity,
+            observe=observe,
+            stream=stream,
+        )
+        return result.paused if result.paused is not None else result.answer
+
+    def resume_typed(
+        self, paused: Paused | str | Path, *, approve: bool, why: str | None = None
+    ) -> Any:
+        """:meth:`resume` for a typed run: the value :meth:`run_typed` would return."""
+        self._typed_check("resume_typed")
+
+        async def go() -> Any:
+            result = await self.aresume_result(paused, approve=approve, why=why, typed=True)
+            return self._typed_value(result)
+
+        return _sync(go(), "resume_typed")
+
+    async def aresume_result(
+        self,
+        paused: Paused | str | Path,
+        *,
+        approve: bool,
+        why: str | None = None,
+        by: str | None = None,
+        state: dict[str, Any] | None = None,
+        identity: Any = None,
+        observe: RecordObserver | None = None,
+        stream: StreamHandler | None = None,
+        typed: bool = False,
+    ) -> RunResult:
+        """Like :meth:`aresume`, returning the whole :class:`RunResult`."""
+        from afcore.loop._resume import resume_loop
+
+        if not isinstance(approve, bool):
+            raise UsageError("resume(approve=...) takes True or False")
+        path = paused.recording if isinstance(paused, Paused) else Path(paused)
+        result, raised = await resume_loop(
+            self,
+            path,
+            approve=approve,
+            why=why,
+            by=by,
+            state=state,
+            identity=identity,
+            stream=stream,
+            observe=observe,
+            typed=typed,
+        )
         self.last_result = result
         if raised is not None:
             raise raised
@@ -251,3 +440,13 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r} model={self.model!r} tools={list(self.tools)}>"
+
+
+def _sync(coro: Any, door: str) -> Any:
+    """Run ``coro`` on its own event loop: the synchronous doors."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise UsageError(f"{door}() was called inside a running event loop; await a{door}(...) instead")

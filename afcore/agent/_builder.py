@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any, Generic, Self, TypeVar, get_args
 
 from afcore.errors import UsageError
+from afcore.governance._contract import NO_CANNED, OutputContract
+from afcore.governance._rules import Governance
+from afcore.governance._verbs import hooks_of, link_name
 from afcore.injections._engine import InjectionEngine
 from afcore.injections._model import (
     Cache,
@@ -25,6 +28,7 @@ from afcore.injections._view import RunView
 from afcore.messages import SystemSegment
 from afcore.providers._base import Provider
 from afcore.recording._config import RecordingConfig
+from afcore.recording._writer import Watcher, Watchers
 from afcore.reliability._policy import (
     MAX_ATTEMPTS,
     CircuitBreaker,
@@ -104,6 +108,12 @@ class AgentBuilder(Generic[_A]):
         self._configure: Callable[[ConfigureContext], Any] | None = None
         self._window: WindowStrategy | None = None
         self._reliability: Reliability | None = None
+        self._tool_links: list[Any] = []
+        self._message_links: list[Any] = []
+        self._contract: OutputContract | None = None
+        self._fallback: tuple[Callable[..., Any] | None, Any] | None = None
+        self._watchers: list[Watcher] = []
+        self._acted = False
 
     def name(self, name: str) -> Self:
         """The agent's name, shown in recordings and `af ls`."""
@@ -296,6 +306,149 @@ class AgentBuilder(Generic[_A]):
         )
         return self
 
+    # -- governance: what the agent may do at each moment, and what its answer must be ---
+
+    def tool_middleware(self, *links: Any) -> Self:
+        """Wrap every tool call in a chain of links. A link has a ``name`` and
+        ``on_tool_call(call)`` (before the tool runs: ``allow()``, ``allow(args, why)``,
+        ``deny(reason)`` or ``ask(question)``) and/or ``on_tool_result(result)`` (before
+        the model reads what it returned: ``allow()``, ``allow(value, why)`` or
+        ``deny(reason)``). Calls walk the links in the order given, each seeing what the one
+        before left, and the first answer other than ``allow`` wins; results walk them
+        backwards, so the first link has the first word on a call and the last on its
+        result. A denial's reason is what the model reads, and the run goes on; ``ask``
+        pauses the run for a person. A link that raises denies, carrying the error. Every
+        decision is recorded. Called again, the links are added after these."""
+        for link in links:
+            name = link_name(link, "tool_middleware(...)")
+            hooks = hooks_of(link)
+            if "on_tool_call" not in hooks and "on_tool_result" not in hooks:
+                raise UsageError(
+                    f"tool_middleware(...): link {name!r} has neither on_tool_call nor "
+                    "on_tool_result"
+                )
+            if any(link is known for known in self._tool_links):
+                continue  # the same link given twice is attached once
+            self._tool_links.append(link)
+        return self
+
+    def message_middleware(self, *links: Any) -> Self:
+        """Wrap the run's boundary in a chain of links, each with a ``name`` and
+        ``on_message(text, phase)``: the user's message (``input``) before the run commits
+        it, so that every later stage, call and slice sees what the chain left, and the
+        answer (``output``) before the caller receives it. A link answers ``allow()``,
+        ``allow(text, why)`` or ``deny(reason)``; a denial raises ``MessageDeniedError``
+        (with the reason, the phase and the link's name, never the refused text), and a
+        denied answer is never asked for again. Every decision is recorded."""
+        for link in links:
+            name = link_name(link, "message_middleware(...)")
+            if "on_message" not in hooks_of(link):
+                raise UsageError(f"message_middleware(...): link {name!r} has no on_message")
+            if any(link is known for known in self._message_links):
+                continue
+            self._message_links.append(link)
+        return self
+
+    def act(
+        self,
+        *,
+        input: Sequence[Any] = (),
+        before_tool: Sequence[Any] = (),
+        after_tool: Sequence[Any] = (),
+        window: WindowStrategy | None = None,
+        output: Sequence[Any] = (),
+        **unknown: Any,
+    ) -> Self:
+        """Everything the agent does about its own loop, in one block, one key per moment of
+        a turn: ``input`` (the user's message), ``before_tool`` (each call), ``after_tool``
+        (each result), ``window`` (the live window), ``output`` (the answer). Sugar for
+        ``message_middleware(*input, *output)``, ``tool_middleware(*before_tool,
+        *after_tool)`` and ``window(window)``: the agent it builds sends and records the
+        same bytes. A link runs where its hooks say, whichever key it was filed under, and
+        a link filed under both tool keys is attached once; but a link without the hook its
+        key names is refused, by name. Once per agent: the individual doors stay open for
+        adding to it."""
+        if unknown:
+            raise UsageError(
+                f"act(...) has no key {', '.join(map(repr, sorted(unknown)))}; its keys are "
+                "input, before_tool, after_tool, window and output"
+            )
+        if self._acted:
+            raise UsageError(
+                "act(...) was already given: an agent's posture is said in one block (add a "
+                "single link with tool_middleware(...) or message_middleware(...))"
+            )
+        needs = {
+            "input": "on_message",
+            "output": "on_message",
+            "before_tool": "on_tool_call",
+            "after_tool": "on_tool_result",
+        }
+        given = {"input": input, "before_tool": before_tool, "after_tool": after_tool}
+        given["output"] = output
+        for key, links in given.items():
+            if isinstance(links, str | bytes) or not isinstance(links, Sequence):
+                raise UsageError(f"act({key}=...) takes a list of links")
+            for link in links:
+                name = link_name(link, f"act({key}=...)")
+                if needs[key] not in hooks_of(link):
+                    raise UsageError(
+                        f"act({key}=...): link {name!r} has no {needs[key]}, so it would never "
+                        f"run at {key}"
+                    )
+        self._acted = True
+        self.message_middleware(*input, *output)
+        self.tool_middleware(*before_tool, *after_tool)
+        if window is not None:
+            self.window(window)
+        return self
+
+    def output_schema(
+        self,
+        schema: Any,
+        *,
+        retries: int = 0,
+        instruction: str | None = None,
+    ) -> Self:
+        """Hold the final answer to a shape: a pydantic model class or a JSON Schema (a
+        dict). The system prompt gets an instruction naming it (its source:
+        ``output_schema``; ``instruction=`` replaces the text), each answer is checked in the
+        loop and the check recorded, and a failed answer is sent back with its errors up to
+        ``retries`` times. ``agent.run_typed(...)`` returns the validated value (or raises
+        ``OutputSchemaError``); ``run()`` returns the answer as the model gave it, and its
+        ``last_result.output`` says whether it met the schema. One per agent."""
+        if self._contract is not None:
+            raise UsageError("output_schema(...) was already given: an agent has one contract")
+        self._contract = OutputContract(schema, retries=retries, instruction=instruction)
+        return self
+
+    def output_fallback(
+        self, *, fallback: Callable[..., Any] | None = None, canned: Any = NO_CANNED
+    ) -> Self:
+        """What a typed run gets when the answer does not meet the output schema: the value
+        of ``fallback(error, raw)`` (checked against the schema again), else ``canned``
+        (checked now). Each tier taken is recorded. ``run()`` never takes them: it returns
+        the model's answer. Needs ``output_schema(...)``, in either order."""
+        if self._fallback is not None:
+            raise UsageError("output_fallback(...) was already given")
+        if fallback is None and canned is NO_CANNED:
+            raise UsageError("output_fallback(...) takes fallback=, canned=, or both")
+        self._fallback = (fallback, canned)
+        return self
+
+    def watch(self, *observers: Watcher) -> Self:
+        """Observers that see each record of every run as it is written, typed as the
+        reader gives them (``Commit``, ``Call``, ``Reply``, ``ToolStart``, ...), from the
+        first run on. An observer that raises is recorded and sees no more of that run;
+        the run goes on. ``agent.attach(observer)`` adds one to a built agent."""
+        for observer in observers:
+            if not callable(observer):
+                raise UsageError(
+                    f"watch(...) takes functions of a record, got {type(observer).__name__}"
+                )
+            self._watchers.append(observer)
+        return self
+
     def build(self) -> _A:
         # A param a provider is known to be unable to send (a thinking budget to a server
         # that takes none) is refused now rather than at the first call, or dropped unsaid.
@@ -305,6 +458,14 @@ class AgentBuilder(Generic[_A]):
             for target in others:
                 if target is not None:
                     target.provider.check_params(self._params)
+        contract = self._contract
+        if self._fallback is not None:
+            if contract is None:
+                raise UsageError(
+                    "output_fallback(...) needs output_schema(...): the tiers stand in for an "
+                    "answer that fails a schema, and this agent has none"
+                )
+            contract.set_fallback(*self._fallback)
         engine = InjectionEngine(
             base=self._system,
             tools=list(self._tools.values()),
@@ -327,6 +488,12 @@ class AgentBuilder(Generic[_A]):
             window=self._window,
             reliability=self._reliability,
             sessions=self._sessions,
+            governance=Governance(
+                tool_links=tuple(self._tool_links),
+                message_links=tuple(self._message_links),
+                contract=contract,
+            ),
+            watchers=Watchers(self._watchers),
         )
 
 

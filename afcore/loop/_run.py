@@ -22,10 +22,8 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
-
-import orjson
 
 from afcore._version import __version__
 from afcore.errors import (
@@ -36,13 +34,26 @@ from afcore.errors import (
     RunError,
     UsageError,
 )
+from afcore.governance._pause import Paused
 from afcore.injections._engine import READ_SKILL, Composition, TurnState, changed_decisions
 from afcore.injections._model import ConfigureContext
 from afcore.loop._attempts import attempt_call
 from afcore.loop._conversation import Conversation
+from afcore.loop._govern import (
+    Decided,
+    PauseRun,
+    ResumeAnswer,
+    govern_calls,
+    govern_input,
+    govern_result,
+    pause_here,
+    settle_answer,
+    settle_typed,
+)
 from afcore.loop._interrupt import INTERRUPTED_TEXT
 from afcore.loop._interrupt import in_thread as run_in_thread
 from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, provider_error
+from afcore.loop._values import as_text
 from afcore.loop._window import visit
 from afcore.messages import (
     AssistantMessage,
@@ -62,9 +73,11 @@ from afcore.recording._models import (
     AgentInfo,
     ArgsInvalid,
     AttemptDecision,
+    ContractEnd,
     ErrorEvent,
     ErrorInfo,
     Header,
+    MiddlewareDecision,
     RedactionInfo,
     ReplyToolCall,
     RunConfig,
@@ -79,13 +92,12 @@ from afcore.recording._models import (
     line,
     trusted,
 )
-from afcore.recording._writer import Recorder, error_info, ranges, usage_info
+from afcore.recording._writer import Recorder, error_info, ranges, usage_info, watcher_name
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
 from afcore.window._live import LiveWindowState
-from afcore.window._turns import LiveMessage
 
-__all__ = ["RunResult", "RunStatus", "run_loop"]
+__all__ = ["RunResult", "RunStatus", "drive", "iterate", "run_loop", "run_tools"]
 
 
 YIELD_EVERY = 0.005
@@ -97,6 +109,7 @@ event loop at every iteration."""
 _agent_info = trusted(AgentInfo)
 _args_invalid = line(ArgsInvalid)
 _config = trusted(RunConfig)
+_contract_end = trusted(ContractEnd)
 _error = line(ErrorEvent)
 _header = line(Header)
 _redaction = trusted(RedactionInfo)
@@ -118,12 +131,15 @@ async def run_loop(
     identity: Any = None,
     stream: StreamHandler | None = None,
     conversation: Conversation | None = None,
+    *,
+    typed: bool = False,
 ) -> tuple[RunResult, BaseException | None]:
     """Run one turn of ``agent`` on ``message``, writing to ``rec``; close ``rec``. Returns
     how the run ended, and the exception to raise for it (None when it ended without one):
     the loop raises nothing itself, so its caller learns how the run ended whatever
     happened. ``stream`` sees each agent call's reply as it arrives. ``conversation``: the
-    messages the turn continues from (None: it starts from ``message`` alone)."""
+    messages the turn continues from (None: it starts from ``message`` alone). ``typed``:
+    the caller wants a typed answer (the output schema's fallback tiers may run)."""
     run = RunState(
         agent=agent,
         rec=rec,
@@ -132,10 +148,20 @@ async def run_loop(
         identity=identity,
         loop_thread=threading.get_ident(),
         model=agent.model,
-        base=agent.system,
+        base=_base(agent),
         stream=stream,
         conversation=conversation,
+        typed=typed,
     )
+    return await drive(run, _turn(run, message))
+
+
+async def drive(
+    run: RunState, body: Coroutine[Any, Any, tuple[RunStatus, str]]
+) -> tuple[RunResult, BaseException | None]:
+    """Run ``body`` (a turn, or a paused turn's continuation), then record how it ended and
+    close the recording."""
+    agent, rec = run.agent, run.rec
     clock = agent.recording.clock if agent.recording else time.perf_counter
     started = clock()
     status: RunStatus = "error"
@@ -143,8 +169,12 @@ async def run_loop(
     failure: BaseException | None = None
     raised: BaseException | None = None
     ended_by: ErrorInfo | None = None
+    paused: Paused | None = None
     try:
-        status, answer = await _turn(run, message)
+        status, answer = await body
+    except PauseRun as pause:
+        status = "paused"
+        paused = pause_here(run, pause, run.ms_before + (clock() - started) * 1000)
     except (asyncio.CancelledError, KeyboardInterrupt) as e:
         status, failure, raised = "interrupted", e, e
     except AfError as e:
@@ -155,8 +185,18 @@ async def run_loop(
         raised.__cause__ = e
     except BaseException as e:  # SystemExit and the like: the run ends, and it goes on up
         raised = e
+    if isinstance(body, Coroutine):
+        body.close()  # not awaited when the state could not be set up
+    output = run.output
     try:
         if rec.enabled:
+            contract = None
+            if agent.governance.contract is not None and status != "paused":
+                contract = _contract_end(
+                    met=output is not None and output.met,
+                    checks=run.output_checks,
+                    tier=output.tier if output is not None else None,
+                )
             rec.event(
                 _run_end(
                     status=status,
@@ -165,8 +205,9 @@ async def run_loop(
                     usage=usage_info(run.usage),
                     answer=rec.write("answer", answer) if answer else None,
                     error=ended_by,
-                    ms=round((clock() - started) * 1000, 3),
+                    ms=round(run.ms_before + (clock() - started) * 1000, 3),
                     redactions=rec.redactor.count,
+                    contract=contract,
                 )
             )
     finally:
@@ -182,18 +223,33 @@ async def run_loop(
         error=failure,
         stop_reason=run.last_stop,
         transcript=tuple(run.live.messages if run.live is not None else run.history),
+        paused=paused,
+        output=output,
     )
     return result, raised
+
+
+def _base(agent: AgentParts) -> tuple[SystemSegment, ...]:
+    """The base system segments: the builder's, then the output schema's instruction."""
+    contract = agent.governance.contract
+    return agent.system if contract is None else (*agent.system, contract.segment)
 
 
 async def _turn(run: RunState, message: str) -> tuple[RunStatus, str]:
     """The loop itself: how the turn ended, and its answer (for `max_iterations`, the last
     text the model wrote)."""
+    await _start(run, message)
+    return await iterate(run)
+
+
+async def iterate(run: RunState) -> tuple[RunStatus, str]:
+    """Iterations until the run answers or reaches its limit."""
     agent, rec = run.agent, run.rec
     yielded = time.perf_counter()
-    _start(run, message)
+    settles = agent.governance.settles
     while True:
         if run.iteration >= agent.max_iterations:
+            await settle_typed(run, run.last_text)
             return "max_iterations", run.last_text
         run.iteration += 1
         reply_seq_key, response, ks = await _call_model(run)
@@ -201,16 +257,20 @@ async def _turn(run: RunState, message: str) -> tuple[RunStatus, str]:
         # A paused turn is not an answer: its reply is in the history, and the next call
         # sends it back for the vendor to go on (within the iteration budget).
         paused = not calls and response.stop_reason == "pause_turn"
-        route = "tools" if calls else "continue" if paused else "answer"
+        answer = response.text
+        reads: list[str] = [reply_seq_key]
+        route: str = "tools" if calls else "continue" if paused else "answer"
+        if route == "answer" and settles:
+            route, answer, reads = await settle_answer(run, reply_seq_key, answer)
         route_rsid = rec.next_rsid("route")
         rec.commit(
             route_rsid,
             "route",
             run.iteration,
-            reads=(reply_seq_key,),
+            reads=reads,
             writes=[rec.write("route", route, trusted=True)],
         )
-        if paused:
+        if paused or route == "retry":
             rec.sync()
             continue
         if not calls:
@@ -218,19 +278,19 @@ async def _turn(run: RunState, message: str) -> tuple[RunStatus, str]:
                 # The conversation goes on after this answer: leave what the next turn
                 # continues from in budget, measured by the call just made.
                 await visit(run, agent.window)
-            answer = response.text
             fin = rec.next_rsid("finalize")
             rec.commit(
                 fin,
                 "finalize",
                 run.iteration,
-                reads=(reply_seq_key,),
+                reads=reads,
                 writes=[rec.write("answer", answer)],
             )
+            await settle_typed(run, answer)
             return "answer", answer
         if agent.window is not None:
             await visit(run, agent.window)
-        await _run_tools(run, list(zip(calls, ks, strict=True)), reply_seq_key)
+        await run_tools(run, list(zip(calls, ks, strict=True)), reply_seq_key)
         rec.sync()
         now = time.perf_counter()
         if now - yielded >= YIELD_EVERY:
@@ -253,23 +313,9 @@ def _ended_by(run: RunState, e: AfError) -> ErrorInfo:
     return error_info(e)
 
 
-def _remember(
-    run: RunState, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
-) -> Write:
-    """Add a message to the conversation (and the live window); return its write.
-    ``keep=False``: not handed to a session (which closes an interrupted call in its own
-    words)."""
-    run.history.append(message)
-    n, write = run.rec.message(message, source=source)
-    if run.live is not None:
-        run.live.append(LiveMessage(n, message, rsid))
-    if run.keep is not None and keep:
-        run.keep(message)
-    return write
-
-
-def _start(run: RunState, message: str) -> None:
+async def _start(run: RunState, message: str) -> None:
     agent, rec = run.agent, run.rec
+    governance = agent.governance
     if rec.enabled:
         redactor = rec.redactor
         # Before anything is written: a secret the inputs name (a state's `password`, a
@@ -297,6 +343,10 @@ def _start(run: RunState, message: str) -> None:
             reliability=None
             if agent.reliability is None
             else agent.reliability.describe(lambda p: redactor.redact(p.describe())),
+            tool_middleware=governance.describe_tools(),
+            message_middleware=governance.describe_messages(),
+            output_schema=None if governance.contract is None else governance.contract.describe(),
+            watchers=[watcher_name(w) for w in agent.watchers.observers],
         )
         rec.header(
             _header(
@@ -329,13 +379,15 @@ def _start(run: RunState, message: str) -> None:
         rsid = rec.next_rsid("history")
         writes = []
         for i, prior in enumerate(conversation.history):
-            writes.append(_remember(run, prior, rsid, conversation.source(i)))
+            writes.append(run.remember(prior, rsid, conversation.source(i)))
         rec.commit(rsid, "history", 0, writes=writes)
+    # The message as the message chain leaves it is what the run agrees was said.
+    message, reads = await govern_input(run, message)
     seed = rec.next_rsid("seed")
-    write = _remember(run, UserMessage(message), seed)
+    write = run.remember(UserMessage(message), seed)
     if run.live is not None:
         run.request = run.live.items[-1]
-    rec.commit(seed, "seed", 0, writes=[rec.write("user_message", message), write])
+    rec.commit(seed, "seed", 0, reads=reads, writes=[rec.write("user_message", message), write])
     if agent.configure_fn is not None:
         _configure(run, message)
     run.turn = TurnState(
@@ -386,7 +438,9 @@ def _configure(run: RunState, message: str) -> None:
     if instructions is not None:
         if not isinstance(instructions, str):
             raise UsageError("configure() returned instructions that are not a string")
-        run.base = (SystemSegment(instructions, Source(kind="configure")),)
+        contract = agent.governance.contract
+        tail = (contract.segment,) if contract is not None else ()
+        run.base = (SystemSegment(instructions, Source(kind="configure")), *tail)
     writes.append(rec.write("model", run.model))
     writes.append(rec.write("instructions", "\n\n".join(s.text for s in run.base)))
     rec.commit(rec.next_rsid("configure"), "configure", 0, reads=("user_message",), writes=writes)
@@ -489,7 +543,7 @@ async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
     run.last_usage, run.last_call = response.usage, n
     if response.usage is not None:
         run.usage = run.usage + response.usage
-    write = _remember(run, assistant, rsid)
+    write = run.remember(assistant, rsid)
     calls = response.tool_calls
     ks = []
     for call in calls:
@@ -516,74 +570,108 @@ async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
     return f"reply:{n}", response, ks
 
 
-async def _run_tools(run: RunState, planned: list[tuple[ToolCall, int]], reply_key: str) -> None:
+async def run_tools(
+    run: RunState,
+    planned: list[tuple[ToolCall, int]],
+    reply_key: str,
+    resume: ResumeAnswer | None = None,
+) -> None:
+    """Run a reply's tool calls (at once when there are several) and add their results to
+    the history in call order. With tool middleware, each call's chain is walked first, in
+    call order, before any runs: a denied call is answered by its denial, and a chain that
+    asks pauses the run before anything of the reply ran. ``resume``: a paused reply's
+    calls, continued with a person's answer."""
     rec = run.rec
-    jobs = []
-    for call, k in planned:
+    decided: list[Decided] | None = None
+    if run.agent.governance.on_call or resume is not None:
+        decided = await govern_calls(run, planned, reply_key, resume)
+    # One entry per call, in call order: what runs, and what is answered without running.
+    jobs: list[tuple[ToolCall, int, str, Decided | None]] = []
+    for i, (call, k) in enumerate(planned):
+        d = decided[i] if decided is not None else None
+        if d is not None:
+            call = d.call
         rsid = rec.next_rsid(f"tool:{call.name}")
-        if rec.enabled:
+        if rec.enabled and (d is None or d.run):
             rec.event(
                 _tool_start(rsid=rsid, iter=run.iteration, name=call.name, k=k, call_id=call.id)
             )
-        jobs.append((call, k, rsid))
-    concurrent = len(jobs) > 1
-    tasks = [asyncio.ensure_future(_run_tool(run, c, rsid, concurrent)) for c, _, rsid in jobs]
+        jobs.append((call, k, rsid, d))
+    running = [(c, k, rsid, d) for c, k, rsid, d in jobs if d is None or d.run]
+    concurrent = len(running) > 1
+    tasks = [
+        asyncio.ensure_future(
+            _run_tool(run, c, k, rsid, concurrent, validated=d is not None and d.validated)
+        )
+        for c, k, rsid, d in running
+    ]
     try:
-        outcomes = await asyncio.gather(*tasks)
+        done = await asyncio.gather(*tasks)
     except (asyncio.CancelledError, KeyboardInterrupt):
         for task in tasks:
             task.cancel()
-        _record_interrupted(run, jobs, tasks, reply_key)
+        _record_interrupted(run, running, tasks, reply_key)
         raise
+    ran = iter(done)
+    outcomes: list[_Outcome] = [
+        next(ran) if d is None or d.run else (_result(c, d.reason, error=True), "denied", 0.0, None)
+        for c, _, _, d in jobs
+    ]
     # Results join the history in call order, whatever order they finished in.
     if len(outcomes) > 1 and rec.enabled:
         # Results are written one after another: what one names as a secret is learned
         # before the first is written.
-        rec.redactor.learn([result.content for result, _, _ in outcomes])
+        rec.redactor.learn([result.content for result, _, _, _ in outcomes])
     turn = run.turn
     assert turn is not None
     turn.last_tool_results = {}
-    for (call, k, rsid), (result, status, ms) in zip(jobs, outcomes, strict=True):
-        write = _remember(run, result, rsid)
+    for (call, k, rsid, d), (result, status, ms, ruled) in zip(jobs, outcomes, strict=True):
+        write = run.remember(result, rsid)
         turn.last_tool_results[call.name] = result.content
         run.result_keys[call.name] = write.key
         if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):
             turn.active_skills.setdefault(str(call.args["id"]), run.iteration)
         if rec.enabled:
+            writes = [write]
+            if ruled is not None:
+                writes.append(rec.write(f"govern:{call.name}#{k}.result", ruled))
             rec.commit(
                 rsid,
                 f"tool:{call.name}",
                 run.iteration,
-                reads=(reply_key,),
-                writes=[write],
+                reads=(reply_key, *(d.reads if d is not None else ())),
+                writes=writes,
                 tool=_tool_outcome(
                     name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
                 ),
             )
 
 
+_Outcome = tuple[ToolResultMessage, ToolStatus, float, MiddlewareDecision | None]
+
+
 def _record_interrupted(
     run: RunState,
-    jobs: list[tuple[ToolCall, int, str]],
-    tasks: list[asyncio.Task[tuple[ToolResultMessage, ToolStatus, float]]],
+    jobs: list[tuple[ToolCall, int, str, Decided | None]],
+    tasks: list[asyncio.Task[_Outcome]],
     reply_key: str,
 ) -> None:
     """A stop came while tools ran: each call still running is answered by a result saying
     it did not finish, and committed as ``interrupted``, so the transcript stays whole."""
     rec = run.rec
-    for (call, k, rsid), task in zip(jobs, tasks, strict=True):
+    for (call, k, rsid, d), task in zip(jobs, tasks, strict=True):
         done = task.done() and not task.cancelled() and task.exception() is None
         status: ToolStatus
         if done:
-            result, status, ms = task.result()
+            result, status, ms, _ = task.result()
         else:
             result, status, ms = _result(call, INTERRUPTED_TEXT, error=True), "interrupted", 0.0
-        write = _remember(run, result, rsid, keep=status != "interrupted")
+        write = run.remember(result, rsid, keep=status != "interrupted")
         rec.commit(
             rsid,
             f"tool:{call.name}",
             run.iteration,
-            reads=(reply_key,),
+            reads=(reply_key, *(d.reads if d is not None else ())),
             writes=[write],
             tool=_tool_outcome(
                 name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
@@ -592,7 +680,17 @@ def _record_interrupted(
 
 
 async def _run_tool(
-    run: RunState, call: ToolCall, rsid: str, concurrent: bool
+    run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, *, validated: bool
+) -> _Outcome:
+    result, status, ms = await _dispatch(run, call, rsid, concurrent, validated)
+    if not run.agent.governance.on_result:
+        return result, status, ms, None
+    result, status, ruled = await govern_result(run, call, k, result, status)
+    return result, status, ms, ruled
+
+
+async def _dispatch(
+    run: RunState, call: ToolCall, rsid: str, concurrent: bool, validated: bool
 ) -> tuple[ToolResultMessage, ToolStatus, float]:
     agent = run.agent
     rec = run.rec
@@ -605,7 +703,7 @@ async def _run_tool(
         text = f"There is no tool named {call.name!r}. The tools you can call: {known}."
         return _result(call, text, error=True), "unknown_tool", (clock() - t0) * 1000
     mode = agent.tool_arg_validation
-    if mode != "off":
+    if mode != "off" and not validated:
         problems = validate_args(tool, call.args)
         if problems:
             if rec.enabled:
@@ -642,7 +740,7 @@ async def _run_tool(
     except Exception as e:
         text = f"The tool {call.name} failed: {type(e).__name__}: {e}"
         return _result(call, text, error=True), "error", (clock() - t0) * 1000
-    return _result(call, _as_text(value)), "ok", (clock() - t0) * 1000
+    return _result(call, as_text(value)), "ok", (clock() - t0) * 1000
 
 
 async def _execute(tool: Tool, args: dict[str, Any], ctx: ToolContext, *, in_thread: bool) -> Any:
@@ -683,24 +781,3 @@ def _visible(run: RunState) -> dict[str, Tool]:
 
 def _result(call: ToolCall, text: str, *, error: bool = False) -> ToolResultMessage:
     return ToolResultMessage(tool_call_id=call.id, name=call.name, content=text, is_error=error)
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return orjson.dumps(value, default=_jsonable, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-def _jsonable(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    return str(value)

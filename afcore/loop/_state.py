@@ -9,21 +9,23 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from afcore.errors import ProviderError
+from afcore.governance._pause import Paused
+from afcore.governance._rules import Governance
 from afcore.injections._engine import Composition, Decision, InjectionEngine, TurnState
 from afcore.injections._model import ConfigureContext
 from afcore.loop._conversation import Conversation
-from afcore.messages import Message, Request, SystemSegment, Usage
+from afcore.messages import Message, Request, Source, SystemSegment, Usage
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
-from afcore.recording._models import AttemptInfo
-from afcore.recording._writer import Recorder
+from afcore.recording._models import AttemptInfo, Write
+from afcore.recording._writer import Recorder, Watchers
 from afcore.reliability._policy import Reliability
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._live import LiveWindowState
 from afcore.window._strategies import WindowStrategy
 from afcore.window._turns import LiveMessage
 
-__all__ = ["AgentParts", "RunResult", "RunState", "RunStatus", "provider_error"]
+__all__ = ["AgentParts", "Output", "RunResult", "RunState", "RunStatus", "provider_error"]
 
 RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
 
@@ -45,6 +47,26 @@ class AgentParts(Protocol):
     configure_fn: Callable[[ConfigureContext], Any] | None
     window: WindowStrategy | None
     reliability: Reliability | None
+    governance: Governance
+    watchers: Watchers
+
+
+@dataclass(frozen=True)
+class Output:
+    """How the answer fared against the agent's output schema."""
+
+    met: bool
+    """Whether the answer holds to the schema."""
+    value: Any = None
+    """The typed value: the answer's (``met``), or for a typed run a fallback tier's."""
+    errors: list[dict[str, str]] = field(default_factory=list)
+    """Why the last answer checked does not hold (``{"path", "message"}`` each)."""
+    checks: int = 0
+    """How many checks were made (each answer, each tier)."""
+    tier: Literal["answer", "fallback", "canned"] | None = None
+    """Where ``value`` came from (None: there is none)."""
+    raw: str = ""
+    """The last answer checked, as the model gave it."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,10 @@ class RunResult:
     transcript: tuple[Message, ...] = field(default=(), repr=False)
     """The conversation as a next run continues from it (``history=``): the run's history,
     or under a window strategy the live window it ended with."""
+    paused: Paused | None = None
+    """For status ``paused``: what is asked, and where the run continues from."""
+    output: Output | None = None
+    """For agents with an output schema: whether the answer met it, and the typed value."""
 
 
 @dataclass
@@ -115,6 +141,40 @@ class RunState:
     conversation: Conversation | None = None
     keep: Callable[[Message], None] | None = None
     """The conversation's keeper, called as each reply and tool result joins the history."""
+    typed: bool = False
+    """The caller wants a typed value (``run_typed``): the fallback tiers may run."""
+    output_checks: int = 0
+    output: Output | None = None
+    ms_before: float = 0.0
+    """Milliseconds a paused run had taken before it was continued."""
+    recorded: Any = None
+    """For a continued run: the recording as the pause left it (a reader's Recording)."""
+
+    def rec_value(self, key: str) -> Any:
+        """For a continued run: the value of ``key``'s last write before the pause."""
+        rec = self.recorded
+        lines = rec.writer_lines(key) if rec is not None else []
+        if not lines:
+            return None
+        for _, record in rec.records([lines[-1]]):
+            for w in getattr(record, "writes", ()):
+                if w.key == key:
+                    return rec.value(w)
+        return None
+
+    def remember(
+        self, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
+    ) -> Write:
+        """Append a message to the history (and the live window); return its write.
+        ``keep=False``: not handed to a session (which closes an interrupted call in its own
+        words)."""
+        self.history.append(message)
+        n, write = self.rec.message(message, source=source)
+        if self.live is not None:
+            self.live.append(LiveMessage(n, message, rsid))
+        if self.keep is not None and keep:
+            self.keep(message)
+        return write
 
     def record_call(
         self,

@@ -70,6 +70,11 @@ class Provider(ABC):
         """What the recording's header says about this provider. Never include credentials."""
         return {"name": self.name}
 
+    def continue_after(self, calls: int) -> None:
+        """A paused run is continued, with this provider, after ``calls`` model calls. A
+        provider that answers from a script (the mock) takes up the script where the run
+        left it when it has answered nothing yet (a new process); others ignore it."""
+
     def secrets(self) -> list[str]:
         """Values this provider authenticates with, so the recorder can keep them out of the
         file even when they turn up somewhere unexpected (a tool echoing its environment)."""

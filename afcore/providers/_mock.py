@@ -99,6 +99,12 @@ class MockProvider(Provider):
         self.calls = 0
         """How many calls this provider has answered (or refused)."""
 
+    def continue_after(self, calls: int) -> None:
+        if self.calls == 0 and self._script is not None:
+            # A fresh mock (a new process) continuing a paused run: the replies the run
+            # used before the pause are spent.
+            self.calls = min(calls, len(self._script))
+
     def describe(self) -> dict[str, Any]:
         mode = "replies" if self._script is not None else "reply" if self._fixed else "respond"
         out: dict[str, Any] = {"name": self.name, "mode": mode}

@@ -40,6 +40,18 @@ __all__ = [
     "FORMAT_VERSION",
     "RECORD_ADAPTER",
     "AgentInfo",
+    "Approval",
+    "Checkpoint",
+    "ContractEnd",
+    "LinkDecision",
+    "MiddlewareDecision",
+    "MiddlewareInfo",
+    "ObserverError",
+    "OutputCheck",
+    "OutputSchemaInfo",
+    "Pause",
+    "PendingCall",
+    "Resume",
     "ArgsInvalid",
     "AttemptDecision",
     "AttemptInfo",
@@ -91,7 +103,7 @@ __all__ = [
 ]
 
 FORMAT = "af.recording"
-FORMAT_VERSION = "1.2"
+FORMAT_VERSION = "1.3"
 """major.minor: a reader refuses a newer major version and reads any minor version of its own."""
 
 
@@ -211,6 +223,30 @@ class ReliabilityInfo(_Model):
     """The circuit breaker, if any."""
 
 
+class MiddlewareInfo(_Model):
+    """A middleware link as the header lists it."""
+
+    name: str
+    """The link's name."""
+    hooks: list[str]
+    """The hooks it has: `on_tool_call`, `on_tool_result`, `on_message`."""
+
+
+class OutputSchemaInfo(_Model):
+    """The answer's contract as the header describes it."""
+
+    name: str
+    """The schema's name (a pydantic model's class name, a JSON Schema's `title`)."""
+    json_schema: dict[str, Any]
+    """The JSON Schema the answer is validated against."""
+    retries: int
+    """How many times a failed answer is sent back with its validation errors."""
+    fallback: Sparse[bool] = False
+    """Whether a fallback function is set (run for typed runs when the answer fails)."""
+    canned: Sparse[bool] = False
+    """Whether a canned value is set (the last tier of typed runs)."""
+
+
 class RunConfig(_Model):
     max_iterations: int
     """The most model calls the loop makes before it stops with `max_iterations`."""
@@ -230,6 +266,14 @@ class RunConfig(_Model):
     """The window strategy, if any. Its folds are the `fold:<n>` writes of `window` stages."""
     reliability: Sparse[ReliabilityInfo | None] = None
     """The reliability rules, if any."""
+    tool_middleware: Sparse[list[MiddlewareInfo]] = []
+    """The links of the tool middleware chain, in call order. (Since 1.3.)"""
+    message_middleware: Sparse[list[MiddlewareInfo]] = []
+    """The links of the message middleware chain, in call order. (Since 1.3.)"""
+    output_schema: Sparse[OutputSchemaInfo | None] = None
+    """The contract the final answer is held to, if any. (Since 1.3.)"""
+    watchers: Sparse[list[str]] = []
+    """The names of the observers attached when the run started. (Since 1.3.)"""
 
 
 class RedactionInfo(_Model):
@@ -329,7 +373,9 @@ class ReplyToolCall(_Model):
     """Which call of this tool in the run, from 1: the `k` of the key `tool:<name>#<k>`."""
 
 
-ToolStatus: TypeAlias = Literal["ok", "error", "rejected", "unknown_tool", "interrupted"]
+ToolStatus: TypeAlias = Literal[
+    "ok", "error", "rejected", "unknown_tool", "interrupted", "denied", "withheld"
+]
 
 
 class ToolOutcome(_Model):
@@ -341,7 +387,9 @@ class ToolOutcome(_Model):
     """The id of the tool call this answers."""
     status: ToolStatus
     """`ok`; `error` (execute raised); `rejected` (arguments failed validation and the tool
-    did not run); `unknown_tool` (the model named a tool the agent does not have)."""
+    did not run); `unknown_tool` (the model named a tool the agent does not have);
+    `interrupted`; `denied` (tool middleware refused the call: the tool did not run; since
+    1.3); `withheld` (the tool ran and tool middleware refused its result; since 1.3)."""
     ms: float
     """How long the tool took, in milliseconds."""
 
@@ -515,6 +563,94 @@ class Fold(_Model):
     """The strategy's threshold, in tokens."""
     summary: Sparse[FoldSummary | None] = None
     """For `summarize_oldest`: the summary that took the place of what left."""
+
+
+class LinkDecision(_Model):
+    """One middleware link's answer, in a `MiddlewareDecision`. (Since 1.3.)"""
+
+    link: str
+    """The link's name."""
+    verb: Literal["allow", "deny", "ask"]
+    """What it answered. A link that raised, or answered anything but a verb its hook may
+    give, is a `deny` carrying `error`."""
+    changed: Sparse[bool] = False
+    """For `allow(value, why)`: it changed the value (the arguments, the result, the text)."""
+    why: Sparse[str | None] = None
+    """For a change: why, in the link's words."""
+    reason: Sparse[str | None] = None
+    """For `deny`: the reason, which the model reads verbatim (tool calls and results) or
+    the caller's error carries (messages)."""
+    question: Sparse[str | None] = None
+    """For `ask`: the question put to a person."""
+    error: Sparse[str | None] = None
+    """What the link raised, or what it returned instead of a verb."""
+
+
+class MiddlewareDecision(_Model):
+    """The value of a `govern:...` write: what a middleware chain decided at one moment.
+    (Since 1.3.)"""
+
+    moment: Literal["tool_call", "tool_result", "input", "output"]
+    """When: before a tool call runs, after it ran (before the model reads its result), on
+    the user's message before the run commits it, on the answer before the caller gets it."""
+    verb: Literal["allow", "deny", "ask"]
+    """The chain's answer: the first link's answer other than `allow`, else `allow`."""
+    links: list[LinkDecision]
+    """Each link walked, in the order walked (tool results: from the last link to the first)."""
+    not_walked: Sparse[list[str]] = []
+    """The links after the one that decided, which were not asked."""
+    changed: Sparse[bool] = False
+    """Whether the value leaves the chain changed."""
+    tool: Sparse[str | None] = None
+    """For a tool moment: the tool."""
+    k: Sparse[int | None] = None
+    """For a tool moment: which call of the tool in the run, from 1."""
+    call_id: Sparse[str | None] = None
+    """For a tool moment: the tool call's id."""
+    problems: Sparse[list[dict[str, str]]] = []
+    """For changed arguments that break the tool's schema: each problem `{"path",
+    "message"}`; the call is then denied."""
+    resumed: Sparse[bool] = False
+    """The walk goes on from a person's approval: the links before and the one that asked
+    are in the decision written before the pause."""
+
+
+class Approval(_Model):
+    """The value of an `approval:<tool>#<k>` write: a person's answer to a link's `ask`.
+    (Since 1.3.)"""
+
+    verb: Literal["approve", "decline"]
+    """`approve`: the chain goes on and the tool runs; `decline`: the model reads a denial."""
+    by: str
+    """Who decided."""
+    at: str
+    """When, ISO 8601 in UTC."""
+    why: Sparse[str | None] = None
+    """Why, in the person's words."""
+    link: str
+    """The link that asked."""
+    question: str
+    """What it asked."""
+
+
+class OutputCheck(_Model):
+    """The value of an `output:<n>` write: the n-th check of an answer against the agent's
+    output schema. (Since 1.3.)"""
+
+    attempt: int
+    """The check's number in the run, from 1."""
+    tier: Literal["answer", "fallback", "canned"]
+    """What was checked: the model's answer, the fallback function's value, the canned value."""
+    ok: bool
+    """Whether it holds to the schema."""
+    errors: Sparse[list[dict[str, str]]] = []
+    """Why not: each problem `{"path", "message"}`."""
+    retry: Sparse[bool] = False
+    """The errors were sent back to the model (the message this stage wrote)."""
+    error: Sparse[str | None] = None
+    """For `fallback`: what the function raised."""
+    value: Sparse[Any] = None
+    """For `fallback` and `canned`: the value the typed caller received."""
 
 
 # -- records ---------------------------------------------------------------------------
@@ -753,6 +889,17 @@ class ErrorEvent(_Model):
     was not made, and the providers passed over before it."""
 
 
+class ContractEnd(_Model):
+    """How the answer fared against the output schema, in `run_end`. (Since 1.3.)"""
+
+    met: bool
+    """Whether the answer the run ended with holds to the schema."""
+    checks: int
+    """Checks made (answers, and the tiers of typed runs)."""
+    tier: Sparse[Literal["answer", "fallback", "canned"] | None] = None
+    """Where the typed value came from, when there is one."""
+
+
 class RunEnd(_Model):
     """The last record of a finished run: how it ended."""
 
@@ -773,6 +920,117 @@ class RunEnd(_Model):
     """How long the run took, in milliseconds."""
     redactions: int = 0
     """How many values the redaction policy replaced in this file."""
+    contract: Sparse[ContractEnd | None] = None
+    """For agents with an output schema: whether the answer met it. (Since 1.3.)"""
+
+
+class PendingCall(_Model):
+    """A tool call of the reply a paused run stopped at."""
+
+    id: str
+    """The tool call's id."""
+    name: str
+    """The tool."""
+    k: int
+    """Which call of the tool in the run, from 1."""
+    state: Literal["decided", "asked", "waiting"]
+    """`decided`: its chain was walked (its `govern:` write says how); `asked`: its chain
+    asked the question; `waiting`: its chain is walked after the answer."""
+
+
+class Checkpoint(_Model):
+    """What a paused run continues from: plain JSON, with the file it is in."""
+
+    reply: int
+    """The call whose reply asked for the tools."""
+    iteration: int
+    """The loop iteration."""
+    asked: str
+    """The id of the tool call whose chain asked."""
+    link: str
+    """The link that asked."""
+    question: str
+    """What it asked."""
+    calls: list[PendingCall]
+    """The reply's tool calls, in order: none of them has run."""
+    model_calls: int
+    """Model calls made so far."""
+    usage: UsageInfo
+    """Tokens used so far."""
+    tool_counts: dict[str, int]
+    """Calls of each tool so far (the `k` of the next one)."""
+    model: str
+    """The model the run calls (what `configure()` resolved, or the agent's)."""
+    last_text: str = ""
+    """The last text the model wrote."""
+    history: list[tuple[int, int]]
+    """The run's history as ranges of message numbers."""
+    live: Sparse[list[tuple[int, int]] | None] = None
+    """For agents with a window strategy: the live window as ranges, in window order."""
+    folded: Sparse[bool] = False
+    """Whether a fold changed the live window."""
+    request: Sparse[int | None] = None
+    """The message number of the user message the run answers (window strategies)."""
+    folds: Sparse[int] = 0
+    """Folds so far."""
+    last_call: Sparse[int] = 0
+    """The agent's last call (what a token threshold measures)."""
+    last_usage: Sparse[UsageInfo | None] = None
+    """What the provider reported for it."""
+    active_skills: Sparse[dict[str, int]] = {}
+    """Skills activated so far, with the iteration each was."""
+    last_tool_results: Sparse[dict[str, int]] = {}
+    """Tool name -> the message holding its last result (what on-tool-return rules read)."""
+    output_checks: Sparse[int] = 0
+    """Checks of answers against the output schema so far."""
+    ms: float = 0.0
+    """Milliseconds the run had taken."""
+
+
+class Pause(_Model):
+    """A run paused for a person: a middleware link asked a question. The `run_end` that
+    follows says `paused`; `af resume` (or `agent.resume()`) continues the run in this file,
+    after a `resume` record. (Since 1.3.)"""
+
+    t: Literal["pause"] = "pause"
+    rsid: str
+    """The `govern` stage that asked."""
+    iter: int
+    """The loop iteration."""
+    checkpoint: Checkpoint
+    """What the run continues from."""
+
+
+class Resume(_Model):
+    """A paused run continues: a person answered. Follows the paused `run_end`; what the
+    continuation writes follows it, and a `run_end` closes it. (Since 1.3.)"""
+
+    t: Literal["resume"] = "resume"
+    verb: Literal["approve", "decline"]
+    """The person's answer."""
+    by: str
+    """Who answered."""
+    at: str
+    """When, ISO 8601 in UTC."""
+    why: Sparse[str | None] = None
+    """Why, in their words."""
+    af_version: str
+    """The af that continued the run."""
+    python: str
+    """The Python that continued it."""
+
+
+class ObserverError(_Model):
+    """An observer attached with `watch()` or `attach()` raised. It sees no more records of
+    the run; the run goes on. (Since 1.3.)"""
+
+    t: Literal["observer_error"] = "observer_error"
+    observer: str
+    """The observer's name."""
+    record: str
+    """The type of the record it was handed."""
+    error: ErrorInfo
+    """What it raised."""
 
 
 class UnknownRecord(BaseModel):
@@ -793,7 +1051,10 @@ Record = Annotated[
     | ArgsInvalid
     | ContextEvicted
     | ErrorEvent
-    | RunEnd,
+    | RunEnd
+    | Pause
+    | Resume
+    | ObserverError,
     Field(discriminator="t"),
 ]
 RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
@@ -811,6 +1072,9 @@ KNOWN_TYPES = frozenset(
         ContextEvicted,
         ErrorEvent,
         RunEnd,
+        Pause,
+        Resume,
+        ObserverError,
     )
 )
 

@@ -24,7 +24,10 @@ from afcore.recording._models import (
     Commit,
     ContextEvicted,
     Header,
+    ObserverError,
+    Pause,
     Reply,
+    Resume,
     RunEnd,
     Segment,
     ToolProgress,
@@ -87,6 +90,8 @@ def verify(rec: Recording) -> VerifyReport:
     """calls whose hash is checked after the walk: their place in the checks, line, number"""
     last_seq = 0
     end_line: int | None = None
+    paused = False
+    """the run_end at end_line says paused: a resume record may follow it"""
     last_line = 0
 
     def check_ref(line: int, ref: str | None, what: str) -> None:
@@ -147,11 +152,15 @@ def verify(rec: Recording) -> VerifyReport:
     for line, record in rec.records(blobs="checked"):
         last_line = line
         if end_line is not None:
-            t = "blob" if isinstance(record, CheckedBlob) else record.t
-            problems.append(Problem(line, f"a {t} record follows run_end (line {end_line})"))
+            # A paused run goes on in the same file: its run_end, then a resume record.
+            if not (paused and isinstance(record, Resume)):
+                t = "blob" if isinstance(record, CheckedBlob) else record.t
+                problems.append(Problem(line, f"a {t} record follows run_end (line {end_line})"))
             end_line = None
+        elif isinstance(record, Resume):
+            problems.append(Problem(line, "a resume record that follows no paused run_end"))
         kind = type(record)
-        if kind is ToolStart or kind is ToolProgress or kind is ArgsInvalid:
+        if kind in _UNCHECKED:
             continue  # nothing to check beyond their fields
         if kind is CheckedBlob:
             assert isinstance(record, CheckedBlob)
@@ -219,6 +228,7 @@ def verify(rec: Recording) -> VerifyReport:
                 )
         elif isinstance(record, RunEnd):
             end_line = line
+            paused = record.status == "paused"
             if record.answer is not None:
                 check_ref(line, record.answer.ref, "the answer")
         elif isinstance(record, ContextEvicted):
@@ -248,6 +258,9 @@ def verify(rec: Recording) -> VerifyReport:
     problems.sort(key=lambda p: p.line)
     del last_line
     return report
+
+
+_UNCHECKED = frozenset({ToolStart, ToolProgress, ArgsInvalid, Pause, Resume, ObserverError})
 
 
 class _CallHashes:

@@ -41,8 +41,8 @@ class WindowReplay:
             self.injected.update(numbers)
         elif record.stage == "window":
             return self._fold(record, numbers)
-        elif record.stage in ("history", "seed") or record.stage.startswith("tool:"):
-            self.live.extend(numbers)
+        elif record.stage in ("history", "seed", "output") or record.stage.startswith("tool:"):
+            self.live.extend(numbers)  # what joins the history (see the writer's joins_history)
         return []
 
     def reply(self, record: Reply) -> None:

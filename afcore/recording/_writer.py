@@ -10,6 +10,7 @@ the run ends.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import threading
@@ -26,6 +27,8 @@ from afcore.errors import ProviderError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
 from afcore.recording._hashing import canonical, content_hash, request_digest
 from afcore.recording._models import (
+    KNOWN_TYPES,
+    RECORD_ADAPTER,
     AttemptDecision,
     AttemptInfo,
     Call,
@@ -35,6 +38,7 @@ from afcore.recording._models import (
     Header,
     InjectionDecisions,
     Line,
+    ObserverError,
     Record,
     Reply,
     ReplyToolCall,
@@ -42,6 +46,7 @@ from afcore.recording._models import (
     SlotDelta,
     SourceInfo,
     ToolOutcome,
+    UnknownRecord,
     UsageInfo,
     Write,
     as_json,
@@ -50,16 +55,76 @@ from afcore.recording._models import (
 )
 from afcore.recording._redaction import Redactor
 
-__all__ = ["NullRecorder", "Recorder", "RecordObserver", "error_info", "ranges", "usage_info"]
+__all__ = [
+    "NullRecorder",
+    "RecordObserver",
+    "Recorder",
+    "Watcher",
+    "Watchers",
+    "error_info",
+    "joins_history",
+    "ranges",
+    "usage_info",
+]
 
 RecordObserver = Callable[[dict[str, Any]], None]
 """Sees each record as it is written: its line, parsed."""
+Watcher = Callable[[Any], None]
+"""Sees each record as it is written, as the typed record the reader would give for it."""
+
+
+class Watchers:
+    """The observers attached to an agent. A run reads them at each record, so an observer
+    attached while it runs sees the rest of it, and one detached sees no more."""
+
+    def __init__(self, observers: Sequence[Watcher] = ()) -> None:
+        self.observers: tuple[Watcher, ...] = tuple(observers)
+
+    def attach(self, observer: Watcher) -> Callable[[], None]:
+        """Attach ``observer``; returns the function that detaches it."""
+        self.observers = (*self.observers, observer)
+
+        def detach() -> None:
+            kept = list(self.observers)
+            if observer in kept:
+                kept.remove(observer)
+            self.observers = tuple(kept)
+
+        return detach
+
+    def copy(self) -> Watchers:
+        return Watchers(self.observers)
+
+
+_NO_WATCHERS = Watchers()
+
+
+def watcher_name(observer: Any) -> str:
+    name = getattr(observer, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return str(getattr(observer, "__qualname__", None) or type(observer).__qualname__)
+
+
+def joins_history(record: Commit | Reply) -> bool:
+    """Whether the messages a commit or reply writes join the run's history (and so its
+    live window): the conversation continued, the user's message, the agent's replies that
+    were kept, tool results, an output schema's correction. An injected message, a fold's
+    summary, a summarizer's transcript and answer, and a reply a reliability rule refused
+    are sent or stored, not remembered."""
+    if isinstance(record, Reply):
+        kept = record.decision is None or record.decision.verb == "ok"
+        return kept and record.rsid.startswith("call-llm#")
+    stage = record.stage
+    return stage in ("history", "seed", "output") or stage.startswith("tool:")
+
 
 _SORTED = orjson.OPT_SORT_KEYS
 _M = TypeVar("_M", bound=BaseModel)
 
 _call = line(Call)
 _commit = line(Commit)
+_observer_error = line(ObserverError)
 _delta = trusted(SlotDelta)
 _error_info = trusted(ErrorInfo)
 _reply = line(Reply)
@@ -96,21 +161,34 @@ class Recorder:
         clock: Callable[[], float] = time.perf_counter,
         observers: Sequence[RecordObserver] = (),
         sync_interval: float = 0.02,
+        watchers: Watchers | None = None,
+        fd: int | None = None,
     ) -> None:
-        self.path = path
+        """``path`` None: records go to the observers only (an agent that does not record
+        but is watched). ``fd``: the file opened already (see :meth:`continuing`)."""
+        self.path = path  # type: ignore[assignment]
         self.run_id = run_id
         self.redactor = redactor
         self.clock = clock
         self.observers = tuple(observers)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        except FileExistsError:
-            raise UsageError(
-                f"a recording already exists at {path}; choose another run id"
-            ) from None
-        except OSError as e:
-            raise UsageError(f"cannot write a recording at {path}: {e.strerror}") from None
+        self._watch = watchers or _NO_WATCHERS
+        self._failed: set[int] = set()
+        """ids of the watchers that raised: they see no more records of this run"""
+        if fd is not None:
+            self._fd = fd
+        elif path is None:
+            self._fd = -1
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+                self._fd = os.open(path, flags, 0o644)
+            except FileExistsError:
+                raise UsageError(
+                    f"a recording already exists at {path}; choose another run id"
+                ) from None
+            except OSError as e:
+                raise UsageError(f"cannot write a recording at {path}: {e.strerror}") from None
         self.seq = 0
         self._stage_counter = -1
         self.versions: dict[str, int] = {}
@@ -157,20 +235,44 @@ class Recorder:
         """Queue a record made of af's own values (nothing in it to screen)."""
         raw = orjson.dumps(record, default=as_json)
         self._pending.append(raw)
-        if self.observers:
+        if self.observers or self._watch.observers:
             self._observe(raw)
 
     def _observe(self, raw: bytes) -> None:
         parsed = orjson.loads(raw)
         for observe in self.observers:
             observe(parsed)
+        watchers = self._watch.observers
+        if not watchers:
+            return
+        typed = (
+            RECORD_ADAPTER.validate_python(parsed)
+            if parsed.get("t") in KNOWN_TYPES
+            else UnknownRecord.model_validate(parsed)
+        )
+        for watcher in watchers:
+            if id(watcher) in self._failed:
+                continue
+            try:
+                watcher(typed)
+            except Exception as e:  # the run goes on; the file says which observer failed
+                self._failed.add(id(watcher))
+                self.event(
+                    _observer_error(
+                        observer=watcher_name(watcher),
+                        record=str(parsed.get("t")),
+                        error=error_info(e),
+                    ),
+                    flush=False,
+                )
 
     def flush(self) -> None:
         """Write what is pending, whole lines in one write; after an iteration boundary,
         have it made durable."""
         if self._pending:
-            self._pending.append(b"")
-            os.write(self._fd, b"\n".join(self._pending))
+            if self._fd >= 0:
+                self._pending.append(b"")
+                os.write(self._fd, b"\n".join(self._pending))
             self._pending.clear()
         if self._boundary:
             self._boundary = False
@@ -193,7 +295,7 @@ class Recorder:
         # The blob's value is written in its canonical form: the bytes that were hashed.
         line = b'{"t":"blob","id":"' + ref.encode() + b'","value":' + raw + b"}"
         self._pending.append(line)
-        if self.observers:
+        if self.observers or self._watch.observers:
             self._observe(line)
         return ref
 
@@ -258,6 +360,10 @@ class Recorder:
     def message_hash(self, n: int) -> str:
         """The content hash message ``n`` is stored under."""
         return self._message_hashes[n - 1]
+
+    def history_ranges(self) -> list[tuple[int, int]]:
+        """The history's message numbers, as ranges."""
+        return list(self._history_ranges)
 
     def write(self, key: str, value: Any, *, trusted: bool = False) -> Write:
         """A write of ``value`` (plain JSON, or a model such as a Fold) under ``key`` for a
@@ -571,7 +677,7 @@ class Recorder:
         if self.redactor.needs_redaction(raw):
             raw = orjson.dumps(self.redactor.redact(orjson.loads(raw)))
         self._pending.append(raw)
-        if self.observers:
+        if self.observers or self._watch.observers:
             self._observe(raw)
         if flush:
             self.flush()
@@ -586,11 +692,100 @@ class Recorder:
     def close(self) -> None:
         self._syncer.stop()
         self._boundary = False  # the fsync below makes it all durable
+        if self._fd < 0:
+            self.flush()
+            return
         try:
             self.flush()
             os.fsync(self._fd)
         finally:
             os.close(self._fd)
+
+    @classmethod
+    def continuing(
+        cls,
+        path: Path,
+        *,
+        run_id: str,
+        redactor: Redactor,
+        clock: Callable[[], float] = time.perf_counter,
+        observers: Sequence[RecordObserver] = (),
+        watchers: Watchers | None = None,
+    ) -> Recorder:
+        """A recorder that appends to the recording at ``path``, which a paused run left:
+        its commit log, stage counter, key versions, stored blobs and message hashes taken
+        up from the file, so that what it writes next continues the run as one. The file is
+        locked while the recorder holds it: a second process continuing the same run is
+        refused (:class:`NotPausedError`)."""
+        from afcore.errors import NotPausedError
+        from afcore.recording._reader import CheckedBlob, open_recording
+
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as e:
+            raise UsageError(f"cannot continue the recording at {path}: {e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise NotPausedError(
+                f"the run in {path.name} is being continued by another process"
+            ) from None
+        try:
+            self = cls(
+                path,
+                run_id=run_id,
+                redactor=redactor,
+                clock=clock,
+                observers=observers,
+                watchers=watchers,
+                fd=fd,
+            )
+            rec = open_recording(path)
+            try:
+                for _, record in rec.records(blobs="checked"):
+                    if isinstance(record, CheckedBlob):
+                        self._blobs.add(record.id)
+                    elif isinstance(record, Commit | Reply | Call):
+                        self._take_up(record)
+                end = rec.end
+            finally:
+                rec.close()
+            if end is None or end.status != "paused":
+                status = "unfinished" if end is None else end.status
+                raise NotPausedError(f"the run in {path.name} is not paused (it is {status})")
+            self.redactor.count = end.redactions
+        except BaseException:
+            os.close(fd)
+            raise
+        return self
+
+    def _take_up(self, record: Commit | Reply | Call) -> None:
+        """One record of the file a continuing recorder appends to, taken into its state."""
+        self.seq = record.seq
+        counter = record.rsid.rpartition("#")[2]
+        if counter.isdigit():
+            self._stage_counter = max(self._stage_counter, int(counter))
+        if isinstance(record, Call):
+            self.versions[f"call:{record.call}"] = record.seq
+            return
+        if isinstance(record, Reply):
+            self.versions[f"reply:{record.call}"] = record.seq
+        history = joins_history(record)
+        for w in record.writes:
+            if w.key.startswith("message:") and isinstance(w.ref, str):
+                ref = w.ref
+                self._message_hashes.append(ref)
+                self._hash_bytes.append(ref.encode())
+                n = len(self._message_hashes)
+                if history:
+                    self._history_digest.update(ref.encode())
+                    spans = self._history_ranges
+                    if spans and spans[-1][1] == n - 1:
+                        spans[-1] = (spans[-1][0], n)
+                    else:
+                        spans.append((n, n))
+        self._commit_writes(record.writes)
 
 
 def error_info(

@@ -1,0 +1,61 @@
+"""Governance: rules around tools and messages, a person's approval, the answer's contract.
+
+- ``.tool_middleware(*links)``: each link's ``on_tool_call(call)`` answers ``allow()``,
+  ``allow(args, why)``, ``deny(reason)`` or ``ask(question)`` before a tool runs, and its
+  ``on_tool_result(result)`` answers ``allow()``, ``allow(value, why)`` or ``deny(reason)``
+  before the model reads what the tool returned (walked from the last link to the first);
+- ``.message_middleware(*links)``: ``on_message(text, phase)`` on the user's message and on
+  the answer;
+- ``ask`` pauses the run; ``agent.resume(paused, approve=...)`` or ``af resume`` goes on;
+- ``.output_schema(...)`` holds the answer to a shape, ``.output_fallback(...)`` says what a
+  typed run gets when it does not.
+"""
+
+from afcore.governance._chain import Walk, walk_call, walk_message, walk_result
+from afcore.governance._contract import NO_CANNED, OutputContract
+from afcore.governance._pause import Paused
+from afcore.governance._rules import NO_GOVERNANCE, Governance
+from afcore.governance._verbs import (
+    HOOKS,
+    Allow,
+    Ask,
+    Deny,
+    MessageMiddleware,
+    Phase,
+    ToolCallInfo,
+    ToolMiddleware,
+    ToolResultInfo,
+    Verdict,
+    allow,
+    ask,
+    deny,
+    hooks_of,
+    link_name,
+)
+
+__all__ = [
+    "HOOKS",
+    "NO_CANNED",
+    "NO_GOVERNANCE",
+    "Allow",
+    "Ask",
+    "Deny",
+    "Governance",
+    "MessageMiddleware",
+    "OutputContract",
+    "Paused",
+    "Phase",
+    "ToolCallInfo",
+    "ToolMiddleware",
+    "ToolResultInfo",
+    "Verdict",
+    "Walk",
+    "allow",
+    "ask",
+    "deny",
+    "hooks_of",
+    "link_name",
+    "walk_call",
+    "walk_message",
+    "walk_result",
+]
