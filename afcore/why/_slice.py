@@ -286,6 +286,10 @@ class _Walk:
             for refusal in (fold or {}).get("refusals") or () if isinstance(fold, dict) else ():
                 if isinstance(refusal, dict):
                     node.decisions.append(_refusal_words(refusal))
+        if isinstance(r, Commit):
+            for w in r.writes:
+                if w.key.startswith(("govern:", "approval:", "output:")):
+                    node.decisions.extend(_governance_words(w.key, self.value(w)))
         self._nodes[rsid] = node
         return node
 
@@ -322,6 +326,17 @@ class _Walk:
             return f"the route after iteration {r.iter}"
         if stage == "finalize":
             return "the answer"
+        if stage in ("govern:input", "govern:output"):
+            return f"the message rules on the {'message' if stage.endswith('input') else 'answer'}"
+        if stage.startswith("govern:"):
+            k = next((w.key for w in r.writes if w.key.startswith("govern:")), "")
+            return f"the tool rules on {stage[7:]}, call {k.rpartition('#')[2] or '?'}"
+        if stage == "resume":
+            return "a person's answer"
+        if stage == "output":
+            return "the check of the answer against the output schema"
+        if stage == "fallback":
+            return "the output schema's fallback"
         return f"{stage} (iteration {r.iter})"
 
     def _describe(self, r: _Staged | None) -> str:
@@ -352,6 +367,9 @@ class _Walk:
             return f"the transcript for the summarizer ({keys})"
         if stage == "seed":
             return _cut(next((w.value for w in writes if w.key == "user_message"), ""))
+        for w in writes:
+            if w.key.startswith("tool:") and w.key.endswith(".args"):
+                return f"{w.key} = {_cut(self.value(w))}"
         for w in writes:
             key = w.key
             value = self.value(w)
@@ -431,6 +449,11 @@ class _Walk:
             if not call:
                 raise self._never(key)
             return call[0], _Ask(tools=True), ""
+        if key.startswith("tool:") and key.endswith(".args"):
+            # Arguments a tool middleware link changed: the stage that changed them.
+            changed = [line for line in rec.writer_lines(key) if limit is None or line < limit]
+            if changed:
+                return changed[-1], _Ask(), ""
         if key.startswith("tool:") and key.endswith((".args", ".result")):
             return self._tool(key, limit)
         lines = [line for line in rec.writer_lines(key) if limit is None or line < limit]
@@ -600,7 +623,7 @@ class _Walk:
                 yield from self._call_parents(node, r, ask)
                 continue
             stage = r.stage
-            if not reads and stage not in ("history", "seed"):
+            if not reads and stage not in ("history", "seed", "govern:input"):
                 _note(node.notes, "reads not recorded here: the slice may be incomplete")
             if stage == "inject":
                 yield from self._inject_parents(node, r, ask)
@@ -962,6 +985,68 @@ _REFUSALS = {
     "summarizer_failed": "the summarizer failed",
     "summary_not_smaller": "the summary was not smaller",
 }
+
+
+def _governance_words(key: str, value: Any) -> list[str]:
+    """A governance write in words: each link's answer, a person's, an output check."""
+    if not isinstance(value, dict):
+        return []
+    if key.startswith("approval:"):
+        verb = "approved" if value.get("verb") == "approve" else "declined"
+        text = f"{verb} by {value.get('by', '?')} at {value.get('at', '?')}"
+        text += f": {_said(value['why'], 80)}" if value.get("why") else ""
+        return [f"{text} (asked by {value.get('link', '?')}: {_said(value.get('question'), 80)})"]
+    if key.startswith("output:"):
+        tier = value.get("tier", "answer")
+        what = "the answer" if tier == "answer" else f"the {tier} value"
+        if value.get("ok"):
+            return [f"output check {value.get('attempt', '?')}: {what} holds to the schema"]
+        errors = value.get("errors") or []
+        said = "; ".join(
+            f"{e.get('path')}: {e.get('message')}" for e in errors[:3] if isinstance(e, dict)
+        )
+        if value.get("error"):
+            said = f"it raised {value['error']}"
+        sent = ", sent back to the model" if value.get("retry") else ""
+        return [
+            f"output check {value.get('attempt', '?')}: {what} fails the schema: "
+            f"{_said(said, 120)}{sent}"
+        ]
+    moment = value.get("moment")
+    noun = {
+        "tool_call": "the arguments",
+        "tool_result": "the result",
+        "input": "the message",
+        "output": "the answer",
+    }.get(str(moment), "the value")
+    out = []
+    for link in value.get("links") or ():
+        if not isinstance(link, dict):
+            continue
+        name, verb = link.get("link", "?"), link.get("verb")
+        if verb == "allow":
+            out.append(
+                f"{name} changed {noun}: {_said(link.get('why'), 80)}"
+                if link.get("changed")
+                else f"{name} allowed {noun}"
+            )
+        elif verb == "ask":
+            out.append(f"{name} asked a person: {_said(link.get('question'), 80)}")
+        elif link.get("error"):
+            out.append(f"{name} failed, which denies: {_said(link.get('error'), 80)}")
+        else:
+            out.append(f"{name} denied {noun}: {_said(link.get('reason'), 80)}")
+    if value.get("problems"):
+        out.append(f"{noun} as changed break the tool's schema: denied")
+    if value.get("not_walked"):
+        out.append(f"not asked: {', '.join(map(str, value['not_walked']))}")
+    return out
+
+
+def _said(value: Any, limit: int = 80) -> str:
+    """Words a link or a person wrote, on one line, cut to ``limit`` (the cut stated)."""
+    text = " ".join(str(value if value is not None else "").split())
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more chars)"
 
 
 def _refusal_words(refusal: dict[str, Any]) -> str:

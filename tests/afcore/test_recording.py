@@ -181,7 +181,7 @@ def test_the_header_says_what_ran(tmp_path: Path) -> None:
     assert agent.last_recording is not None
     with rec.open_recording(agent.last_recording) as r:
         h = r.header
-    assert (h.format, h.version, h.run_id) == ("af.recording", "1.2", "test-run")
+    assert (h.format, h.version, h.run_id) == ("af.recording", "1.3", "test-run")
     assert h.started_at == "2026-01-02T03:04:05.678+00:00"
     assert h.agent.source is not None and h.agent.source.startswith("tests.afcore.test_recording:")
     assert h.provider == {"name": "mock", "mode": "respond"}
