@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
-from afcli.commands import lens, ls, run, schema, show, verify, why
+from afcli.commands import lens, ls, resume, run, schema, show, verify, why
 
 __all__ = ["app", "main"]
 
@@ -49,6 +49,7 @@ def _root(
 
 
 app.command("run")(run.run)
+app.command("resume")(resume.resume)
 app.command("ls")(ls.ls)
 app.command("show")(show.show)
 app.command("verify")(verify.verify)

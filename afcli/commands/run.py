@@ -113,9 +113,8 @@ def run(
     from rich.text import Text
 
     from afcli._progress import Progress
-    from afcli._render import err_console, out_console, print_json
+    from afcli._render import err_console
     from afcore.errors import AfError
-    from afcore.readmodel import safe
 
     built, source, text = _load(agent, message, demo)
     if model is not None:
@@ -144,19 +143,79 @@ def run(
     if result is None:  # interrupted before the run began
         raise typer.Exit(EXIT_INTERRUPTED)
 
+    show_outcome(
+        result,
+        json_output=json_output,
+        quiet=quiet,
+        streamed=progress is not None and progress.answer_streamed,
+        progress=progress is not None,
+        interrupted=interrupted,
+        max_iterations=runnable.max_iterations,
+    )
+
+
+def show_outcome(
+    result: RunResult,
+    *,
+    json_output: bool,
+    quiet: bool,
+    streamed: bool,
+    progress: bool,
+    interrupted: bool,
+    max_iterations: int,
+) -> None:
+    """How a run ended, for a person (the answer on stdout, the rest on stderr) or as JSON;
+    then the exit code: 0 for an answer or a pause, 1 for a failure, 130 interrupted."""
+    from rich.text import Text
+
+    from afcli._render import err_console, out_console, print_json
+    from afcore.readmodel import safe
+
+    err = err_console()
     error = _error_text(result)
     stdout = out_console()
     if json_output:
         print_json(_outcome(result, error))
     elif result.status == "answer" and not (
         # Streamed to this very terminal already: not twice.
-        progress is not None and progress.answer_streamed and err.is_terminal and stdout.is_terminal
+        streamed and err.is_terminal and stdout.is_terminal
     ):
         if stdout.is_terminal:
             stdout.print(Text(safe(result.answer)), soft_wrap=True)
         else:
             # For a pipe or a file, the model's text exactly: escaping is for terminals.
             _write_exact(result.answer)
+    if result.paused is not None:
+        p = result.paused
+        err.print(
+            Text.assemble(
+                ("paused: ", "bold yellow"),
+                (safe(p.link), "bold"),
+                " asks before ",
+                (safe(f"{p.tool} (call {p.k})"), "cyan"),
+                ": ",
+                safe(p.question),
+            ),
+            soft_wrap=True,
+        )
+        err.print(
+            Text.assemble(
+                ("continue with ", "dim"),
+                f"af resume {result.run_id} --approve",
+                (" or ", "dim"),
+                "--decline --why TEXT",
+            ),
+            soft_wrap=True,
+        )
+    if result.output is not None and not result.output.met and result.status == "answer":
+        said = "; ".join(f"{e['path']}: {e['message']}" for e in result.output.errors[:3])
+        err.print(
+            Text.assemble(
+                ("contract not met: ", "bold yellow"),
+                f"the answer does not hold to the output schema: {safe(said)}",
+            ),
+            soft_wrap=True,
+        )
 
     if result.status == "answer" and result.stop_reason == "max_tokens":
         err.print(
@@ -170,8 +229,7 @@ def run(
         err.print(
             Text.assemble(
                 ("stopped: ", "bold yellow"),
-                f"the agent reached its limit of {runnable.max_iterations} iterations "
-                "without an answer",
+                f"the agent reached its limit of {max_iterations} iterations without an answer",
             )
         )
         if result.answer and not json_output:
@@ -181,7 +239,9 @@ def run(
             Text.assemble(("error: ", "bold red"), f"the run failed: {safe(error or '')}"),
             soft_wrap=True,
         )
-    elif result.status != "answer" and (progress is None or result.status != "interrupted"):
+    elif result.status not in ("answer", "paused") and (
+        not progress or result.status != "interrupted"
+    ):
         # (an interrupted run's progress ends on a line that says so)
         err.print(Text.assemble(("stopped: ", "bold yellow"), safe(result.status)))
     if interrupted and result.status != "interrupted":
@@ -193,7 +253,7 @@ def run(
 
     if interrupted or result.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
-    if result.status != "answer":
+    if result.status not in ("answer", "paused"):
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -369,7 +429,7 @@ def _error_text(result: RunResult) -> str | None:
 
 
 def _outcome(result: RunResult, error: str | None) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "run_id": result.run_id,
         "recording": str(result.recording) if result.recording else None,
         "status": result.status,
@@ -380,3 +440,9 @@ def _outcome(result: RunResult, error: str | None) -> dict[str, Any]:
         "usage": result.usage.to_json(),
         "error": error,
     }
+    if result.paused is not None:
+        out["paused"] = result.paused.to_json()
+    if result.output is not None:
+        o = result.output
+        out["output"] = {"met": o.met, "checks": o.checks, "tier": o.tier, "errors": o.errors}
+    return out

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         CallSummary,
         Decisions,
         FoldPart,
+        Governed,
         Provenance,
         Response,
         RunHead,
@@ -210,6 +211,10 @@ def _print_call_line(out: Printer, c: CallSummary) -> None:
                 (" ran with invalid arguments: ", "yellow"),
             )
             out.print(fit(head, problems, width))
+    early = [g for g in c.governed if g.kind in ("pause", "resume") or g.moment != "tool_result"]
+    early = [g for g in early if g.kind != "check" and g.moment != "output"]
+    for g in early:
+        _print_governed(out, g, width)
     for res in c.results:
         status = res.status
         if res.call_id in refused:
@@ -226,6 +231,9 @@ def _print_call_line(out: Printer, c: CallSummary) -> None:
             (f" · {ms_text(res.ms)} · ", "dim"),
         )
         out.print(fit(head, tail, width))
+    for g in c.governed:
+        if g not in early:
+            _print_governed(out, g, width)
     for err in c.errors:
         head = Line(("  ✗ ", "bold red"), (safe(err.kind), "red"), ": ")
         out.print(fit(head, err.message, width))
@@ -235,6 +243,44 @@ def _print_call_line(out: Printer, c: CallSummary) -> None:
             out.print(fit(Line("    "), why, width), style="dim")
         for skipped in err.attempt.skipped if err.attempt is not None else []:
             out.print(fit(Line("  skipped ", style="yellow"), _skipped_text(skipped), width))
+
+
+_GOVERNED = {
+    "allow": ("⚖", "green"),
+    "deny": ("⚖", "red"),
+    "ask": ("⚖", "yellow"),
+    "ok": ("✓", "green"),
+    "failed": ("✗", "yellow"),
+    "approve": ("▶", "green"),
+    "decline": ("▶", "red"),
+}
+
+
+def _print_governed(out: Printer, g: Governed, width: int) -> None:
+    """A governance step: a chain's decisions, the pause, a person's answer, a check."""
+    if g.kind == "pause":
+        out.print(fit(Line(("  ⏸ ", "bold yellow")), g.words[0], width))
+        return
+    mark, style = _GOVERNED.get(g.verb, ("⚖", "dim"))
+    if g.kind == "rules":
+        what = {
+            "input": "the message",
+            "output": "the answer",
+        }.get(g.moment or "", f"{g.tool} call {g.k}")
+        if g.moment == "tool_result":
+            what += "'s result"
+        for i, words in enumerate(g.words):
+            head = (
+                Line((f"  {mark} ", style), (safe(what), "cyan"), ": ")
+                if i == 0
+                else Line(" " * (len(what) + 6))
+            )
+            out.print(fit(head, words, width))
+        if g.value is not None:
+            out.print(Line(("    arguments as changed: ", "dim"), args_text(g.value, width - 30)))
+        return
+    for words in g.words:
+        out.print(fit(Line((f"  {mark} ", style)), words, width))
 
 
 def _print_end(out: Printer, v: RunOutcome, calls: int) -> None:
@@ -257,6 +303,25 @@ def _print_end(out: Printer, v: RunOutcome, calls: int) -> None:
             "dim",
         )
     out.print(outcome)
+    if v.paused is not None:
+        p = v.paused
+        out.print(
+            fit(
+                Line(("  asks: ", "cyan"), (safe(str(p.get("link"))), "bold"), ": "),
+                str(p.get("question")),
+                width,
+            )
+        )
+        out.print(
+            Line("  continue with af resume RUN --approve, or --decline --why TEXT", style="dim")
+        )
+    if v.contract is not None:
+        met = v.contract.get("met")
+        said = "met" if met else "not met"
+        tier = v.contract.get("tier")
+        if tier and tier != "answer":
+            said += f"; the typed value came from the {tier}"
+        out.print(Line(("  output schema: ", "dim"), (said, "green" if met else "yellow")))
     if v.error:
         out.print(Line("  ", (safe(v.error["kind"]), "red"), ": ", safe(v.error["message"])))
     for err in v.errors:

@@ -22,8 +22,8 @@ from afcore.loop._state import RunResult
 from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
-from afcore.recording._redaction import Redaction
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
+from afcore.recording._redaction import Redaction
 from afcore.recording._writer import NullRecorder, Recorder, RecordObserver, Watcher, Watchers
 from afcore.reliability._policy import Reliability
 from afcore.secrets import screening

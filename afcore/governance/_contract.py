@@ -58,7 +58,7 @@ class OutputContract:
             except jsonschema.SchemaError as e:
                 raise UsageError(
                     f"output_schema(...) was given an invalid JSON Schema: {e.message}"
-                )
+                ) from None
             self._validator = cls(self.json_schema)
             title = self.json_schema.get("title")
             self.name = title if isinstance(title, str) and title else "output"

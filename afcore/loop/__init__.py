@@ -1,6 +1,7 @@
 """The agent loop."""
 
 from afcore.loop._conversation import Conversation
-from afcore.loop._state import RunResult, RunStatus
+from afcore.loop._resume import paused_checkpoint
+from afcore.loop._state import Output, RunResult, RunStatus
 
-__all__ = ["Conversation", "RunResult", "RunStatus"]
+__all__ = ["Conversation", "Output", "RunResult", "RunStatus", "paused_checkpoint"]

@@ -284,7 +284,10 @@ def _recorded(run: RunState, call: ToolCall, k: int) -> Decided:
         reason = next((d.reason or "" for d in reversed(decision.links) if d.verb == "deny"), "")
         if decision.problems:
             said = "; ".join(f"{p['path']}: {p['message']}" for p in decision.problems[:5])
-            reason = f"The tool middleware changed the arguments of {call.name} into ones the tool refuses: {said}"
+            reason = (
+                f"The tool middleware changed the arguments of {call.name} into ones the tool "
+                f"refuses: {said}"
+            )
         return Decided(call, k, False, reason, reads)
     return Decided(call, k, True, reads=reads)
 

@@ -70,7 +70,7 @@ class Provider(ABC):
         """What the recording's header says about this provider. Never include credentials."""
         return {"name": self.name}
 
-    def continue_after(self, calls: int) -> None:
+    def continue_after(self, calls: int) -> None:  # noqa: B027 - a hook most leave alone
         """A paused run is continued, with this provider, after ``calls`` model calls. A
         provider that answers from a script (the mock) takes up the script where the run
         left it when it has answered nothing yet (a new process); others ignore it."""

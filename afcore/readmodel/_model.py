@@ -26,6 +26,7 @@ __all__ = [
     "FoldPart",
     "FoldView",
     "Gone",
+    "Governed",
     "InvalidArgs",
     "MessageEntry",
     "Provenance",
@@ -303,6 +304,36 @@ class InvalidArgs:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Governed:
+    """A governance step after a call: a middleware chain's decision (``rules``), the run
+    pausing for a person (``pause``), a person's answer (``resume``), a check of the answer
+    against the output schema (``check``)."""
+
+    kind: Literal["rules", "pause", "resume", "check"]
+    line: int
+    verb: str
+    """``allow``/``deny``/``ask`` (rules, pause), ``approve``/``decline`` (resume),
+    ``ok``/``failed`` (check)."""
+    words: list[str]
+    """What happened, in words, one line each."""
+    moment: str | None = None
+    """For rules: ``tool_call``, ``tool_result``, ``input``, ``output``."""
+    tool: str | None = None
+    k: int | None = None
+    value: Any = None
+    """For rules that changed the arguments: the arguments as changed; for a pause, its
+    checkpoint; for a resume, who answered, when and why; for a check, the check."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "line": self.line, "verb": self.verb}
+        if self.moment is not None:
+            out["moment"] = self.moment
+        if self.tool is not None:
+            out |= {"tool": self.tool, "k": self.k}
+        return out | {"words": self.words, "value": self.value}
+
+
 # -- a run, call by call -----------------------------------------------------------------
 
 
@@ -356,8 +387,16 @@ class CallSummary:
     results: list[ToolResult] = field(default_factory=list)
     invalid_args: list[InvalidArgs] = field(default_factory=list)
     errors: list[CallError] = field(default_factory=list)
+    governed: list[Governed] = field(default_factory=list)
+    """Middleware decisions, a pause and a person's answer, output checks, in file order."""
 
     def to_json(self) -> dict[str, Any]:
+        out = self._json()
+        if self.governed:
+            out["governed"] = [g.to_json() for g in self.governed]
+        return out
+
+    def _json(self) -> dict[str, Any]:
         return {
             "call": self.call,
             "iteration": self.iteration,
@@ -472,8 +511,20 @@ class RunOutcome:
     problems: list[dict[str, Any]]
     torn_tail: dict[str, Any] | None
     unknown_records: int
+    paused: dict[str, Any] | None = None
+    """For a run that ends paused: its checkpoint (the question, the link, the calls)."""
+    contract: dict[str, Any] | None = None
+    """For agents with an output schema: whether the answer met it."""
 
     def to_json(self) -> dict[str, Any]:
+        out = self._json()
+        if self.paused is not None:
+            out["paused"] = self.paused
+        if self.contract is not None:
+            out["contract"] = self.contract
+        return out
+
+    def _json(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "iterations": self.iterations,

@@ -14,6 +14,7 @@ from afcore.readmodel._model import (
     CallError,
     CallSummary,
     FoldPart,
+    Governed,
     InvalidArgs,
     RunHead,
     RunOutcome,
@@ -87,7 +88,16 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     size (a call is held only until the agent's next call begins). Blobs are read when a
     part needs their value: open the file with ``index=False`` and this walk is the one
     that indexes it."""
-    from afcore.recording import ArgsInvalid, Call, Commit, ErrorEvent, Reply, RunEnd
+    from afcore.recording import (
+        ArgsInvalid,
+        Call,
+        Commit,
+        ErrorEvent,
+        Pause,
+        Reply,
+        Resume,
+        RunEnd,
+    )
 
     header = rec.header
     yield RunPart(
@@ -131,6 +141,14 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             yield RunPart("call", c)
             while pending_folds and pending_folds[0].after_call == c.call:
                 yield RunPart("fold", pending_folds.pop(0))
+
+    early: list[Governed] = []
+    """governance before the first call (the message rules on the user's message)"""
+    paused: dict[str, Any] | None = None
+
+    def govern(item: Governed, iteration: int | None) -> None:
+        target = current(iteration) or current(None)
+        (target.governed if target is not None else early).append(item)
 
     injections = Injections(resolver)
     folds = Folds(resolver, keep=False)
@@ -187,6 +205,9 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 injections=decisions,
                 attempt=attempt_of(record.attempt),
             )
+            if early and agent:
+                entry.governed.extend(early)
+                early.clear()
             calls.append(entry)
             by_number[record.call] = entry
             by_rsid[record.rsid] = entry
@@ -202,6 +223,8 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 target.response = response_of(resolver, record)
         elif kind is Commit:
             assert isinstance(record, Commit)
+            for item in governed_of(resolver, record, line):
+                govern(item, record.iter if record.iter else None)
             if record.stage == "inject":
                 injections.see(record)
             elif record.stage in ("window", "summarize"):
@@ -242,6 +265,38 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 # A fail-fast before an attempt was made: it ends its stage's last attempt.
                 target = by_rsid.get(record.rsid)
             (target.errors if target is not None else errors).append(error)
+        elif kind is Pause:
+            assert isinstance(record, Pause)
+            cp = record.checkpoint
+            paused = cp.model_dump(mode="json", exclude_defaults=True)
+            govern(
+                Governed(
+                    "pause",
+                    line,
+                    "ask",
+                    [f"paused: {cp.link} asks a person: {cp.question}"],
+                    tool=next((c.name for c in cp.calls if c.id == cp.asked), None),
+                    k=next((c.k for c in cp.calls if c.id == cp.asked), None),
+                    value=paused,
+                ),
+                record.iter,
+            )
+        elif kind is Resume:
+            assert isinstance(record, Resume)
+            paused = None
+            verb = "approved" if record.verb == "approve" else "declined"
+            why = f": {record.why}" if record.why else ""
+            when = record.at[:19].replace("T", " ") + " UTC"
+            govern(
+                Governed(
+                    "resume",
+                    line,
+                    record.verb,
+                    [f"resumed: {verb} by {record.by} at {when}{why}"],
+                    value=record.model_dump(mode="json", exclude_defaults=True),
+                ),
+                None,
+            )
         elif kind is RunEnd:
             assert isinstance(record, RunEnd)
             end = record
@@ -266,5 +321,49 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             problems=[p.to_json() for p in rec.problems],
             torn_tail=rec.torn_tail.to_json() if rec.torn_tail else None,
             unknown_records=rec.unknown_records,
+            paused=paused if end is not None and end.status == "paused" else None,
+            contract=end.contract.model_dump(mode="json", exclude_defaults=True)
+            if end is not None and end.contract is not None
+            else None,
         ),
     )
+
+
+def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:
+    """The governance steps a commit records: the decisions of its ``govern:`` writes, a
+    person's answer, output checks."""
+    from afcore.governance._words import decision_words
+
+    out: list[Governed] = []
+    args = next(
+        (w for w in commit.writes if w.key.startswith("tool:") and w.key.endswith(".args")), None
+    )
+    for w in commit.writes:
+        key = w.key
+        if not key.startswith(("govern:", "approval:", "output:")):
+            continue
+        value, _ = resolver.value(w)
+        if not isinstance(value, dict):
+            continue
+        words = decision_words(key, value)
+        if not words:
+            continue  # a resumed walk with no link left after the one that asked
+        if key.startswith("govern:"):
+            changed = resolver.value(args)[0] if args is not None and key.count(".") == 0 else None
+            out.append(
+                Governed(
+                    "rules",
+                    line,
+                    as_text(value.get("verb")),
+                    words,
+                    moment=as_text(value.get("moment")) or None,
+                    tool=value.get("tool") if isinstance(value.get("tool"), str) else None,
+                    k=value.get("k") if isinstance(value.get("k"), int) else None,
+                    value=changed,
+                )
+            )
+        elif key.startswith("output:"):
+            out.append(
+                Governed("check", line, "ok" if value.get("ok") else "failed", words, value=value)
+            )
+    return out

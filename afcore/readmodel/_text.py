@@ -149,6 +149,8 @@ def status_style(status: str) -> str:
         "incomplete": "yellow",
         "interrupted": "yellow",
         "paused": "cyan",
+        "withheld": "yellow",
+        "denied": "yellow",
     }.get(status, "red")
 
 

@@ -31,6 +31,7 @@ import orjson
 from pydantic import ValidationError
 
 from afcore.errors import AfError, UsageError
+from afcore.governance._words import decision_words
 from afcore.recording._models import Call, Commit, Reply
 from afcore.recording._reader import Recording
 
@@ -289,7 +290,7 @@ class _Walk:
         if isinstance(r, Commit):
             for w in r.writes:
                 if w.key.startswith(("govern:", "approval:", "output:")):
-                    node.decisions.extend(_governance_words(w.key, self.value(w)))
+                    node.decisions.extend(decision_words(w.key, self.value(w)))
         self._nodes[rsid] = node
         return node
 
@@ -985,68 +986,6 @@ _REFUSALS = {
     "summarizer_failed": "the summarizer failed",
     "summary_not_smaller": "the summary was not smaller",
 }
-
-
-def _governance_words(key: str, value: Any) -> list[str]:
-    """A governance write in words: each link's answer, a person's, an output check."""
-    if not isinstance(value, dict):
-        return []
-    if key.startswith("approval:"):
-        verb = "approved" if value.get("verb") == "approve" else "declined"
-        text = f"{verb} by {value.get('by', '?')} at {value.get('at', '?')}"
-        text += f": {_said(value['why'], 80)}" if value.get("why") else ""
-        return [f"{text} (asked by {value.get('link', '?')}: {_said(value.get('question'), 80)})"]
-    if key.startswith("output:"):
-        tier = value.get("tier", "answer")
-        what = "the answer" if tier == "answer" else f"the {tier} value"
-        if value.get("ok"):
-            return [f"output check {value.get('attempt', '?')}: {what} holds to the schema"]
-        errors = value.get("errors") or []
-        said = "; ".join(
-            f"{e.get('path')}: {e.get('message')}" for e in errors[:3] if isinstance(e, dict)
-        )
-        if value.get("error"):
-            said = f"it raised {value['error']}"
-        sent = ", sent back to the model" if value.get("retry") else ""
-        return [
-            f"output check {value.get('attempt', '?')}: {what} fails the schema: "
-            f"{_said(said, 120)}{sent}"
-        ]
-    moment = value.get("moment")
-    noun = {
-        "tool_call": "the arguments",
-        "tool_result": "the result",
-        "input": "the message",
-        "output": "the answer",
-    }.get(str(moment), "the value")
-    out = []
-    for link in value.get("links") or ():
-        if not isinstance(link, dict):
-            continue
-        name, verb = link.get("link", "?"), link.get("verb")
-        if verb == "allow":
-            out.append(
-                f"{name} changed {noun}: {_said(link.get('why'), 80)}"
-                if link.get("changed")
-                else f"{name} allowed {noun}"
-            )
-        elif verb == "ask":
-            out.append(f"{name} asked a person: {_said(link.get('question'), 80)}")
-        elif link.get("error"):
-            out.append(f"{name} failed, which denies: {_said(link.get('error'), 80)}")
-        else:
-            out.append(f"{name} denied {noun}: {_said(link.get('reason'), 80)}")
-    if value.get("problems"):
-        out.append(f"{noun} as changed break the tool's schema: denied")
-    if value.get("not_walked"):
-        out.append(f"not asked: {', '.join(map(str, value['not_walked']))}")
-    return out
-
-
-def _said(value: Any, limit: int = 80) -> str:
-    """Words a link or a person wrote, on one line, cut to ``limit`` (the cut stated)."""
-    text = " ".join(str(value if value is not None else "").split())
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more chars)"
 
 
 def _refusal_words(refusal: dict[str, Any]) -> str:

@@ -394,8 +394,9 @@ def test_a_fold_never_removes_the_paused_call(tmp_path: Path) -> None:
     folds = [f for f in folds if f]
     assert folds and all(f["count"] for f in folds)  # folded before the pause
     paused_reply = next(
-        r["writes"][0]["key"] for r in records(paused.recording) if r["t"] == "reply"
-        and r["tool_calls"] and r["tool_calls"][0]["id"] == "c4"
+        r["writes"][0]["key"]
+        for r in records(paused.recording)
+        if r["t"] == "reply" and r["tool_calls"] and r["tool_calls"][0]["id"] == "c4"
     )
     n = int(paused_reply.split(":")[1])
     assert not any(a <= n <= b for f in folds for a, b in f["messages"])
@@ -465,7 +466,11 @@ def test_the_input_is_what_the_chain_leaves_everywhere_after(tmp_path: Path) -> 
     assert written(path, "user_message") == "pay with [card] please"
     with rec.open_recording(path) as r:
         s = why(r, "user_message")
-    assert any("mask changed the message: masked a card number" in d for n in s.nodes.values() for d in n.decisions)
+    assert any(
+        "mask changed the message: masked a card number" in d
+        for n in s.nodes.values()
+        for d in n.decisions
+    )
 
 
 def test_a_denied_input_raises_without_the_refused_text(tmp_path: Path) -> None:
@@ -511,7 +516,9 @@ def test_a_changed_answer_is_what_the_caller_and_the_record_get(tmp_path: Path) 
     script = Script(answer="call 555-0100")
     tidy = MessageMiddleware(
         "tidy",
-        lambda t, p: allow(t.replace("555-0100", "[phone]"), "hid a phone") if p == "output" else allow(),
+        lambda t, p: (
+            allow(t.replace("555-0100", "[phone]"), "hid a phone") if p == "output" else allow()
+        ),
     )
     agent = (
         Agent.create(provider=mock(respond=script), model="m", record=fixed_recording(tmp_path))
@@ -682,7 +689,11 @@ def test_fallback_then_canned_each_tier_recorded(tmp_path: Path) -> None:
     assert agent.run_typed("refund?") == Refund(amount=0, reason="manual review")
     assert errors == [("$", "no idea")]
     check = written(agent.last_recording, "output:2")
-    assert (check["tier"], check["ok"], check["value"]["reason"]) == ("fallback", True, "manual review")
+    assert (check["tier"], check["ok"], check["value"]["reason"]) == (
+        "fallback",
+        True,
+        "manual review",
+    )
 
     broken, _ = contract_agent(
         tmp_path / "2",

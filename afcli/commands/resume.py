@@ -1,0 +1,143 @@
+"""``af resume``: continue a run that paused for a person, with their answer."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from afcli._errors import EXIT_USAGE, CliError, command
+from afcli._params import RunArg
+
+if TYPE_CHECKING:
+    from afcore import Agent
+
+__all__ = ["resume"]
+
+
+@command
+def resume(
+    run: RunArg,
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Approve the call: the tool runs.")
+    ] = False,
+    decline: Annotated[
+        bool, typer.Option("--decline", help="Decline the call: the model reads a denial.")
+    ] = False,
+    why: Annotated[
+        str | None,
+        typer.Option(
+            "--why",
+            metavar="TEXT",
+            help="Why, in your words (the model reads it when you decline).",
+            show_default=False,
+        ),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="NAME",
+            help="Who decides (default: your user name).",
+            show_default=False,
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            metavar="AGENT",
+            help="The agent that ran it, as af run takes it (file.py:make, module:NAME); "
+            "default: what the recording says af run loaded.",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the outcome as JSON on stdout.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the answer.")] = False,
+) -> None:
+    """Continue a paused run: a tool middleware link asked a person about a tool call.
+
+    `af resume RUN --approve` runs the call (its rules go on after the one that asked);
+    `af resume RUN --decline --why "over budget"` has the model read that you declined.
+    The run goes on in the same recording, in this process, with the agent that ran it.
+    Without `--approve` or `--decline`, says what is asked. Exit 0 on an answer or another
+    pause, 1 when the run fails, 2 when the run is not paused or the agent cannot be loaded.
+    """
+    from rich.text import Text
+
+    from afcli._render import err_console
+    from afcli._runs import open_run
+    from afcli.commands.run import show_outcome
+    from afcore.loop import paused_checkpoint
+    from afcore.readmodel import safe
+
+    if approve and decline:
+        raise CliError("give --approve or --decline, not both", EXIT_USAGE)
+    with open_run(run) as rec:
+        path = rec.path
+        _, checkpoint = paused_checkpoint(rec)
+        source = rec.header.agent.source
+        name = rec.header.agent.name
+    err = err_console()
+    if not (approve or decline):
+        err.print(
+            Text.assemble(
+                ("paused: ", "bold yellow"),
+                (safe(checkpoint.link), "bold"),
+                " asks: ",
+                safe(checkpoint.question),
+            ),
+            soft_wrap=True,
+        )
+        raise CliError(f"answer it: af resume {run} --approve, or --decline --why TEXT")
+    built = _load(agent, source, name)
+    result_answer = built.resume(path, approve=approve, why=why, by=by)
+    result = built.last_result
+    assert result is not None
+    del result_answer
+    show_outcome(
+        result,
+        json_output=json_output,
+        quiet=quiet,
+        streamed=False,
+        progress=False,
+        interrupted=False,
+        max_iterations=built.max_iterations,
+    )
+
+
+def _load(spec: str | None, source: str | None, name: str) -> Agent:
+    """The agent that ran the paused run: ``--agent``, or what its recording says af run
+    loaded."""
+    from afcli._loading import LoadError, load_agent
+
+    given = spec or source
+    if not given:
+        raise CliError(
+            "the recording does not say where its agent came from: give it with --agent "
+            "file.py:make",
+            EXIT_USAGE,
+        )
+    try:
+        loaded = load_agent(given)
+    except LoadError as e:
+        if spec is not None:
+            raise
+        raise CliError(
+            f"the run's agent came from {given}, which af cannot load ({e.message}): give it "
+            "with --agent file.py:make",
+            EXIT_USAGE,
+        ) from None
+    built = copy.copy(loaded.agent)
+    if built.name == "agent" and name != "agent":
+        built.name = loaded.name  # af run names an unnamed agent after what it loaded
+    from afcore import RecordingConfig
+
+    if built.recording is None:
+        built.recording = RecordingConfig()
+    built.source = source
+    built.last_result = None
+    return built
