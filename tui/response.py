@@ -185,11 +185,22 @@ def _result_lines(result: dict[str, Any], invalid: dict[str, dict[str, Any]]) ->
         out.append(Text(f"    {verb}: {safe(problems)[:400]}", style="yellow"))
     for said in result.get("progress") or []:
         out.append(Text(f"    … {safe(as_text(said))[:300]}", style="dim"))
+    for ruled in result.get("rules") or []:
+        out.append(Text(f"    ⚖ {safe(as_text(ruled))[:300]}", style="yellow"))
     content = result.get("content")
     if content is not None:
         shown, _ = preview(as_text(content), chars=300, lines=3)
         out.append((4, shown))
     return out
+
+
+_GOVERNED = {
+    "allow": ("⚖", "green"),
+    "deny": ("⚖", "red"),
+    "ask": ("⚖", "yellow"),
+    "ok": ("✓", "green"),
+    "failed": ("✗", "yellow"),
+}
 
 
 def _event(call: int, e: dict[str, Any], width: int) -> Entry:
@@ -266,6 +277,27 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
         return Text.assemble(at, ("not a record (af verify says why)", "red")), None
     if kind == "stage":
         return Text.assemble(at, (safe(as_text(e.get("rsid"))), "dim")), None
+    if kind == "governed":
+        mark, style = _GOVERNED.get(as_text(e.get("verb")), ("⚖", "dim"))
+        words = [as_text(w) for w in e.get("words") or []]
+        lines = [Text.assemble(at, (f"{mark} ", style), (safe(as_text(e.get("stage"))), "cyan"))]
+        lines += [Text.assemble("  ", (safe(w), style)) for w in words]
+        return row(None, *lines), Item(f"ev:{e['line']}", why=e.get("why"))
+    if kind == "pause":
+        text = Text.assemble(at, ("⏸ paused: ", "bold yellow"), (safe(e["link"]), "bold"))
+        text.append(" asks a person: ")
+        text.append_text(flat(e["question"], 600))
+        return text, Item(f"ev:{e['line']}", full=e["question"], title="the question")
+    if kind == "resume":
+        verb = "approved" if e.get("verb") == "approve" else "declined"
+        style = "bold green" if verb == "approved" else "bold red"
+        when = as_text(e.get("at"))[:19].replace("T", " ")
+        text = Text.assemble(at, (f"▶ {verb}", style), f" by {safe(as_text(e.get('by')))}")
+        text.append(f" at {safe(when)} UTC", style="dim")
+        if e.get("why"):
+            text.append(": ")
+            text.append_text(flat(e["why"], 400))
+        return text, None
     # A record of a type this af does not know: shown as it is, made safe.
     raw = orjson.dumps(e.get("record")).decode()
     text = Text.assemble(at, ("unknown record ", "yellow"))

@@ -240,7 +240,7 @@ class Agent:
             # Watched but not recorded: the records go to the observers only.
             run_id = new_run_id()
             rec: Recorder = Recorder(
-                None,  # type: ignore[arg-type]
+                None,
                 run_id=run_id,
                 redactor=Redaction().compile(self.provider.secrets()),
                 watchers=self.watchers,
@@ -341,7 +341,7 @@ class Agent:
         it, with ``why``. ``by``: who decided (default: the user running this process). The
         continuation is appended to the run's recording. Returns the answer, or the run
         paused again."""
-        return _sync(
+        return _sync(  # type: ignore[no-any-return]
             self.aresume(
                 paused,
                 approve=approve,

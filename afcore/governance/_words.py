@@ -44,14 +44,14 @@ def decision_words(key: str, value: Any) -> list[str]:
     for link in value.get("links") or ():
         if not isinstance(link, dict):
             continue
-        name, verb = link.get("link", "?"), link.get("verb")
-        if verb == "allow":
+        name, answer = str(link.get("link", "?")), link.get("verb")
+        if answer == "allow":
             out.append(
                 f"{name} changed {noun}: {said(link.get('why'), 80)}"
                 if link.get("changed")
                 else f"{name} allowed {noun}"
             )
-        elif verb == "ask":
+        elif answer == "ask":
             out.append(f"{name} asked a person: {said(link.get('question'), 80)}")
         elif link.get("error"):
             out.append(f"{name} failed, which denies: {said(link.get('error'), 80)}")

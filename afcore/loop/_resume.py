@@ -18,7 +18,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from afcore._version import __version__
 from afcore.errors import NotPausedError, UsageError
@@ -100,7 +100,7 @@ async def resume_loop(
         pending = checkpoint.calls[asked]
         at = config.now().isoformat(timespec="milliseconds")
         who = by or _user()
-        verb = "approve" if approve else "decline"
+        verb: Literal["approve", "decline"] = "approve" if approve else "decline"
         rec.event(
             _resume(
                 verb=verb,

@@ -235,6 +235,32 @@ def _event(
         }
     if t == "run_end":
         return {"kind": "end", "line": line, "status": as_text(d.get("status")), "record": d}
+    if t == "pause":
+        cp = as_dict(d.get("checkpoint"))
+        return {
+            "kind": "pause",
+            "line": line,
+            "link": as_text(cp.get("link")),
+            "question": as_text(cp.get("question")),
+        }
+    if t == "resume":
+        return {
+            "kind": "resume",
+            "line": line,
+            "verb": as_text(d.get("verb")),
+            "by": as_text(d.get("by")),
+            "at": as_text(d.get("at")),
+            "why": as_text(d.get("why")) if d.get("why") is not None else None,
+        }
+    if t == "observer_error":
+        error = as_dict(d.get("error"))
+        return {
+            "kind": "error",
+            "line": line,
+            "error": f"observer {as_text(d.get('observer'))} failed",
+            "message": f"{as_text(error.get('kind'))}: {as_text(error.get('message'))}",
+            "decision": {},
+        }
     if t == "commit":
         return _commit_event(rec, d, line, started, evicted)
     if t in ("header", "blob"):
@@ -253,6 +279,7 @@ def _commit_event(
     rsid = as_text(d.get("rsid"))
     writes = [w for w in d.get("writes") or [] if isinstance(w, dict)]
     tool = d.get("tool")
+    ruled = _governed_words(rec, writes)
     if isinstance(tool, dict):
         message = _value(rec, writes[0]) if writes else None
         begun = started.pop(rsid, None)
@@ -268,6 +295,8 @@ def _commit_event(
             "is_error": as_dict(message).get("is_error") is True,
             "message": _message_number(writes),
         }
+        if ruled:
+            event["rules"] = ruled
         return None if begun is not None else event  # already listed where it started
     if stage == "route":
         return {"kind": "route", "line": line, "rsid": rsid, "value": _first_value(rec, writes)}
@@ -286,7 +315,37 @@ def _commit_event(
         return {"kind": "summarize", "line": line, "rsid": rsid}
     if stage == "inject":
         return None  # the next call's: its decisions are shown with it
+    if stage == "resume":
+        return None  # the resume record before it says who answered
+    if stage.startswith("govern:") or stage in ("output", "fallback"):
+        keys = [as_text(w.get("key")) for w in writes]
+        args = next((k for k in keys if k.startswith("tool:") and k.endswith(".args")), None)
+        ruling = next((k for k in keys if k.startswith(("govern:", "output:"))), None)
+        value = _value(rec, next(w for w in writes if w.get("key") == ruling)) if ruling else None
+        if not ruled:
+            return None  # a resumed walk with no link left after the one that asked
+        return {
+            "kind": "governed",
+            "line": line,
+            "rsid": rsid,
+            "stage": stage,
+            "verb": as_text(as_dict(value).get("verb"))
+            or ("ok" if as_dict(value).get("ok") else "failed"),
+            "words": ruled,
+            "why": args or ruling,
+        }
     return {"kind": "stage", "line": line, "rsid": rsid, "stage": stage}
+
+
+def _governed_words(rec: Recording, writes: list[dict[str, Any]]) -> list[str]:
+    from afcore.governance._words import decision_words
+
+    out: list[str] = []
+    for w in writes:
+        key = as_text(w.get("key"))
+        if key.startswith(("govern:", "output:")):
+            out += decision_words(key, _value(rec, w))
+    return out
 
 
 def _value(rec: Recording, write: dict[str, Any]) -> Any:

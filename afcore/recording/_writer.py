@@ -154,7 +154,7 @@ class Recorder:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         *,
         run_id: str,
         redactor: Redactor,
@@ -166,7 +166,7 @@ class Recorder:
     ) -> None:
         """``path`` None: records go to the observers only (an agent that does not record
         but is watched). ``fd``: the file opened already (see :meth:`continuing`)."""
-        self.path = path  # type: ignore[assignment]
+        self.path = path
         self.run_id = run_id
         self.redactor = redactor
         self.clock = clock
@@ -852,7 +852,7 @@ class NullRecorder(Recorder):
     enabled = False
 
     def __init__(self) -> None:  # noqa: D107 - nothing to open
-        self.path = None  # type: ignore[assignment]
+        self.path = None
         self._stage_counter = -1
         self.versions = {}
         self.seq = 0
