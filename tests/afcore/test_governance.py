@@ -663,6 +663,10 @@ def test_retries_send_the_errors_back_and_each_check_is_recorded(tmp_path: Path)
     assert (first["ok"], first["retry"], second["ok"]) == (False, True, True)
     routes = [c["writes"][0]["value"] for c in commits(path, "route")]
     assert routes == ["retry", "answer"]
+    with rec.open_recording(path) as r:
+        s = why(r, "answer")
+    said = [d for n in s.nodes.values() for d in n.decisions]
+    assert "output check 2: the answer holds to the schema" in said
     verified(path)
 
 
@@ -806,3 +810,26 @@ def test_an_agent_that_does_not_record_can_still_be_watched() -> None:
     assert agent.run("hi") == "fine"
     assert seen[0].t == "header" and seen[-1].t == "run_end"
     assert agent.last_recording is None
+
+
+def test_a_paused_runs_tool_resources_are_not_torn_down(tmp_path: Path) -> None:
+    from tests.afcore.test_mcp import stdio_tools
+
+    pid_call = [{"id": f"p{i}", "name": "pid", "args": {}} for i in (1, 2)]
+    script = Script(*pid_call, answer="same server")
+    second = ToolMiddleware("second", on_tool_call=lambda c: ask("again?") if c.k == 2 else allow())
+    with stdio_tools("sdk") as tools:
+        agent = (
+            Agent.create(provider=mock(respond=script), model="m", record=fixed_recording(tmp_path))
+            .tools(tools)
+            .tool_middleware(second)
+            .build()
+        )
+        paused = agent.run("which process?")
+        assert isinstance(paused, Paused) and not tools.closed
+        assert agent.resume(paused, approve=True) == "same server"
+        results = [
+            m.content for m in script.requests[-1].messages if getattr(m, "role", "") == "tool"
+        ]
+    assert len(results) == 2 and results[0] == results[1]  # one server, before and after
+    verified(paused.recording)
