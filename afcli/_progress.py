@@ -268,6 +268,16 @@ class Progress:
         elif t == "commit" and r.get("tool"):
             self._running.pop(str(r.get("rsid")), None)
             self._tool_result(r)
+            self._governed(r)
+        elif t == "commit" and str(r.get("stage", "")).startswith(("govern:", "output")):
+            self._governed(r)
+        elif t == "resume":
+            verb = "approved" if r.get("verb") == "approve" else "declined"
+            self._say(
+                (f"  ▶ {verb}", "bold green" if verb == "approved" else "bold red"),
+                f" by {safe(str(r.get('by', '?')))}",
+                tail=f": {r['why']}" if r.get("why") else "",
+            )
         elif t == "tool_progress":
             self._say(("  … ", "dim"), tail=str(r.get("message", "")))
         elif t == "error":
@@ -289,6 +299,21 @@ class Progress:
             )
         elif t == "run_end":
             self._end(r)
+
+    def _governed(self, r: dict[str, Any]) -> None:
+        """What the rules decided, one line each: only what they did (a link that allowed
+        as it was is not news)."""
+        from afcore.governance._words import decision_words
+
+        for w in r.get("writes") or []:
+            key = str(w.get("key", "")) if isinstance(w, dict) else ""
+            if not key.startswith(("govern:", "output:")):
+                continue
+            for words in decision_words(key, self._value(w)):
+                if " allowed " in words:
+                    continue
+                bad = " denied " in words or " failed" in words or "fails" in words
+                self._say(("  ⚖ ", "red" if bad else "yellow"), tail=words)
 
     def _inject(self, r: dict[str, Any]) -> None:
         """What changed in the context: injections that fired now and not at the iteration

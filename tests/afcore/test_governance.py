@@ -833,3 +833,21 @@ def test_a_paused_runs_tool_resources_are_not_torn_down(tmp_path: Path) -> None:
         ]
     assert len(results) == 2 and results[0] == results[1]  # one server, before and after
     verified(paused.recording)
+
+
+def test_a_sessions_turn_cannot_wait_so_its_question_is_a_denial(tmp_path: Path) -> None:
+    script, paid = Script(REFUND_250), []
+    agent = (
+        Agent.create(
+            provider=mock(respond=script),
+            model="m",
+            record=tmp_path / "recs",
+            sessions=tmp_path / "sessions.db",
+        )
+        .tool(refund_tool(paid))
+        .tool_middleware(approval_link())
+        .build()
+    )
+    sent = agent.session("ticket-1").send("refund")
+    assert sent.status == "answer" and paid == []
+    assert "a session's turn cannot wait for one" in str(sent.answer)
