@@ -272,9 +272,9 @@ class Progress:
         elif t == "commit" and str(r.get("stage", "")).startswith(("govern:", "output")):
             self._governed(r)
         elif t == "resume":
-            verb = "approved" if r.get("verb") == "approve" else "declined"
+            answered = "approved" if r.get("verb") == "approve" else "declined"
             self._say(
-                (f"  ▶ {verb}", "bold green" if verb == "approved" else "bold red"),
+                (f"  ▶ {answered}", "bold green" if answered == "approved" else "bold red"),
                 f" by {safe(str(r.get('by', '?')))}",
                 tail=f": {r['why']}" if r.get("why") else "",
             )
