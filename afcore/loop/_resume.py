@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from afcore._version import __version__
 from afcore.errors import NotPausedError, UsageError
 from afcore.injections._engine import TurnState
@@ -53,7 +55,19 @@ def paused_checkpoint(rec: Recording) -> tuple[int, Checkpoint]:
             continue
         raw = rec.raw(line_no)
         if isinstance(raw, dict) and raw.get("t") == "pause":
-            return line_no, Checkpoint.model_validate(raw.get("checkpoint"))
+            try:
+                checkpoint = Checkpoint.model_validate(raw.get("checkpoint"))
+            except ValidationError as e:
+                raise NotPausedError(
+                    f"the run in {name} ends paused, but its checkpoint (line {line_no}) is "
+                    f"not one this af reads: {e.errors()[0]['msg']}"
+                ) from None
+            if sum(1 for c in checkpoint.calls if c.state == "asked") != 1:
+                raise NotPausedError(
+                    f"the run in {name} ends paused, but its checkpoint (line {line_no}) names "
+                    "no single call it asks about"
+                )
+            return line_no, checkpoint
     raise NotPausedError(f"the run in {name} ends paused, but holds no checkpoint")
 
 

@@ -851,3 +851,26 @@ def test_a_sessions_turn_cannot_wait_so_its_question_is_a_denial(tmp_path: Path)
     sent = agent.session("ticket-1").send("refund")
     assert sent.status == "answer" and paid == []
     assert "a session's turn cannot wait for one" in str(sent.answer)
+
+
+def test_verify_holds_a_continued_file_to_one_run(tmp_path: Path) -> None:
+    script, paid = Script(REFUND_250), []
+    paused = agent_with(tmp_path, script, paid, approval_link()).run("refund")
+    assert isinstance(paused, Paused)
+    path = paused.recording
+    good = path.read_bytes()
+    # Anything but a resume after a paused run_end is a problem; so is a stray resume.
+    path.write_bytes(good + b'{"t":"tool_progress","rsid":"x#9","message":"late"}\n')
+    with rec.open_recording(path) as r:
+        assert any("follows run_end" in p.message for p in rec.verify(r).problems)
+    resume = b'{"t":"resume","verb":"approve","by":"x","at":"t","af_version":"0","python":"3"}\n'
+    lines = good.splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:3]) + resume + b"".join(lines[3:]))
+    with rec.open_recording(path) as r:
+        assert any("follows no paused run_end" in p.message for p in rec.verify(r).problems)
+    # A checkpoint this af cannot read is refused in a sentence, the file left as it was.
+    broken = good.replace(b'"state":"asked"', b'"state":"lost"')
+    path.write_bytes(broken)
+    with pytest.raises(NotPausedError, match="not one this af reads"):
+        agent_with(tmp_path / "b", Script(), [], approval_link()).resume(path, approve=True)
+    assert path.read_bytes() == broken
