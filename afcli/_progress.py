@@ -303,7 +303,7 @@ class Progress:
     def _governed(self, r: dict[str, Any]) -> None:
         """What the rules decided, one line each: only what they did (a link that allowed
         as it was is not news)."""
-        from afcore.governance._words import decision_words
+        from afcore.governance import decision_words
 
         for w in r.get("writes") or []:
             key = str(w.get("key", "")) if isinstance(w, dict) else ""

@@ -32,6 +32,7 @@ from afcore.governance._verbs import (
     hooks_of,
     link_name,
 )
+from afcore.governance._words import decision_words
 
 __all__ = [
     "HOOKS",
@@ -52,6 +53,7 @@ __all__ = [
     "Walk",
     "allow",
     "ask",
+    "decision_words",
     "deny",
     "hooks_of",
     "link_name",

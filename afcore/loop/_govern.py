@@ -439,7 +439,7 @@ def pause_here(run: RunState, pause: PauseRun, ms: float) -> Paused:
     """Record where a paused run stands (the `pause` record and its checkpoint, which the
     `run_end` after it follows) and say what is asked."""
     rec = run.rec
-    planned = pause.walk  # the walk that asked
+    walk = pause.walk  # the walk that asked
     reply = run.last_call
     calls = _reply_calls(run)
     pending = [
@@ -457,8 +457,8 @@ def pause_here(run: RunState, pause: PauseRun, ms: float) -> Paused:
         reply=reply,
         iteration=run.iteration,
         asked=pause.call.id,
-        link=planned.by,
-        question=planned.question,
+        link=walk.by,
+        question=walk.question,
         calls=pending,
         model_calls=run.calls,
         usage=usage_info(run.usage),
@@ -486,8 +486,8 @@ def pause_here(run: RunState, pause: PauseRun, ms: float) -> Paused:
     return Paused(
         run_id=run.run_id,
         recording=rec.path,
-        question=planned.question,
-        link=planned.by,
+        question=walk.question,
+        link=walk.by,
         tool=pause.call.name,
         args=dict(pause.call.args),
         call_id=pause.call.id,

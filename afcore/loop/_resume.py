@@ -16,7 +16,6 @@ from __future__ import annotations
 import getpass
 import sys
 import threading
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +26,7 @@ from afcore.errors import NotPausedError, UsageError
 from afcore.injections._engine import TurnState
 from afcore.loop._govern import ResumeAnswer
 from afcore.loop._run import drive, iterate, run_tools
-from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus
+from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, last_value
 from afcore.messages import Message, Source, SystemSegment, ToolCall, Usage, message_from_json
 from afcore.providers._base import StreamHandler
 from afcore.recording._models import Approval, Checkpoint, Resume, line, trusted
@@ -192,17 +191,6 @@ def _numbers(ranges: list[tuple[int, int]]) -> list[int]:
     return [n for a, b in ranges for n in range(a, b + 1)]
 
 
-def _value(recorded: Recording, key: str) -> Any:
-    lines = recorded.writer_lines(key)
-    if not lines:
-        return None
-    for _, record in recorded.records([lines[-1]]):
-        for w in getattr(record, "writes", ()):
-            if w.key == key:
-                return recorded.value(w)
-    return None
-
-
 def _restore(
     agent: AgentParts,
     rec: Recorder,
@@ -218,7 +206,7 @@ def _restore(
     tail = (contract.segment,) if contract is not None else ()
     base: tuple[SystemSegment, ...] = (*agent.system, *tail)
     if agent.configure_fn is not None:
-        instructions = _value(recorded, "instructions")
+        instructions = last_value(recorded, "instructions")
         if isinstance(instructions, str) and instructions != "\n\n".join(
             s.text for s in agent.system
         ):
@@ -276,7 +264,7 @@ def _restore(
         live.folded = cp.folded
         run.live = live
         run.request = next((i for i in live.items if i.n == cp.request), None)
-    user_message = _value(recorded, "user_message")
+    user_message = last_value(recorded, "user_message")
     run.turn = TurnState(
         user_message=user_message if isinstance(user_message, str) else "",
         iteration=cp.iteration,
@@ -313,7 +301,3 @@ def _planned(recorded: Recording, cp: Checkpoint) -> list[tuple[ToolCall, int]]:
             )
         out.append((call, pending.k))
     return out
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")

@@ -14,6 +14,10 @@ Every stage commits what it read and wrote to the recording:
     route#k                reads reply:<n>, writes route (tools | answer)
     tool:<name>#k          reads reply:<n>, writes message:<m> (the result)  one per tool call
     finalize#k             reads reply:<n>, writes answer
+
+Agents with middleware or an output schema add the governance stages (``_govern``): the
+rules around the message, each tool call and result, and the answer; a pause ends the run
+``paused``, and ``_resume`` continues it in the same file.
 """
 
 from __future__ import annotations
@@ -185,8 +189,6 @@ async def drive(
         raised.__cause__ = e
     except BaseException as e:  # SystemExit and the like: the run ends, and it goes on up
         raised = e
-    if isinstance(body, Coroutine):
-        body.close()  # not awaited when the state could not be set up
     output = run.output
     try:
         if rec.enabled:

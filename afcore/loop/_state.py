@@ -25,7 +25,15 @@ from afcore.window._live import LiveWindowState
 from afcore.window._strategies import WindowStrategy
 from afcore.window._turns import LiveMessage
 
-__all__ = ["AgentParts", "Output", "RunResult", "RunState", "RunStatus", "provider_error"]
+__all__ = [
+    "AgentParts",
+    "Output",
+    "RunResult",
+    "RunState",
+    "RunStatus",
+    "last_value",
+    "provider_error",
+]
 
 RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
 
@@ -152,15 +160,7 @@ class RunState:
 
     def rec_value(self, key: str) -> Any:
         """For a continued run: the value of ``key``'s last write before the pause."""
-        rec = self.recorded
-        lines = rec.writer_lines(key) if rec is not None else []
-        if not lines:
-            return None
-        for _, record in rec.records([lines[-1]]):
-            for w in getattr(record, "writes", ()):
-                if w.key == key:
-                    return rec.value(w)
-        return None
+        return None if self.recorded is None else last_value(self.recorded, key)
 
     def remember(
         self, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
@@ -199,6 +199,19 @@ class RunState:
             cache=request.cache,
             attempt=attempt,
         )
+
+
+def last_value(recording: Any, key: str) -> Any:
+    """The value of the last write of ``key`` in a recording (a reader's Recording), or
+    None when nothing wrote it."""
+    lines = recording.writer_lines(key)
+    if not lines:
+        return None
+    for _, record in recording.records([lines[-1]]):
+        for w in getattr(record, "writes", ()):
+            if w.key == key:
+                return recording.value(w)
+    return None
 
 
 def provider_error(e: Exception, provider: str, n: int) -> ProviderError:
