@@ -24,12 +24,13 @@ from pydantic import ValidationError
 from afcore._version import __version__
 from afcore.errors import NotPausedError, UsageError
 from afcore.injections._engine import TurnState
+from afcore.loop._conversation import Conversation
 from afcore.loop._govern import ResumeAnswer
 from afcore.loop._run import drive, iterate, run_tools
 from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, last_value
 from afcore.messages import Message, Source, SystemSegment, ToolCall, Usage, message_from_json
 from afcore.providers._base import StreamHandler
-from afcore.recording._models import Approval, Checkpoint, Resume, line, trusted
+from afcore.recording._models import Approval, Checkpoint, Commit, Resume, line, trusted
 from afcore.recording._reader import Recording, open_recording
 from afcore.recording._writer import Recorder, RecordObserver
 from afcore.window._live import LiveWindowState
@@ -224,6 +225,9 @@ def _restore(
         typed=typed,
     )
     run.recorded = recorded
+    if _continues_a_conversation(recorded):
+        # A run given history= lets its window strategy visit after the answer too.
+        run.conversation = Conversation()
     run.iteration = cp.iteration
     run.calls = cp.model_calls
     u = cp.usage
@@ -283,6 +287,13 @@ def _restore(
     else:
         run.composition = agent.engine.compose(run.turn, run.base)
     return run
+
+
+def _continues_a_conversation(recorded: Recording) -> bool:
+    first = recorded.seq_line(1)
+    for _, record in recorded.records([first] if first is not None else []):
+        return isinstance(record, Commit) and record.stage == "history"
+    return False
 
 
 def _planned(recorded: Recording, cp: Checkpoint) -> list[tuple[ToolCall, int]]:

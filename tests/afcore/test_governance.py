@@ -874,3 +874,24 @@ def test_verify_holds_a_continued_file_to_one_run(tmp_path: Path) -> None:
     with pytest.raises(NotPausedError, match="not one this af reads"):
         agent_with(tmp_path / "b", Script(), [], approval_link()).resume(path, approve=True)
     assert path.read_bytes() == broken
+
+
+def test_a_run_that_continues_a_conversation_pauses_and_goes_on(tmp_path: Path) -> None:
+    from afcore.messages import AssistantMessage, TextBlock, UserMessage
+
+    script, paid = Script(REFUND_250), []
+    agent = (
+        Agent.create(provider=mock(respond=script), model="m", record=fixed_recording(tmp_path))
+        .tool(refund_tool(paid))
+        .tool_middleware(approval_link())
+        .window(sliding_window(keep_recent_turns=8))
+        .build()
+    )
+    before = [UserMessage("hello"), AssistantMessage((TextBlock("hi, how can I help?"),))]
+    paused = agent.run("refund", history=before)
+    assert isinstance(paused, Paused)
+    assert agent.resume(paused, approve=True) == "read: refunded 250"
+    sent = [getattr(m, "content", None) for m in script.requests[-1].messages]
+    assert sent[0] == "hello" and sent[-1] == "refunded 250"
+    assert [m.to_json() for m in agent.last_result.transcript][:1] == [before[0].to_json()]
+    verified(paused.recording)
