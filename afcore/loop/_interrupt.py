@@ -1,23 +1,42 @@
-"""A run that can always be stopped: sync tools run in daemon threads the loop can walk away
-from, and a tool call a stop left unfinished is recorded as interrupted.
+"""A run that can always be stopped, without a thread hop per tool call.
 
 A sync tool that blocks (``time.sleep(60)``, a hung socket) cannot be stopped from outside
-its thread. Run on the loop's own thread it would hold the run until it returned, whatever
-the user pressed; run on a daemon thread, a cancel reaches the loop at once, the run records
-its end, and the thread is abandoned: it finishes (or not) on its own, and neither the run
-nor the process waits for it. The threads are kept for reuse, so a tool call costs a hand-off,
-not a thread start.
+its thread. Two ways keep Ctrl-C working:
+
+- **Inline, on the main thread.** A lone sync tool runs on the loop's own thread, when that
+  is the main thread, inside :func:`inline`. The SIGINT handler in force (the event loop's,
+  or the command's) is wrapped for the run (:func:`sigint_reaches_tools`): it runs as before
+  (it cancels the run, says the run is stopping) and then raises :class:`ToolInterrupted`
+  into the tool, which is unwound there and then. No thread, no hand-off: a tool call costs a
+  function call. What cannot be unwound this way is a tool stuck in C code that does not
+  return to Python on a signal (CPython runs handlers between bytecodes), and a cancel that
+  is not a signal (``asyncio.wait_for``'s timeout) waits for the tool to return; a tool that
+  may block in such ways is best written ``async``.
+- **On a daemon thread**, for the tools of one reply that run together, and for a loop that
+  is not on the main thread (no signal reaches it): a cancel reaches the loop at once, the
+  run records its end, and the thread is abandoned: it finishes (or not) on its own, and
+  neither the run nor the process waits for it. The threads are kept for reuse, so such a
+  call costs a hand-off, not a thread start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import queue
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["INTERRUPTED_TEXT", "in_thread"]
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "ToolInterrupted",
+    "can_inline",
+    "in_thread",
+    "inline",
+    "sigint_reaches_tools",
+]
 
 INTERRUPTED_TEXT = (
     "The tool call did not finish: the run was interrupted before it returned. Whether it "
@@ -27,6 +46,73 @@ INTERRUPTED_TEXT = (
 
 _IDLE_SECONDS = 30.0
 """An idle worker thread ends after this long."""
+
+
+class ToolInterrupted(BaseException):  # noqa: N818 - a stop, like KeyboardInterrupt
+    """Raised into a sync tool running inline when Ctrl-C comes. A BaseException, so that a
+    tool's own ``except Exception`` does not swallow it."""
+
+
+_MAIN = threading.main_thread().ident
+_inline_depth = 0
+"""How many inline tools the main thread is running (more than one: a tool that runs an
+agent of its own)."""
+_wrapped = 0
+"""How many runs on the main thread have the SIGINT handler wrapped (nested runs share it)."""
+
+
+def can_inline() -> bool:
+    """Whether a sync tool may run on this thread: the main thread, where a SIGINT handler
+    can raise into it, with the handler wrapped by :func:`sigint_reaches_tools`."""
+    return _wrapped > 0 and threading.get_ident() == _MAIN
+
+
+def inline(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on this thread, where Ctrl-C raises :class:`ToolInterrupted` into it."""
+    global _inline_depth
+    _inline_depth += 1
+    try:
+        return fn(*args)
+    finally:
+        _inline_depth -= 1
+
+
+@contextmanager
+def sigint_reaches_tools() -> Iterator[None]:
+    """For the length of a run on the main thread: the SIGINT handler in force, and then, if
+    a sync tool runs inline, :class:`ToolInterrupted` raised into it. Elsewhere (another
+    thread, a handler that is not Python's, or SIGINT ignored): nothing, and tools go to
+    threads."""
+    global _wrapped
+    if threading.get_ident() != _MAIN:
+        yield
+        return
+    if _wrapped:  # a run inside a run (an agent as a tool): the outer one's wrapper holds
+        _wrapped += 1
+        try:
+            yield
+        finally:
+            _wrapped -= 1
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield  # SIG_IGN, SIG_DFL or a handler not set from Python: leave it alone
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        running = _inline_depth > 0
+        previous(signum, frame)  # may raise KeyboardInterrupt itself: it unwinds the tool
+        if running:
+            raise ToolInterrupted
+
+    signal.signal(signal.SIGINT, handler)
+    _wrapped = 1
+    try:
+        yield
+    finally:
+        _wrapped = 0
+        if signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, previous)
 
 
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:

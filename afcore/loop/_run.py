@@ -26,7 +26,7 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from afcore._version import __version__
@@ -54,7 +54,13 @@ from afcore.loop._govern import (
     settle_answer,
     settle_typed,
 )
-from afcore.loop._interrupt import INTERRUPTED_TEXT
+from afcore.loop._interrupt import (
+    INTERRUPTED_TEXT,
+    ToolInterrupted,
+    can_inline,
+    inline,
+    sigint_reaches_tools,
+)
 from afcore.loop._interrupt import in_thread as run_in_thread
 from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, provider_error
 from afcore.loop._values import as_text
@@ -175,7 +181,8 @@ async def drive(
     ended_by: ErrorInfo | None = None
     paused: Paused | None = None
     try:
-        status, answer = await body
+        with sigint_reaches_tools():
+            status, answer = await body
     except PauseRun as pause:
         status = "paused"
         paused = pause_here(run, pause, run.ms_before + (clock() - started) * 1000)
@@ -600,20 +607,37 @@ async def run_tools(
             )
         jobs.append((call, k, rsid, d))
     running = [(c, k, rsid, d) for c, k, rsid, d in jobs if d is None or d.run]
-    concurrent = len(running) > 1
-    tasks = [
-        asyncio.ensure_future(
-            _run_tool(run, c, k, rsid, concurrent, validated=d is not None and d.validated)
-        )
-        for c, k, rsid, d in running
-    ]
-    try:
-        done = await asyncio.gather(*tasks)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        for task in tasks:
-            task.cancel()
-        _record_interrupted(run, running, tasks, reply_key)
-        raise
+    done: list[_Outcome]
+    if len(running) == 1:
+        # One tool: run in this task (a sync one on this thread when a signal can reach it),
+        # without a task or a turn of the event loop of its own.
+        c, k1, rsid1, d1 = running[0]
+        try:
+            done = [
+                await _run_tool(run, c, k1, rsid1, False, validated=d1 is not None and d1.validated)
+            ]
+        except (asyncio.CancelledError, KeyboardInterrupt) as e:
+            _record_interrupted(run, running, [None], reply_key)
+            raise e from None
+        except ToolInterrupted:
+            # Ctrl-C came while a sync tool ran inline: the handler has cancelled the run
+            # (or will); the tool is unwound, and the run ends as a cancel ends it.
+            _record_interrupted(run, running, [None], reply_key)
+            raise asyncio.CancelledError from None
+    else:
+        tasks = [
+            asyncio.ensure_future(
+                _run_tool(run, c, k, rsid, True, validated=d is not None and d.validated)
+            )
+            for c, k, rsid, d in running
+        ]
+        try:
+            done = await asyncio.gather(*tasks)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            for task in tasks:
+                task.cancel()
+            _record_interrupted(run, running, tasks, reply_key)
+            raise
     ran = iter(done)
     outcomes: list[_Outcome] = [
         next(ran) if d is None or d.run else (_result(c, d.reason, error=True), "denied", 0.0, None)
@@ -655,16 +679,18 @@ _Outcome = tuple[ToolResultMessage, ToolStatus, float, MiddlewareDecision | None
 def _record_interrupted(
     run: RunState,
     jobs: list[tuple[ToolCall, int, str, Decided | None]],
-    tasks: list[asyncio.Task[_Outcome]],
+    tasks: Sequence[asyncio.Task[_Outcome] | None],
     reply_key: str,
 ) -> None:
     """A stop came while tools ran: each call still running is answered by a result saying
     it did not finish, and committed as ``interrupted``, so the transcript stays whole."""
     rec = run.rec
     for (call, k, rsid, d), task in zip(jobs, tasks, strict=True):
-        done = task.done() and not task.cancelled() and task.exception() is None
+        done = (
+            task is not None and task.done() and not task.cancelled() and task.exception() is None
+        )
         status: ToolStatus
-        if done:
+        if task is not None and done:
             result, status, ms, _ = task.result()
         else:
             result, status, ms = _result(call, INTERRUPTED_TEXT, error=True), "interrupted", 0.0
@@ -748,9 +774,13 @@ async def _dispatch(
 async def _execute(tool: Tool, args: dict[str, Any], ctx: ToolContext, *, in_thread: bool) -> Any:
     if tool.is_async:
         return await tool.execute(args, ctx)
-    # A sync tool runs on a daemon thread: the calls of one reply overlap, and a stop never
-    # waits for a tool that blocks (see _interrupt).
-    value = await run_in_thread(tool.execute, args, ctx)
+    # A lone sync tool runs on this thread when Ctrl-C can raise into it; the calls of one
+    # reply run on daemon threads and overlap; either way a stop never waits for a tool
+    # that blocks (see _interrupt).
+    if not in_thread and can_inline():
+        value = inline(tool.execute, args, ctx)
+    else:
+        value = await run_in_thread(tool.execute, args, ctx)
     if asyncio.iscoroutine(value):
         value = await value
     return value
