@@ -106,6 +106,14 @@ def _tail(f: Any, entry: dict[str, Any]) -> None:
         entry["reason"] = "no run_end record: the run was cut off or is still running"
         return
     last = body[cut + 1 :]
+    if last.startswith(b'{"t":"seal",') and cut > 0:
+        # 1.1 closes every write with a seal: the run_end is the line before it.
+        body = body[:cut]
+        cut = body.rfind(b"\n")
+        if cut == -1 and start > 0:
+            entry["reason"] = "no run_end record: the run was cut off or is still running"
+            return
+        last = body[cut + 1 :]
     try:
         data = orjson.loads(last)
     except orjson.JSONDecodeError:

@@ -109,7 +109,7 @@ class Progress:
         self.answer_streamed = False
         """Whether the last reply, the answer when the run ends on one, was streamed here."""
         self._running: dict[str, tuple[str, float]] = {}
-        """tool stage rsid -> the tool's name and when it started, until its result"""
+        """tool call id -> the tool's name and when it started, until its result"""
         self._calling: tuple[int, float] | None = None
         """the model call in flight and when it was sent, until its reply"""
 
@@ -209,6 +209,8 @@ class Progress:
 
     def _show(self, r: dict[str, Any]) -> None:
         t = r.get("t")
+        if t == "commit" and "stage" not in r:  # 1.1: the stage is the rsid's
+            r = {**r, "stage": str(r.get("rsid", "")).partition("#")[0]}
         if t == "blob":
             self._blobs[r["id"]] = _light(r.get("value"))
             if len(self._blobs) > _BLOBS_KEPT:
@@ -250,8 +252,17 @@ class Progress:
         elif t == "reply":
             self._calling = None
             self._reply(r)
-        elif t == "tool_start":
-            self._running[str(r.get("rsid"))] = (str(r.get("name")), time.monotonic())
+            if any(
+                isinstance(w, dict) and w.get("value") == "tools" and w.get("key") == "route"
+                for w in r.get("writes") or ()
+            ):
+                # The loop goes on to the tools the reply asked for.
+                now = time.monotonic()
+                for call in r.get("tool_calls") or ():
+                    if isinstance(call, dict):
+                        self._running[str(call.get("id"))] = (str(call.get("name")), now)
+        elif t == "tool_start":  # 1.0
+            self._running[str(r.get("call_id"))] = (str(r.get("name")), time.monotonic())
         elif t == "args_invalid":
             problems = r.get("problems") or []
             text = "; ".join(f"{p.get('path', '$')}: {p.get('message', '')}" for p in problems)
@@ -266,7 +277,7 @@ class Progress:
                     tail=text,
                 )
         elif t == "commit" and r.get("tool"):
-            self._running.pop(str(r.get("rsid")), None)
+            self._running.pop(str((r.get("tool") or {}).get("call_id")), None)
             self._tool_result(r)
             self._governed(r)
         elif t == "commit" and str(r.get("stage", "")).startswith(("govern:", "output")):

@@ -51,7 +51,8 @@ def locate(rec: Recording, timeline: Timeline, line: int, depth: int = 0) -> Pla
     if t == "reply" and isinstance(data.get("call"), int) and timeline.at(data["call"]):
         return Place(data["call"], "reply", "the reply")
     if t == "commit":
-        stage = as_text(data.get("stage"))
+        # A 1.1 commit does not name its stage: it is the rsid's, up to `#`.
+        stage = as_text(data.get("stage")) or as_text(data.get("rsid")).partition("#")[0]
         what = _stage_words(stage, data)
         if stage in _PREPARES:
             return _after(timeline, line, what, _message_item(data))

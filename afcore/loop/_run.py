@@ -96,7 +96,6 @@ from afcore.recording._models import (
     ToolInfo,
     ToolOutcome,
     ToolProgress,
-    ToolStart,
     ToolStatus,
     Write,
     line,
@@ -129,7 +128,6 @@ _session = trusted(SessionLink)
 _tool_info = trusted(ToolInfo)
 _tool_outcome = trusted(ToolOutcome)
 _tool_progress = line(ToolProgress)
-_tool_start = line(ToolStart)
 
 
 async def run_loop(
@@ -263,23 +261,25 @@ async def iterate(run: RunState) -> tuple[RunStatus, str]:
         run.iteration += 1
         reply_seq_key, response, ks = await _call_model(run)
         calls = response.tool_calls
-        # A paused turn is not an answer: its reply is in the history, and the next call
-        # sends it back for the vendor to go on (within the iteration budget).
+        # A paused turn is not an answer: its reply is in the history (its route says
+        # `continue`), and the next call sends it back for the vendor to go on (within the
+        # iteration budget).
         paused = not calls and response.stop_reason == "pause_turn"
         answer = response.text
         reads: list[str] = [reply_seq_key]
-        route: str = "tools" if calls else "continue" if paused else "answer"
-        if route == "answer" and settles:
+        if not calls and not paused and settles:
+            # The output chain and the contract decide where an answer goes: the route is
+            # their commit's, after them (the reply does not write it).
             route, answer, reads = await settle_answer(run, reply_seq_key, answer)
-        route_rsid = rec.next_rsid("route")
-        rec.commit(
-            route_rsid,
-            "route",
-            run.iteration,
-            reads=reads,
-            writes=[rec.write("route", route, trusted=True)],
-        )
-        if paused or route == "retry":
+            rec.commit(
+                rec.next_rsid("route"),
+                "route",
+                run.iteration,
+                reads=reads,
+                writes=[rec.write("route", route, trusted=True)],
+            )
+            paused = route == "retry"
+        if paused:
             rec.sync()
             continue
         if not calls:
@@ -560,10 +560,14 @@ async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
         run.tool_counts[call.name] = k
         ks.append(k)
     if rec.enabled:
+        paused = not calls and response.stop_reason == "pause_turn"
+        # An answer the output chain or a contract settles is routed after them.
+        settled = not calls and not paused and run.agent.governance.settles
         rec.reply(
             rsid,
             run.iteration,
             n,
+            route=None if settled else "tools" if calls else "continue" if paused else "answer",
             message_write=write,
             stop_reason=response.stop_reason,
             tool_calls=[
@@ -600,13 +604,13 @@ async def run_tools(
         d = decided[i] if decided is not None else None
         if d is not None:
             call = d.call
-        rsid = rec.next_rsid(f"tool:{call.name}")
-        if rec.enabled and (d is None or d.run):
-            rec.event(
-                _tool_start(rsid=rsid, iter=run.iteration, name=call.name, k=k, call_id=call.id)
-            )
-        jobs.append((call, k, rsid, d))
+        jobs.append((call, k, rec.next_rsid(f"tool:{call.name}"), d))
     running = [(c, k, rsid, d) for c, k, rsid, d in jobs if d is None or d.run]
+    first = _visible(run).get(running[0][0].name) if running else None
+    if len(running) != 1 or not can_inline() or (first is not None and first.is_async):
+        rec.flush()  # the loop is about to wait on tools: the reply that asked goes out first
+    else:
+        rec.before_tool()  # a lone sync tool, inline
     done: list[_Outcome]
     if len(running) == 1:
         # One tool: run in this task (a sync one on this thread when a signal can reach it),

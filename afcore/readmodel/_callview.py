@@ -136,7 +136,7 @@ def walk_lines(rec: Recording, timeline: Timeline, mark: Mark, previous: Mark | 
     # call before wrote.
     start = previous.line if previous is not None else line
     for at in range(start, line):
-        if rec.kind(at) not in ("blob", "blank", "bad", "header"):
+        if rec.kind(at) not in ("blob", "blank", "bad", "header", "seal"):
             wanted.add(at)
     return sorted(wanted)
 
@@ -152,7 +152,7 @@ def _events(rec: Recording, timeline: Timeline, mark: Mark) -> tuple[list[dict[s
     evicted: dict[int, dict[str, Any]] = {}
     for line in range(mark.line + 1, end):
         kind = rec.kind(line)
-        if kind in ("blob", "blank", "header"):
+        if kind in ("blob", "blank", "header", "seal"):
             continue
         if len(events) >= EVENT_LIMIT:
             more += 1
@@ -189,7 +189,14 @@ def _event(
     if t == "reply" or t == "call":
         if t == "call":
             return {"kind": "call", "line": line, "call": d.get("call"), "rsid": d.get("rsid")}
-        return None  # the reply is the call's response
+        # The reply is the call's response; since 1.1 it writes the route too.
+        route = [
+            w for w in d.get("writes") or [] if isinstance(w, dict) and w.get("key") == "route"
+        ]
+        if route:
+            rsid = as_text(d.get("rsid"))
+            return {"kind": "route", "line": line, "rsid": rsid, "value": _first_value(rec, route)}
+        return None
     if t == "tool_start":
         event: dict[str, Any] = {
             "kind": "tool",
@@ -263,7 +270,7 @@ def _event(
         }
     if t == "commit":
         return _commit_event(rec, d, line, started, evicted)
-    if t in ("header", "blob"):
+    if t in ("header", "blob", "seal"):
         return None
     return {"kind": "raw", "line": line, "record": d}
 
@@ -275,8 +282,8 @@ def _commit_event(
     started: dict[str, dict[str, Any]],
     evicted: dict[int, dict[str, Any]],
 ) -> dict[str, Any] | None:
-    stage = as_text(d.get("stage"))
     rsid = as_text(d.get("rsid"))
+    stage = as_text(d.get("stage")) or rsid.partition("#")[0]  # 1.1 leaves it to the rsid
     writes = [w for w in d.get("writes") or [] if isinstance(w, dict)]
     tool = d.get("tool")
     ruled = _governed_words(rec, writes)

@@ -139,7 +139,7 @@ def build(rec: Recording, timeline: Timeline) -> Iterator[float]:
     released = 0
     for line in range(1, rec.line_count + 1):
         kind = rec.kind(line)
-        if kind in ("blob", "blank", "bad", "header"):
+        if kind in ("blob", "blank", "bad", "header", "seal"):
             continue
         if line % 2048 == 0:
             start = rec.line_start(line)

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     )
     from afcore.recording._redaction import Redaction
     from afcore.recording._verify import VerifyReport, verify
-    from afcore.recording._writer import Recorder
+    from afcore.recording._writer import Recorder, wait_for_syncs
 
 # Imported when first used: reading a recording loads neither the writer nor redaction.
 _WHERE: dict[str, tuple[str, ...]] = {
@@ -166,7 +166,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "VerifyReport",
         "verify",
     ),
-    "afcore.recording._writer": ("Recorder",),
+    "afcore.recording._writer": ("Recorder", "wait_for_syncs"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
@@ -243,6 +243,7 @@ __all__ = [
     "open_recording",
     "resolve_run",
     "verify",
+    "wait_for_syncs",
 ]
 
 

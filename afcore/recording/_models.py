@@ -80,6 +80,7 @@ __all__ = [
     "ReplyToolCall",
     "RunConfig",
     "RunEnd",
+    "Seal",
     "Segment",
     "SessionLink",
     "SkippedProvider",
@@ -103,7 +104,7 @@ __all__ = [
 ]
 
 FORMAT = "af.recording"
-FORMAT_VERSION = "1.3"
+FORMAT_VERSION = "1.1"
 """major.minor: a reader refuses a newer major version and reads any minor version of its own."""
 
 
@@ -267,13 +268,13 @@ class RunConfig(_Model):
     reliability: Sparse[ReliabilityInfo | None] = None
     """The reliability rules, if any."""
     tool_middleware: Sparse[list[MiddlewareInfo]] = []
-    """The links of the tool middleware chain, in call order. (Since 1.3.)"""
+    """The links of the tool middleware chain, in call order. (Since 1.1.)"""
     message_middleware: Sparse[list[MiddlewareInfo]] = []
-    """The links of the message middleware chain, in call order. (Since 1.3.)"""
+    """The links of the message middleware chain, in call order. (Since 1.1.)"""
     output_schema: Sparse[OutputSchemaInfo | None] = None
-    """The contract the final answer is held to, if any. (Since 1.3.)"""
+    """The contract the final answer is held to, if any. (Since 1.1.)"""
     watchers: Sparse[list[str]] = []
-    """The names of the observers attached when the run started. (Since 1.3.)"""
+    """The names of the observers attached when the run started. (Since 1.1.)"""
 
 
 class RedactionInfo(_Model):
@@ -389,7 +390,7 @@ class ToolOutcome(_Model):
     """`ok`; `error` (execute raised); `rejected` (arguments failed validation and the tool
     did not run); `unknown_tool` (the model named a tool the agent does not have);
     `interrupted`; `denied` (tool middleware refused the call: the tool did not run; since
-    1.3); `withheld` (the tool ran and tool middleware refused its result; since 1.3)."""
+    1.1); `withheld` (the tool ran and tool middleware refused its result; since 1.1)."""
     ms: float
     """How long the tool took, in milliseconds."""
 
@@ -566,7 +567,7 @@ class Fold(_Model):
 
 
 class LinkDecision(_Model):
-    """One middleware link's answer, in a `MiddlewareDecision`. (Since 1.3.)"""
+    """One middleware link's answer, in a `MiddlewareDecision`. (Since 1.1.)"""
 
     link: str
     """The link's name."""
@@ -588,7 +589,7 @@ class LinkDecision(_Model):
 
 class MiddlewareDecision(_Model):
     """The value of a `govern:...` write: what a middleware chain decided at one moment.
-    (Since 1.3.)"""
+    (Since 1.1.)"""
 
     moment: Literal["tool_call", "tool_result", "input", "output"]
     """When: before a tool call runs, after it ran (before the model reads its result), on
@@ -617,7 +618,7 @@ class MiddlewareDecision(_Model):
 
 class Approval(_Model):
     """The value of an `approval:<tool>#<k>` write: a person's answer to a link's `ask`.
-    (Since 1.3.)"""
+    (Since 1.1.)"""
 
     verb: Literal["approve", "decline"]
     """`approve`: the chain goes on and the tool runs; `decline`: the model reads a denial."""
@@ -635,7 +636,7 @@ class Approval(_Model):
 
 class OutputCheck(_Model):
     """The value of an `output:<n>` write: the n-th check of an answer against the agent's
-    output schema. (Since 1.3.)"""
+    output schema. (Since 1.1.)"""
 
     attempt: int
     """The check's number in the run, from 1."""
@@ -684,8 +685,10 @@ class Header(_Model):
     """The af that wrote the file."""
     python: str
     """The Python that ran the agent."""
-    hash: Literal["sha256"] = "sha256"
-    """The hash function behind every `ref` and call `hash` in the file."""
+    hash: Literal["sha256", "sha256-128"] = "sha256-128"
+    """How the file's ids (every blob `id`, `ref` and call `hash`) are made: `sha256-128`
+    (1.1), the first 128 bits of the sha256 of the value's canonical JSON, base64url without
+    padding (22 characters); `sha256` (1.0), the hex sha256 (64 characters)."""
     agent: AgentInfo
     """The agent that ran."""
     provider: dict[str, Any]
@@ -705,9 +708,10 @@ class Blob(_Model):
 
     t: Literal["blob"] = "blob"
     id: str
-    """sha256 of the value's canonical JSON (sorted keys, no spaces, UTF-8)."""
+    """The id of the value's canonical JSON (sorted keys, no spaces, UTF-8), as the header's
+    `hash` says."""
     value: Any
-    """The value."""
+    """The value, as canonical JSON."""
 
 
 class Commit(_Model):
@@ -718,8 +722,9 @@ class Commit(_Model):
     """Position in the commit log, from 1, one more than the commit before."""
     rsid: str
     """Runtime stage id: the stage's name, `#`, a run-wide execution counter (`tool:search#7`)."""
-    stage: str
-    """The stage's name: `seed`, `route`, `tool:<name>`, `finalize`, ..."""
+    stage: Sparse[str] = ""
+    """The stage's name: `seed`, `tool:<name>`, `finalize`, ... Not written since 1.1: it is
+    the `rsid` up to its `#` (the reader fills it in)."""
     iter: int
     """The loop iteration, from 1 (0 for what happens before the first call)."""
     reads: list[tuple[str, int]] = []
@@ -745,19 +750,22 @@ class Call(_Model):
     """The call's number in the run, from 1, in the order calls were sent."""
     reads: list[tuple[str, int]] = []
     """Keys the call read, with the seq of the commit that wrote each."""
-    model: str
-    """The model asked."""
-    system: str
-    """Hash of the blob holding the system prompt's segments, in order, each with its source
+    model: Sparse[str] = ""
+    """The model asked. Since 1.1, `model`, `system`, `tools`, `params` and `cache` are
+    written together when any of them differs from the call before's, and left out when none
+    does: a call line without `system` has the five of the last call line that has it (the
+    reader fills them in); a line with it and without `params` or `cache` sends none."""
+    system: Sparse[str] = ""
+    """Id of the blob holding the system prompt's segments, in order, each with its source
     (a list of Segment). Calls with the same segments share one blob."""
     window: list[tuple[int, int]]
     """The messages sent, as inclusive ranges of message numbers (`[[1, 7]]`: messages 1 to 7)."""
-    tools: str
-    """Hash of the blob holding the tools visible to the model, in order, each with its
+    tools: Sparse[str] = ""
+    """Id of the blob holding the tools visible to the model, in order, each with its
     source (a list of CallTool). Calls with the same tools share one blob."""
-    params: dict[str, Any] = {}
+    params: Sparse[dict[str, Any]] = {}
     """Parameters sent (max_tokens, temperature, ...)."""
-    cache: list[dict[str, Any]] = []
+    cache: Sparse[list[dict[str, Any]]] = []
     """Cache breakpoints, provider-neutral: `{"slot", "index"}`."""
     hash: str
     """sha256 of the request, taken when it was sent; see docs/recording-format.md."""
@@ -780,16 +788,18 @@ class Reply(_Model):
     call: int
     """The call this answers."""
     writes: list[Write]
-    """The assistant message written (`message:<n>`)."""
+    """The assistant message written (`message:<n>`); since 1.1, then `route`: where the
+    loop went after the reply (`tools`, `answer`, or `continue` for a paused turn), for the
+    reply the loop goes on from (not a refused attempt's, nor a summarizer's)."""
     stop_reason: str
     """Why the model stopped: `end_turn`, `tool_use`, `max_tokens` (the answer was cut
     short), `stop_sequence`, `refusal`, `pause_turn` (the vendor paused a long turn; the loop
     sends the reply back to continue it), or the vendor's own word."""
     tool_calls: list[ReplyToolCall] = []
     """The tool calls the reply asked for, in order."""
-    usage: UsageInfo | None = None
+    usage: Sparse[UsageInfo | None] = None
     """Tokens used, as reported (or estimated, and marked so)."""
-    model: str | None = None
+    model: Sparse[str | None] = None
     """The model the vendor says answered."""
     response_id: Sparse[str | None] = None
     """The vendor's id for the response (`msg_...`, `chatcmpl-...`, `gen-...`), to find it in
@@ -806,7 +816,8 @@ class Reply(_Model):
 
 
 class ToolStart(_Model):
-    """A tool began running."""
+    """A tool began running. Written by 1.0 only: since 1.1 a tool's call is in the reply
+    that asked for it, and the tool's commit says how it went."""
 
     t: Literal["tool_start"] = "tool_start"
     rsid: str
@@ -890,7 +901,7 @@ class ErrorEvent(_Model):
 
 
 class ContractEnd(_Model):
-    """How the answer fared against the output schema, in `run_end`. (Since 1.3.)"""
+    """How the answer fared against the output schema, in `run_end`. (Since 1.1.)"""
 
     met: bool
     """Whether the answer the run ended with holds to the schema."""
@@ -921,7 +932,7 @@ class RunEnd(_Model):
     redactions: int = 0
     """How many values the redaction policy replaced in this file."""
     contract: Sparse[ContractEnd | None] = None
-    """For agents with an output schema: whether the answer met it. (Since 1.3.)"""
+    """For agents with an output schema: whether the answer met it. (Since 1.1.)"""
 
 
 class PendingCall(_Model):
@@ -990,7 +1001,7 @@ class Checkpoint(_Model):
 class Pause(_Model):
     """A run paused for a person: a middleware link asked a question. The `run_end` that
     follows says `paused`; `af resume` (or `agent.resume()`) continues the run in this file,
-    after a `resume` record. (Since 1.3.)"""
+    after a `resume` record. (Since 1.1.)"""
 
     t: Literal["pause"] = "pause"
     rsid: str
@@ -1003,7 +1014,7 @@ class Pause(_Model):
 
 class Resume(_Model):
     """A paused run continues: a person answered. Follows the paused `run_end`; what the
-    continuation writes follows it, and a `run_end` closes it. (Since 1.3.)"""
+    continuation writes follows it, and a `run_end` closes it. (Since 1.1.)"""
 
     t: Literal["resume"] = "resume"
     verb: Literal["approve", "decline"]
@@ -1022,7 +1033,7 @@ class Resume(_Model):
 
 class ObserverError(_Model):
     """An observer attached with `watch()` or `attach()` raised. It sees no more records of
-    the run; the run goes on. (Since 1.3.)"""
+    the run; the run goes on. (Since 1.1.)"""
 
     t: Literal["observer_error"] = "observer_error"
     observer: str
@@ -1031,6 +1042,16 @@ class ObserverError(_Model):
     """The type of the record it was handed."""
     error: ErrorInfo
     """What it raised."""
+
+
+class Seal(_Model):
+    """The last line of every write (since 1.1): a hash chain over the file, so that no
+    record can be changed, added, removed or moved without `af verify` seeing it."""
+
+    t: Literal["seal"] = "seal"
+    h: str
+    """The first 128 bits (base64url) of the sha256 of the seal before's 16 bytes (none for
+    the first) followed by every byte of the file after that seal, up to this line."""
 
 
 class UnknownRecord(BaseModel):
@@ -1054,7 +1075,8 @@ Record = Annotated[
     | RunEnd
     | Pause
     | Resume
-    | ObserverError,
+    | ObserverError
+    | Seal,
     Field(discriminator="t"),
 ]
 RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
@@ -1075,6 +1097,7 @@ KNOWN_TYPES = frozenset(
         Pause,
         Resume,
         ObserverError,
+        Seal,
     )
 )
 

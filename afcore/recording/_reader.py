@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import gc
-import hashlib
 import mmap
 import os
 import re
@@ -27,12 +26,7 @@ import orjson
 from pydantic import ValidationError
 
 from afcore.errors import RecordingFormatError, UnsupportedVersionError
-from afcore.recording._hashing import (
-    content_hash,
-    messages_digest,
-    request_digest,
-    request_hash,
-)
+from afcore.recording._hashing import SCHEMES, V10, Scheme, request_digest
 from afcore.recording._models import (
     FORMAT,
     FORMAT_VERSION,
@@ -49,6 +43,9 @@ from afcore.recording._models import (
     Segment,
     UnknownRecord,
 )
+
+_FRAME = ("model", "system", "tools", "params", "cache")
+"""The fields of a call that a 1.1 call line leaves out when they are the call before's."""
 
 __all__ = [
     "MAX_LINE",
@@ -128,17 +125,19 @@ _KIND_CODES = {
     "call": ord("C"),
     "reply": ord("r"),
     "run_end": ord("e"),
+    "seal": ord("s"),
 }
 _OTHER, _BAD, _BLANK = ord("o"), ord("!"), ord(" ")
 _KIND_NAMES = {code: name for name, code in _KIND_CODES.items()}
 _BLOB_PREFIX = b'{"t":"blob","id":"'
-_BLOB_ID_END = len(_BLOB_PREFIX) + 64
 _REPLY_HEAD = re.compile(
     rb'\{"t":"reply","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d+),'
     rb'"writes":\[\{"key":"message:(\d+)","ref":"[0-9a-f]{64}"\}\],'
 )
-"""The head of a call or a reply as af writes them: the few numbers the index needs, read
-without parsing the line (the rest is parsed when the record is read)."""
+"""The head of a call or a reply as af 1.0 writes them: the few numbers the index needs, read
+without parsing the line (the rest is parsed when the record is read). 1.1 lines are short
+(their messages inline, when short) and are parsed: a call may take fields from the one
+before, and a reply writes the route too."""
 _CALL_HEAD = re.compile(rb'\{"t":"call","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d+),')
 _FAST = {
     b'{"t":"blob",': ord("b"),
@@ -148,6 +147,25 @@ _FAST = {
 _LINE_BITS = 27
 """A blob is found by a 36-bit prefix of its id packed with its line index (up to 2**27
 lines) into one sortable integer."""
+
+
+def _prefix(ref: bytes | str, size: int) -> int:
+    """36 bits of an id, to find its blob by: 9 hex digits, or 6 base64url characters."""
+    if size == 64:
+        return int(ref[:9], 16)
+    head = ref[:6].encode() if isinstance(ref, str) else bytes(ref[:6])
+    value = 0
+    for c in head:
+        digit = _B64.get(c)
+        if digit is None:
+            raise ValueError(ref)
+        value = (value << 6) | digit
+    return value
+
+
+_B64 = {
+    c: i for i, c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+}
 
 
 class _Index:
@@ -168,6 +186,11 @@ class _Index:
         """call n -> line index (-1: none); by number, so a lost line renumbers nothing"""
         self.replies = array("q")
         """call n -> line index of its reply (-1: none)"""
+        self.frames = array("q")
+        """call n -> line index of the call line that says its model, slots, params and
+        cache (1.1: itself, or the last one before it that says them; -1: none)"""
+        self.seals = array("q")
+        """line indices of the seals (1.1), in order"""
         self.commits = array("q")
         """seq-1 -> line index (commits, calls and replies all hold a seq)"""
         self.tool_commits = array("q")
@@ -285,13 +308,25 @@ class Recording:
         self._values: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
+        self.scheme: Scheme = V10
+        """How the file's ids are made (its header's ``hash``)."""
+        self._v11 = False
+        """Lines are 1.1's: a call may take fields from the one before, commits do not
+        name their stage, messages may be inline, seals close every write."""
+        self._id_end = len(_BLOB_PREFIX) + 64
+        self._frame: tuple[int, dict[str, Any]] | None = None
+        """The last call frame read: its line index and its fields."""
+        self._last_frame = -1
+        """While indexing: the line index of the last call line that says its frame."""
         try:
+            for _ in self._scan():
+                break  # the header first: it says how the rest is read
+            self.header = self._read_header()
+            self.scheme = SCHEMES.get(self.header.hash, V10)
+            self._v11 = self.scheme is not V10
+            self._id_end = len(_BLOB_PREFIX) + self.scheme.size
             if index:
                 self._index_all()
-            else:
-                for _ in self._scan():
-                    break  # the header: the rest is indexed as it is walked
-            self.header = self._read_header()
         except BaseException:
             self.close()
             raise
@@ -358,6 +393,7 @@ class Recording:
         commits, put = idx.commits, _put_next
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
+        v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
         line = len(starts)
         try:
             # Lines come from the buffered file (split in C); the map serves reads later.
@@ -388,10 +424,12 @@ class Recording:
                     yield i, raw, bad, None
                     continue
                 fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
+                if fast is not None and v11 and fast != blob:
+                    fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
                 if fast == blob:
-                    if size > _BLOB_ID_END + 2 and raw[_BLOB_ID_END] == 34:
+                    if size > id_end + 2 and raw[id_end] == 34:
                         try:
-                            prefix = int(raw[18:27], 16)
+                            prefix = _prefix(raw[18:id_end], id_size)
                         except ValueError:
                             pass
                         else:
@@ -468,10 +506,17 @@ class Recording:
                     idx.tools.setdefault(f"{tool['name']}#{tool['k']}", i)
             elif t == "call":
                 idx.commits.append(i)
-                _add(idx.calls, int(data["call"]), i)
+                n = int(data["call"])
+                _add(idx.calls, n, i)
+                if "system" in data or not self._v11:
+                    self._last_frame = i
+                if self._last_frame >= 0:
+                    _put(idx.frames, n, self._last_frame)
+            elif t == "seal":
+                idx.seals.append(i)
             elif t == "blob":  # not in af's own layout: parsed here
                 ref = data["id"]
-                prefix = int(ref[:9], 16)
+                prefix = _prefix(ref, self.scheme.size)
                 if self._blobs.setdefault(prefix, i) != i:
                     self._collided.append((prefix << _LINE_BITS) | i)
             elif t == "run_end":
@@ -551,6 +596,15 @@ class Recording:
         size = self.line_size(line)
         return self._map[start : start + (size if limit is None else min(size, limit))]
 
+    @property
+    def seal_lines(self) -> list[int]:
+        """The lines (from 1) of the seals (1.1), in order."""
+        return [i + 1 for i in self._index.seals]
+
+    def span(self, start: int, end: int) -> memoryview:
+        """The file's bytes from ``start`` to ``end`` (offsets), as mapped."""
+        return memoryview(self._map)[start:end]
+
     def line_start(self, line: int) -> int:
         """The offset of line ``line``'s first byte."""
         return int(self._index.starts[line - 1])
@@ -593,7 +647,30 @@ class Recording:
         raw = self._raw(i)
         if raw.get("t") not in KNOWN_TYPES:
             return UnknownRecord.model_validate(raw)
+        if self._v11:
+            self._fill(raw, i)
         return RECORD_ADAPTER.validate_python(raw)
+
+    def _fill(self, data: dict[str, Any], i: int) -> None:
+        """Give a 1.1 line what 1.1 leaves for the reader to derive: a commit's stage (its
+        rsid up to `#`), a call's frame (model, slots, params, cache) from the call line
+        before that says it. Then it validates as the record it stands for."""
+        t = data.get("t")
+        if t == "commit":
+            if "stage" not in data and isinstance(rsid := data.get("rsid"), str):
+                data["stage"] = rsid.partition("#")[0]
+        elif t == "call" and "system" not in data:
+            n = data.get("call")
+            at = _get(self._index.frames, n) if isinstance(n, int) else None
+            if at is None or at == i:
+                return  # no frame before it: validation says what is missing
+            frame = self._frame
+            if frame is None or frame[0] != at:
+                raw = self._raw(at)
+                frame = (at, {k: raw[k] for k in _FRAME if k in raw})
+                self._frame = frame
+            for key, value in frame[1].items():
+                data.setdefault(key, value)
 
     @overload
     def records(
@@ -629,6 +706,7 @@ class Recording:
         idx = self._index
         kinds, starts, view, loads = idx.kinds, idx.starts, self._map, orjson.loads
         validate, unknown = RECORD_ADAPTER.validate_python, UnknownRecord.model_validate
+        fill = self._fill if self._v11 else None
         problems = self.problems
         indexed = len(starts)
         release = RELEASE_EVERY
@@ -648,7 +726,12 @@ class Recording:
                 continue
             try:
                 raw = loads(view[start:end])
-                yield i + 1, (validate(raw) if raw.get("t") in KNOWN_TYPES else unknown(raw))
+                if raw.get("t") not in KNOWN_TYPES:
+                    yield i + 1, unknown(raw)
+                    continue
+                if fill is not None:
+                    fill(raw, i)
+                yield i + 1, validate(raw)
             except orjson.JSONDecodeError as e:  # a line indexed by its head
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except ValidationError as e:
@@ -669,7 +752,12 @@ class Recording:
             try:
                 if data is None:
                     data = loads(raw)
-                yield i + 1, (validate(data) if data.get("t") in KNOWN_TYPES else unknown(data))
+                if data.get("t") not in KNOWN_TYPES:
+                    yield i + 1, unknown(data)
+                    continue
+                if fill is not None:
+                    fill(data, i)
+                yield i + 1, validate(data)
             except orjson.JSONDecodeError as e:
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except ValidationError as e:
@@ -679,15 +767,12 @@ class Recording:
     def _checked_blob(self, i: int, raw: bytes) -> CheckedBlob | None:
         """Blob line ``i`` checked against its id; None (and a problem) when it is not a
         valid blob record."""
-        if (
-            raw[_BLOB_ID_END : _BLOB_ID_END + 10] == b'","value":'
-            and raw.startswith(_BLOB_PREFIX)
-            and raw[-1] == 125
-        ):
+        end = self._id_end
+        if raw[end : end + 10] == b'","value":' and raw.startswith(_BLOB_PREFIX) and raw[-1] == 125:
             # As af writes it, the value is the canonical JSON its id was taken from:
             # bytes that hash to the id are that value, whole.
-            ref = raw[18:_BLOB_ID_END].decode("ascii", "replace")
-            if hashlib.sha256(memoryview(raw)[_BLOB_ID_END + 10 : -1]).hexdigest() == ref:
+            ref = raw[18:end].decode("ascii", "replace")
+            if self.scheme.of(memoryview(raw)[end + 10 : -1]) == ref:
                 return CheckedBlob(ref, True)
         try:
             record = Blob.model_validate(orjson.loads(raw))
@@ -697,7 +782,7 @@ class Recording:
         except ValidationError as e:
             self.problems.append(Problem(i + 1, f"invalid blob record: {_first_error(e)}"))
             return None
-        return CheckedBlob(record.id, content_hash(record.value) == record.id)
+        return CheckedBlob(record.id, self.scheme.content(record.value) == record.id)
 
     def raw(self, line: int) -> Any:
         """Line ``line`` (from 1) as parsed JSON, unchecked: for readers that walk many
@@ -834,26 +919,32 @@ class Recording:
             self._messages = count
         return count
 
-    def _message_entry(self, n: int) -> tuple[str, int]:
-        """Message ``n``'s blob id and the line index of the record that wrote it."""
+    def _message_entry(self, n: int) -> tuple[str | None, Any, int]:
+        """Message ``n``'s blob id (None when it is inline), its value when it is inline,
+        and the line index of the record that wrote it."""
         i = _get(self._index.messages, n)
         if i is not None:
             for w in self._raw(i).get("writes") or ():
                 if isinstance(w, dict) and w.get("key") == f"message:{n}":
-                    return str(w.get("ref", "")), i
+                    if "ref" in w or "value" not in w:
+                        return str(w.get("ref", "")), None, i
+                    return None, w["value"], i
         raise IndexError(f"message {n} is not in this recording (it has {self.message_count})")
 
     def message(self, n: int) -> Any:
         """Message ``n`` of the run's history (from 1), as stored: canonical JSON."""
-        return self.blob(self._message_entry(n)[0])
+        ref, value, _ = self._message_entry(n)
+        return value if ref is None else self.blob(ref)
 
     def message_ref(self, n: int) -> str:
-        """The content hash (blob id) message ``n`` is stored under."""
-        return str(self._message_entry(n)[0])
+        """The id message ``n`` is stored under: its blob's, or for a message written inline
+        (1.1), the id of its canonical JSON."""
+        ref, value, _ = self._message_entry(n)
+        return self.scheme.content(value) if ref is None else ref
 
     def message_writer(self, n: int) -> str:
         """The runtime stage id of the stage that wrote message ``n``."""
-        return str(self._raw(self._message_entry(n)[1]).get("rsid", "?"))
+        return str(self._raw(self._message_entry(n)[2]).get("rsid", "?"))
 
     def blob(self, ref: str) -> Any:
         """The value stored under ``ref``. Raises KeyError when the file holds no such blob.
@@ -882,10 +973,10 @@ class Recording:
     def _blob_line(self, ref: object) -> int | None:
         """The line index of blob ``ref``: its id's prefix finds the candidates, the id in
         the line confirms (the first blob stored under an id wins)."""
-        if not isinstance(ref, str) or len(ref) != 64:
+        if not isinstance(ref, str) or len(ref) != self.scheme.size:
             return None
         try:
-            prefix = int(ref[:9], 16)
+            prefix = _prefix(ref, self.scheme.size)
         except ValueError:
             return None
         keys = self._index.blob_keys
@@ -903,7 +994,7 @@ class Recording:
         want = ref.encode()
         for i in sorted(found) if len(found) > 1 else found:
             start = self._index.starts[i]
-            if self._map[start + 18 : start + _BLOB_ID_END] == want:
+            if self._map[start + 18 : start + self._id_end] == want:
                 return i
             try:
                 if self._raw(i).get("id") == ref:  # a blob not in af's own layout
@@ -964,15 +1055,16 @@ class Recording:
             request = self.request(n)
         except (KeyError, IndexError, ValueError, TypeError) as e:
             return CallCheck(n, False, call.hash, None, f"cannot rebuild: {_short(str(e))}")
+        scheme = self.scheme
         digest = request_digest(
             model=request["model"],
-            system=map(content_hash, request["system"]),
-            messages=messages_digest(map(content_hash, request["messages"])),
-            tools=map(content_hash, request["tools"]),
+            system=map(scheme.content, request["system"]),
+            messages=scheme.messages(map(scheme.content, request["messages"])),
+            tools=map(scheme.content, request["tools"]),
             params=request["params"],
             cache=request["cache"],
         )
-        rebuilt = request_hash(digest)
+        rebuilt = scheme.request(digest)
         if rebuilt != call.hash:
             return CallCheck(n, False, call.hash, rebuilt, "the rebuilt request's hash differs")
         return CallCheck(n, True, call.hash, rebuilt)

@@ -11,12 +11,13 @@ rebuilt from the file as a reader would, so its verdict is the same either way.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from afcore.recording._hashing import content_hash, request_digest, request_hash
+from afcore.recording._hashing import Scheme, request_digest, short_id
 from afcore.recording._models import (
     ArgsInvalid,
     Call,
@@ -29,6 +30,7 @@ from afcore.recording._models import (
     Reply,
     Resume,
     RunEnd,
+    Seal,
     Segment,
     ToolProgress,
     ToolStart,
@@ -76,8 +78,8 @@ def verify(rec: Recording) -> VerifyReport:
     and that each call's window is the one the folds before it left. ``rec`` may be opened
     with ``index=False``: the check is then the one walk that indexes it."""
     report = VerifyReport()
-    window = WindowReplay(rec.value)
     hashes = _CallHashes(rec)
+    window = WindowReplay(rec.value, hashes.ref)
     problems = report.problems
     written: dict[int, set[str]] = {}
     """seq -> keys that commit wrote"""
@@ -151,7 +153,7 @@ def verify(rec: Recording) -> VerifyReport:
 
     for line, record in rec.records(blobs="checked"):
         last_line = line
-        if end_line is not None:
+        if end_line is not None and type(record) is not Seal:
             # A paused run goes on in the same file: its run_end, then a resume record.
             if not (paused and isinstance(record, Resume)):
                 t = "blob" if isinstance(record, CheckedBlob) else record.t
@@ -161,7 +163,7 @@ def verify(rec: Recording) -> VerifyReport:
             problems.append(Problem(line, "a resume record that follows no paused run_end"))
         kind = type(record)
         if kind in _UNCHECKED:
-            continue  # nothing to check beyond their fields
+            continue  # nothing to check beyond their fields (seals: below, on the bytes)
         if kind is CheckedBlob:
             assert isinstance(record, CheckedBlob)
             if not record.intact:
@@ -240,6 +242,8 @@ def verify(rec: Recording) -> VerifyReport:
                 problems.append(Problem(line, "a second header"))
         elif isinstance(record, UnknownRecord):
             pass  # kept as it is; counted in unknown_records
+    if rec.header.hash != "sha256":
+        problems.extend(_check_seals(rec))
     for at, line, n in later:
         check = rec.check_call(n)
         report.checks[at] = check
@@ -260,7 +264,9 @@ def verify(rec: Recording) -> VerifyReport:
     return report
 
 
-_UNCHECKED = frozenset({ToolStart, ToolProgress, ArgsInvalid, Pause, Resume, ObserverError})
+_UNCHECKED = frozenset(
+    {ToolStart, ToolProgress, ArgsInvalid, Pause, Resume, ObserverError, Seal}
+)
 
 
 class _CallHashes:
@@ -271,6 +277,7 @@ class _CallHashes:
 
     def __init__(self, rec: Recording) -> None:
         self._rec = rec
+        self._scheme: Scheme = rec.scheme
         self._good: set[str] = set()
         """ids of the blobs seen so far whose value hashes to their id"""
         self._bad: set[str] = set()
@@ -296,8 +303,21 @@ class _CallHashes:
                 if n > len(refs) + 1_000_000:
                     continue  # a hostile number: the slow path rebuilds what names it
                 refs.extend([None] * (n + 1 - len(refs)))
-            if refs[n] is None and isinstance(w.ref, str):
-                refs[n] = w.ref.encode()  # the first write of a message is the one read
+            if refs[n] is not None:
+                continue  # the first write of a message is the one read
+            if isinstance(w.ref, str):
+                refs[n] = w.ref.encode()
+            elif w.value is not None:
+                # Written inline (1.1): its id is that of its canonical JSON, checked here.
+                ref = self._scheme.content(w.value)
+                self._good.add(ref)
+                refs[n] = ref.encode()
+
+    def ref(self, n: int) -> str | None:
+        """The id message ``n`` was written under, as far as the pass has seen."""
+        refs = self._refs
+        held = refs[n] if 0 < n < len(refs) else None
+        return None if held is None else held.decode()
 
     def check(self, call: Call) -> CallCheck | None:
         """The call's check, or None when it must be rebuilt from the file as a reader
@@ -329,7 +349,7 @@ class _CallHashes:
             params=call.params,
             cache=call.cache,
         )
-        return request_hash(digest)
+        return self._scheme.request(digest)
 
     def _listed(self, ref: str, slot: str) -> list[str] | None:
         """The hashes of a slot list's entries, in order."""
@@ -377,7 +397,7 @@ class _CallHashes:
         if slot == "system":
             segment = Segment.model_validate(entry)
             if segment.ref is None:
-                return content_hash({"text": segment.text})
+                return self._scheme.content({"text": segment.text})
             ref = segment.ref
         else:
             ref = CallTool.model_validate(entry).ref
@@ -416,7 +436,7 @@ class _CallHashes:
                     marks.append((head, h.copy()))
         marks.insert(0, (list(window), h.copy()))
         self._marks = marks
-        return str(h.hexdigest())
+        return self._scheme.finish(h)
 
     def _resume(self, window: list[tuple[int, int]]) -> tuple[list[int], Any]:
         """Where to start hashing ``window``: for each of its first ranges, the first message
@@ -429,3 +449,51 @@ class _CallHashes:
             if a == wa and b <= wb:
                 return [sys.maxsize] * k + [b + 1], h.copy()
         return [], hashlib.sha256()
+
+
+def _check_seals(rec: Recording) -> list[Problem]:
+    """The hash chain of a 1.1 file: each seal is the hash of the seal before and of every
+    byte after it, up to the seal. Any record changed, added, removed or moved breaks the
+    seal of its write; lines after the last seal (other than a torn tail) were added."""
+    problems: list[Problem] = []
+    chain = b""
+    start = 0
+    first = 1
+    for line in rec.seal_lines:
+        at = rec.line_start(line)
+        running = hashlib.sha256(chain)
+        running.update(rec.span(start, at))
+        h = running.digest()[:16]
+        sealed = rec.raw(line).get("h")
+        if short_id(h) != sealed:
+            problems.append(
+                Problem(
+                    line,
+                    f"lines {first} to {line - 1} do not match their seal: a record in them "
+                    "was changed, added, removed or moved",
+                )
+            )
+            # Go on from the seal as written: each write is checked on its own.
+            try:
+                h = _unseal(sealed)
+            except ValueError:
+                pass
+        chain = h
+        start = at + rec.line_size(line) + 1
+        first = line + 1
+    last = rec.line_count
+    if first <= last:
+        problems.append(
+            Problem(
+                first,
+                f"lines {first} to {last} come after the last seal: nothing covers them "
+                "(added to the file, or their seal removed)",
+            )
+        )
+    return problems
+
+
+def _unseal(text: object) -> bytes:
+    if not isinstance(text, str) or len(text) != 22:
+        raise ValueError(text)
+    return base64.urlsafe_b64decode(text + "==")

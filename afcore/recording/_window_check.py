@@ -23,20 +23,17 @@ _LIMIT = 10_000_000
 
 
 class WindowReplay:
-    def __init__(self, value: Callable[[Any], Any]) -> None:
+    def __init__(self, value: Callable[[Any], Any], ref: Callable[[int], str | None]) -> None:
         self._value = value
+        self._ref = ref
+        """message n -> the id it was written under"""
         self.live: list[int] = []
         self.injected: set[int] = set()
-        self.refs: dict[int, str | None] = {}
         self.folds: dict[int, set[int]] = {}
         """fold -> the messages it removed and no evicted event named yet"""
 
     def commit(self, record: Commit) -> list[str]:
         numbers = [n for n in (_number(w.key) for w in record.writes) if n is not None]
-        for w in record.writes:
-            n = _number(w.key)
-            if n is not None:
-                self.refs[n] = w.ref
         if record.stage == "inject":
             self.injected.update(numbers)
         elif record.stage == "window":
@@ -51,7 +48,6 @@ class WindowReplay:
         for w in record.writes:
             n = _number(w.key)
             if n is not None:
-                self.refs[n] = w.ref
                 if record.rsid.startswith("call-llm#") and kept:
                     self.live.append(n)
 
@@ -82,7 +78,7 @@ class WindowReplay:
         if pending is None or record.message not in pending:
             return f"message {record.message} was not folded by fold {record.fold}"
         pending.discard(record.message)
-        ref = self.refs.get(record.message)
+        ref = self._ref(record.message)
         if ref is not None and ref != record.hash:
             return (
                 f"message {record.message} left with hash {record.hash[:12]}, but it was "

@@ -1,18 +1,22 @@
 """Writing a run as one JSONL file: one writer, append-only, every line whole.
 
 Every line is a record of ``_models`` (the loop hands the writer typed records and the values
-they hold; the writer makes the rest), serialized once and written with a single ``os.write``
-on a file opened for appending, so a run killed at any point leaves only complete lines (and
-at worst a torn last one, which readers report). The file is synced at every iteration
-boundary by a background thread, so the loop never waits on the disk, and synchronously when
-the run ends.
+they hold; the writer makes the rest), serialized once. The records of an iteration go out
+together with one ``os.write`` on a file opened for appending, before the loop waits on
+something outside it, ending with a ``seal``: a hash chain over every byte written, so that
+the file is tamper-evident as a whole. A run killed at any point leaves only complete lines
+(and at worst a torn last one, which readers report). The file is synced at iteration
+boundaries, and closed, by one background thread of the process, so the loop never waits on
+the disk; the process waits for it at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import hashlib
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,7 +29,7 @@ from pydantic import BaseModel
 
 from afcore.errors import ProviderError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
-from afcore.recording._hashing import canonical, content_hash, request_digest
+from afcore.recording._hashing import V11, canonical, request_digest, short_id
 from afcore.recording._models import (
     KNOWN_TYPES,
     RECORD_ADAPTER,
@@ -65,6 +69,7 @@ __all__ = [
     "joins_history",
     "ranges",
     "usage_info",
+    "wait_for_syncs",
 ]
 
 RecordObserver = Callable[[dict[str, Any]], None]
@@ -121,6 +126,10 @@ def joins_history(record: Commit | Reply) -> bool:
 
 _SORTED = orjson.OPT_SORT_KEYS
 _M = TypeVar("_M", bound=BaseModel)
+_sha256 = hashlib.sha256
+_dumps = orjson.dumps
+_Fragment = orjson.Fragment
+_id = V11.of
 
 _call = line(Call)
 _commit = line(Commit)
@@ -135,6 +144,13 @@ _write = trusted(Write)
 
 INLINE_LIMIT = 256
 """Values whose JSON is longer than this many bytes are stored once as blobs and referred to."""
+HOLD = 0.005
+"""Seconds: records made within this long of the last write may wait for the next one
+rather than go out before a sync tool runs (see :meth:`Recorder.before_tool`)."""
+MESSAGE_INLINE = 2048
+"""Messages whose canonical JSON is at most this long are written in the record that writes
+them (a message is named by its number, so a blob would only add its framing); longer ones
+are blobs, so that a reader indexing the file skips them unparsed."""
 DELTA_MIN = 16
 """A slot list sharing at least this many first entries with the last full one is stored
 as a delta of it."""
@@ -144,10 +160,9 @@ class Recorder:
     """Appends the records of one run to ``path``. Used by the loop's thread only (tools in
     other threads report through the loop).
 
-    Records made in one synchronous step (a blob and the commit naming it) are written
-    together with one ``os.write`` when the loop is about to wait on something outside it (a
-    model call, a tool, a delay, a turn of the event loop), so nothing is held back while
-    the run could be killed waiting.
+    Records are held until the loop is about to wait on something outside it (a model call,
+    tools it awaits, a delay, a turn of the event loop) and then written together, with their
+    seal, in one ``os.write``: one write per iteration for a loop whose tools run inline.
     """
 
     enabled = True
@@ -174,15 +189,20 @@ class Recorder:
         self._watch = watchers or _NO_WATCHERS
         self._failed: set[int] = set()
         """ids of the watchers that raised: they see no more records of this run"""
+        self._locked = fd is not None
+        """The file is locked (a continued run's): unlocked when the recorder closes."""
         if fd is not None:
             self._fd = fd
         elif path is None:
             self._fd = -1
         else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-                self._fd = os.open(path, flags, 0o644)
+                try:
+                    self._fd = os.open(path, flags, 0o644)
+                except FileNotFoundError:  # the folder first, then the file
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    self._fd = os.open(path, flags, 0o644)
             except FileExistsError:
                 raise UsageError(
                     f"a recording already exists at {path}; choose another run id"
@@ -194,23 +214,25 @@ class Recorder:
         self.versions: dict[str, int] = {}
         """For each key, the seq of the commit that last wrote it."""
         self._pending: list[bytes] = []
+        self._chain = b""
+        """The last seal's 16 bytes (none before the first)."""
         self._blobs: set[str] = set()
         self._message_hashes: list[str] = []
         self._hash_bytes: list[bytes] = []
-        """The same hashes as bytes: a window's digest is one join and one sha256."""
-        self._history_digest = hashlib.sha256()
-        """sha256 over the hashes of the history's messages: extended as they are appended, so
+        """The same ids as bytes: a window's digest is one join and one sha256."""
+        self._history_digest = _sha256()
+        """sha256 over the ids of the history's messages: extended as they are appended, so
         the digest of a window that is the whole history costs nothing per call."""
         self._history_ranges: list[tuple[int, int]] = []
         """The history's message numbers as ranges (injected messages leave gaps)."""
         self._segments: dict[str, tuple[str, str | None, str | None]] = {}
-        """System text -> its hash, and how a segment list holds it: inline text, or a ref."""
+        """System text -> its id, and how a segment list holds it: inline text, or a ref."""
         self._entries: dict[tuple[str, Source], Segment] = {}
         """(system text, source) -> its entry in a segment list, made once."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
         self._sources: dict[Source, SourceInfo] = {}
         self._extra: tuple[Sequence[int] | None, bytes, list[tuple[int, int]]] = (None, b"", [])
-        """The last call's extra messages, their hashes joined, and their ranges."""
+        """The last call's extra messages, their ids joined, and their ranges."""
         self._list_bases: dict[str, tuple[str, list[Segment] | list[CallTool]]] = {}
         """Slot -> the last list stored in full (deltas name it)."""
         self._slot_last: dict[str, tuple[Sequence[Any], list[str], str]] = {}
@@ -225,7 +247,11 @@ class Recorder:
         self._digests: dict[tuple[Any, ...], tuple[bytes, bytes, tuple[Any, ...]]] = {}
         """What a request digest is made of but the messages (ids) -> its canonical JSON
         before and after the messages' hash."""
-        self._syncer = _Syncer(self._fd, sync_interval)
+        self._frame: tuple[Any, ...] | None = None
+        """What the last call line said of its model, slots, params and cache: a call that
+        says the same leaves them out."""
+        self._sync_interval = sync_interval
+        self._synced = self._written = time.monotonic()
         self._boundary = False
         """An iteration ended since the last write: the next one asks for a sync."""
 
@@ -233,7 +259,7 @@ class Recorder:
 
     def _emit(self, record: Line | Record) -> None:
         """Queue a record made of af's own values (nothing in it to screen)."""
-        raw = orjson.dumps(record, default=as_json)
+        raw = _dumps(record, default=as_json)
         self._pending.append(raw)
         if self.observers or self._watch.observers:
             self._observe(raw)
@@ -267,42 +293,66 @@ class Recorder:
                 )
 
     def flush(self) -> None:
-        """Write what is pending, whole lines in one write; after an iteration boundary,
-        have it made durable."""
-        if self._pending:
-            if self._fd >= 0:
-                self._pending.append(b"")
-                os.write(self._fd, b"\n".join(self._pending))
-            self._pending.clear()
+        """Write what is pending, whole lines and their seal in one write; after an
+        iteration boundary, have it made durable."""
+        pending = self._pending
+        if pending:
+            if self._fd < 0:  # watched, not recorded
+                pending.clear()
+                return
+            pending.append(b"")
+            batch = b"\n".join(pending)
+            pending.clear()
+            chain = _sha256(self._chain + batch).digest()[:16]
+            self._chain = chain
+            os.write(self._fd, batch + b'{"t":"seal","h":"' + short_id(chain).encode() + b'"}\n')
+            self._written = time.monotonic()
         if self._boundary:
             self._boundary = False
-            self._syncer.request()
+            now = time.monotonic()
+            # A real model call takes far longer than the interval, so a real run is synced
+            # at every iteration boundary; a scripted loop that runs hundreds of iterations
+            # a second is synced every interval instead of paying a sync per iteration.
+            if now - self._synced >= self._sync_interval:
+                self._synced = now
+                _SYNCER.put(self._fd, close=False)
+
+    def before_tool(self) -> None:
+        """A sync tool is about to run on the loop's thread: what is pending goes out first,
+        unless the last write is less than :data:`HOLD` old. A real model's reply took far
+        longer than that, so it is on disk before the tools it asked for run (a process
+        killed inside one leaves it); the iterations of a scripted loop, microseconds each,
+        share one write."""
+        if self._pending and time.monotonic() - self._written >= HOLD:
+            self.flush()
 
     def _store(self, value: Any, *, screened: bool = False) -> str:
-        """Store a value (not yet redacted) once; return the hash it is stored under.
+        """Store a value (not yet redacted) once; return the id it is stored under.
         ``screened``: every part of the value went through redaction already (a slot's list,
         made of stored segments and sources), so its bytes are not scanned again."""
-        raw = orjson.dumps(value, default=as_json, option=_SORTED)
-        ref = hashlib.sha256(raw).hexdigest()
+        return self._store_raw(_dumps(value, default=as_json, option=_SORTED), screened)
+
+    def _store_raw(self, raw: bytes, screened: bool = False) -> str:
+        ref = _id(raw)
         if ref in self._blobs:
-            return ref  # stored before, so screened before
+            return ref  # type: ignore[no-any-return] # stored before, so screened before
         if not screened and self.redactor.needs_redaction(raw):
-            raw = orjson.dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
-            ref = hashlib.sha256(raw).hexdigest()
+            raw = _dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
+            ref = _id(raw)
             if ref in self._blobs:
-                return ref
+                return ref  # type: ignore[no-any-return]
         self._blobs.add(ref)
         # The blob's value is written in its canonical form: the bytes that were hashed.
         line = b'{"t":"blob","id":"' + ref.encode() + b'","value":' + raw + b"}"
         self._pending.append(line)
         if self.observers or self._watch.observers:
             self._observe(line)
-        return ref
+        return ref  # type: ignore[no-any-return]
 
     def _screened(self, model: _M) -> _M:
         """``model`` with what the redaction policy replaces replaced (itself when nothing
         is: nearly always)."""
-        raw = orjson.dumps(model, default=as_json)
+        raw = _dumps(model, default=as_json)
         if not self.redactor.needs_redaction(raw):
             return model
         return type(model).model_validate(self.redactor.redact(orjson.loads(raw)))
@@ -316,11 +366,12 @@ class Recorder:
         return [(k, versions[k]) for k in keys if k in versions]
 
     def _commit_writes(self, writes: list[Write]) -> None:
+        versions, seq = self.versions, self.seq
         for w in writes:
             key = w.key
-            self.versions[key] = self.seq
+            versions[key] = seq
             if key.startswith(("message:", "fold:")):
-                self.versions["messages"] = self.seq
+                versions["messages"] = seq
 
     # -- records -------------------------------------------------------------------------
 
@@ -340,8 +391,18 @@ class Recorder:
         self, message: Message, *, history: bool = True, source: Source | None = None
     ) -> tuple[int, Write]:
         """Store a message; return its number and the write naming it. ``history``: it joins
-        the conversation (an injected message does not: it is sent, not remembered)."""
-        ref = self._store(message.to_json())
+        the conversation (an injected message does not: it is sent, not remembered). A short
+        message is written in the write itself, a long one as a blob it refers to; either
+        way its id is that of its canonical JSON."""
+        raw = _dumps(message.to_json(), option=_SORTED)
+        if self.redactor.needs_redaction(raw):
+            raw = _dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
+        if len(raw) > MESSAGE_INLINE:
+            ref = self._store_raw(raw, screened=True)
+            value = None
+        else:
+            ref = _id(raw)
+            value = _Fragment(raw)
         hashed = ref.encode()
         self._message_hashes.append(ref)
         self._hash_bytes.append(hashed)
@@ -353,12 +414,14 @@ class Recorder:
                 spans[-1] = (spans[-1][0], n)
             else:
                 spans.append((n, n))
-        if source is None:
-            return n, _write(key=f"message:{n}", ref=ref)
-        return n, _write(key=f"message:{n}", ref=ref, source=self._source(source))
+        key = f"message:{n}"
+        src = None if source is None else self._source(source)
+        if value is None:
+            return n, _write(key=key, ref=ref, source=src)
+        return n, _write(key=key, value=value, source=src)
 
     def message_hash(self, n: int) -> str:
-        """The content hash message ``n`` is stored under."""
+        """The id message ``n`` is stored under."""
         return self._message_hashes[n - 1]
 
     def history_ranges(self) -> list[tuple[int, int]]:
@@ -376,10 +439,10 @@ class Recorder:
             return known
         if isinstance(value, BaseModel):
             value = as_json(value)  # plain JSON: written, and maybe stored, without callbacks
-        raw = orjson.dumps(value, default=as_json)
+        raw = _dumps(value, default=as_json)
         if self.redactor.needs_redaction(raw):
             value = self.redactor.redact(orjson.loads(raw))
-            raw = orjson.dumps(value)
+            raw = _dumps(value)
         if len(raw) <= INLINE_LIMIT:
             return _write(key=key, value=value)
         return _write(key=key, ref=self._store(value, screened=True))
@@ -394,13 +457,13 @@ class Recorder:
         writes: list[Write] | None = None,
         tool: ToolOutcome | None = None,
     ) -> int:
+        """A stage's commit. ``stage`` is not written (it is the rsid up to its ``#``)."""
         self.seq += 1
         writes = writes or []
         self._emit(
             _commit(
                 seq=self.seq,
                 rsid=rsid,
-                stage=stage,
                 iter=iteration,
                 reads=self._versions(reads),
                 writes=writes,
@@ -418,7 +481,7 @@ class Recorder:
                 blob = self._store(body)
                 stored = (blob, None, blob)
             else:
-                stored = (content_hash(body), body["text"], None)
+                stored = (V11.content(body), body["text"], None)
             self._segments[seg.text] = stored
         entry = self._entries.get((seg.text, seg.source))
         if entry is None:
@@ -523,12 +586,12 @@ class Recorder:
                 self._extra = (extra, joined, ranges(extra))
             digest = self._history_digest.copy()
             digest.update(self._extra[1])
-            messages_hash = digest.hexdigest()
+            messages_hash = short_id(digest.digest())
             window = [*self._history_ranges, *self._extra[2]]
         else:
             held = self._hash_bytes
             joined = b"".join(chain.from_iterable(held[a - 1 : b] for a, b in window))
-            messages_hash = hashlib.sha256(joined).hexdigest()  # = messages_digest(...)
+            messages_hash = short_id(_sha256(joined).digest())  # = V11.messages(...)
             window = list(window)
         known = self._params.get(id(params))
         if known is None or known[0] is not params:
@@ -543,8 +606,33 @@ class Recorder:
             model, segment_hashes, messages_hash, tool_hashes, known[1], cache
         )
         self.seq += 1
-        self._emit(
-            _call(
+        frame = self._frame
+        if frame is not None and frame[4] is cache:
+            cache_json = frame[5]
+        else:
+            cache_json = [c.to_json() for c in cache]
+        if (
+            frame is not None
+            and frame[1] == system_ref
+            and frame[2] == tools_ref
+            and frame[0] == model
+            and (frame[3] is known[1] or frame[3] == known[1])
+            and frame[5] == cache_json
+        ):
+            # The same as the call before: left out, the reader takes them from there.
+            record = _call(
+                seq=self.seq,
+                rsid=rsid,
+                iter=iteration,
+                call=call,
+                reads=self._versions(reads),
+                window=window,
+                hash=digest_hash,
+                attempt=None if attempt is None else self._screened(attempt),
+            )
+        else:
+            self._frame = (model, system_ref, tools_ref, known[1], cache, cache_json)
+            record = _call(
                 seq=self.seq,
                 rsid=rsid,
                 iter=iteration,
@@ -555,11 +643,11 @@ class Recorder:
                 window=window,
                 tools=tools_ref,
                 params=known[1],
-                cache=[c.to_json() for c in cache],
+                cache=cache_json,
                 hash=digest_hash,
                 attempt=None if attempt is None else self._screened(attempt),
             )
-        )
+        self._emit(record)
         self.versions[f"call:{call}"] = self.seq
         self.flush()
         return digest_hash
@@ -596,7 +684,7 @@ class Recorder:
             # The parts are kept so that their ids cannot be reused by other objects.
             known = (raw[:at], raw[at + len(messages) :], (system, tools, params, cache))
             self._digests[key] = known
-        return hashlib.sha256(known[0] + messages.encode() + known[1]).hexdigest()
+        return short_id(_sha256(known[0] + messages.encode() + known[1]).digest())
 
     def inject(
         self,
@@ -644,18 +732,23 @@ class Recorder:
         decision: AttemptDecision | None = None,
         response_id: str | None = None,
         unsent_params: Sequence[str] = (),
+        route: str | None = None,
     ) -> int:
         """Record a model's answer. ``decision``: what a reliability rule decided about it,
         when one did or the answer was refused; ``response_id``, the vendor's id for it;
-        ``unsent_params``, params the provider could not send."""
+        ``unsent_params``, params the provider could not send; ``route``, where the loop
+        goes from it (``tools``, ``answer``, ``continue``), written under the key ``route``."""
         self.seq += 1
+        writes = [message_write]
+        if route is not None:
+            writes.append(self.write("route", route, trusted=True))
         self._emit(
             _reply(
                 seq=self.seq,
                 rsid=rsid,
                 iter=iteration,
                 call=call,
-                writes=[message_write],
+                writes=writes,
                 stop_reason=stop_reason,
                 tool_calls=tool_calls,
                 usage=None if usage is None else usage_info(usage),
@@ -666,16 +759,16 @@ class Recorder:
                 decision=None if decision is None else self._screened(decision),
             )
         )
-        self._commit_writes([message_write])
+        self._commit_writes(writes)
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
 
     def event(self, record: Line | Record, *, flush: bool = True) -> None:
         """An event (what the loop saw: an error, a tool starting, a message leaving the
         window), screened by the redaction policy as a whole."""
-        raw = orjson.dumps(record, default=as_json)
+        raw = _dumps(record, default=as_json)
         if self.redactor.needs_redaction(raw):
-            raw = orjson.dumps(self.redactor.redact(orjson.loads(raw)))
+            raw = _dumps(self.redactor.redact(orjson.loads(raw)))
         self._pending.append(raw)
         if self.observers or self._watch.observers:
             self._observe(raw)
@@ -690,16 +783,19 @@ class Recorder:
         self._boundary = True
 
     def close(self) -> None:
-        self._syncer.stop()
-        self._boundary = False  # the fsync below makes it all durable
+        """Write what is left; the file is then complete. Making it durable (fsync) and
+        closing it is the sync thread's, off the caller's clock; the process waits for it
+        at exit (:func:`wait_for_syncs`)."""
+        self._boundary = False  # the fsync makes it all durable
         if self._fd < 0:
             self.flush()
             return
         try:
             self.flush()
-            os.fsync(self._fd)
         finally:
-            os.close(self._fd)
+            if self._locked:  # the next process may continue the run as soon as this returns
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            _SYNCER.put(self._fd, close=True)
 
     @classmethod
     def continuing(
@@ -893,6 +989,9 @@ class NullRecorder(Recorder):
     def flush(self) -> None:
         pass
 
+    def before_tool(self) -> None:
+        pass
+
     def sync(self) -> None:
         pass
 
@@ -901,45 +1000,67 @@ class NullRecorder(Recorder):
 
 
 class _Syncer:
-    """fdatasync off the loop's thread, at iteration boundaries at least ``interval`` apart.
+    """One thread of the process that makes recordings durable and closes them: fdatasync
+    at iteration boundaries, and when a run ends, fsync and close, in the order asked. A run
+    never waits on the disk; the process waits for what is queued when it exits, so a
+    finished run's file is durable by the time the process is gone.
 
-    A real model call takes far longer than the interval, so a real run is synced at every
-    iteration boundary; a scripted loop that runs hundreds of iterations a second is synced
-    every ``interval`` instead of paying for a sync (and a thread wake-up) per iteration.
     A killed process loses nothing either way: written lines are in the OS already; the
     sync only guards against the machine itself going down."""
 
-    def __init__(self, fd: int, interval: float) -> None:
-        self._fd = fd
-        self._interval = interval
-        self._last = time.monotonic()
-        self._wanted = threading.Event()
-        self._stopping = False
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[int, bool] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._queued = 0
+        self._idle = threading.Condition(self._lock)
 
-    def request(self) -> None:
-        now = time.monotonic()
-        if now - self._last < self._interval:
-            return
-        self._last = now
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="af-recording-sync", daemon=True)
-            self._thread.start()
-        self._wanted.set()
+    def put(self, fd: int, *, close: bool) -> None:
+        with self._lock:
+            self._queued += 1
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="af-recording-sync", daemon=True
+                )
+                self._thread.start()
+        self._jobs.put((fd, close))
 
     def _run(self) -> None:
         while True:
-            self._wanted.wait()
-            self._wanted.clear()
-            if self._stopping:
+            job = self._jobs.get()
+            if job is None:
                 return
+            fd, close = job
             try:
-                os.fdatasync(self._fd)
+                if close:
+                    os.fsync(fd)
+                else:
+                    os.fdatasync(fd)
             except OSError:
-                return  # closed underneath us: the final fsync in close() covers it
+                pass  # closed or gone underneath: nothing left to make durable
+            if close:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            with self._lock:
+                self._queued -= 1
+                if not self._queued:
+                    self._idle.notify_all()
 
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._stopping = True
-            self._wanted.set()
-            self._thread.join()
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until every sync and close asked for is done; False if ``timeout`` came first."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._queued, timeout)
+
+
+_SYNCER = _Syncer()
+
+
+def wait_for_syncs(timeout: float | None = None) -> bool:
+    """Wait until every finished run's recording is durable and closed (done for you when
+    the process exits). False if ``timeout`` seconds passed first."""
+    return _SYNCER.wait(timeout)
+
+
+atexit.register(wait_for_syncs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -183,12 +184,34 @@ def scan_recording(path: str | os.PathLike[str]) -> list[Hit]:
             found = list(_walk(record, "$"))
             if found and kind == "blob" and isinstance(record.get("id"), str):
                 blob_lines[record["id"]] = n
+            inline = found and kind in ("commit", "reply")
             hits += [
-                replace(h, line=n, record=kind if isinstance(kind, str) else None) for h in found
+                replace(
+                    h,
+                    line=n,
+                    record=kind if isinstance(kind, str) else None,
+                    message=_inline_message(record, h.path) if inline else None,
+                )
+                for h in found
             ]
-    if blob_lines:
+    if blob_lines or any(h.message is not None for h in hits):
         hits = _place(path, hits, blob_lines)
     return hits
+
+
+_WRITE = re.compile(r"\$\.writes\[(\d+)\]\.value(?:[.\[]|$)")
+
+
+def _inline_message(record: dict[str, Any], where: str) -> int | None:
+    """The message a hit at ``where`` in a commit or reply is in, when the record holds it
+    inline (1.1): ``$.writes[i].value...`` of a write of ``message:<n>``."""
+    m = _WRITE.match(where)
+    writes = record.get("writes")
+    if m is None or not isinstance(writes, list) or int(m[1]) >= len(writes):
+        return None
+    key = writes[int(m[1])].get("key") if isinstance(writes[int(m[1])], dict) else None
+    number = key.removeprefix("message:") if isinstance(key, str) else ""
+    return int(number) if key != number and number.isdigit() else None
 
 
 def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]:
@@ -198,6 +221,8 @@ def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]
 
     wanted = {line: ref for ref, line in blob_lines.items()}
     places: dict[int, tuple[int | None, int | None, str | None]] = {}
+    first_call: dict[int, int] = {}
+    """message n (written inline) -> the first call that sent it"""
     try:
         with open_recording(path) as rec:
             messages: dict[str, int] = {}
@@ -209,8 +234,9 @@ def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]
                 messages.setdefault(ref, m)
             for line, ref in wanted.items():
                 places[line] = (messages.get(ref), None, "messages" if ref in messages else None)
+            inline = {h.message for h in hits if h.message is not None}
             for n in rec.call_numbers:
-                if all(p[1] is not None for p in places.values()):
+                if all(p[1] is not None for p in places.values()) and inline <= set(first_call):
                     break
                 try:
                     call = rec.call(n)
@@ -219,6 +245,9 @@ def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]
                 except (AfError, KeyError, IndexError, ValueError):
                     continue
                 window = call.window
+                for m in inline - set(first_call):
+                    if any(a <= m <= b for a, b in window):
+                        first_call[m] = n
                 for line, ref in wanted.items():
                     message, first, slot = places[line]
                     if first is not None:
@@ -233,8 +262,12 @@ def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]
         return hits
     out = []
     for h in hits:
-        place = places.get(h.line or 0)
-        if place is not None:
-            h = replace(h, message=place[0], call=place[1], slot=place[2])
+        if h.message is not None and h.record in ("commit", "reply"):
+            sent = first_call.get(h.message)
+            h = replace(h, call=sent, slot="messages" if sent is not None else None)
+        else:
+            place = places.get(h.line or 0)
+            if place is not None:
+                h = replace(h, message=place[0], call=place[1], slot=place[2])
         out.append(h)
     return out

@@ -173,7 +173,7 @@ def test_show_json_lists_the_folds_and_tells_the_summarizer_calls(invoke: Invoke
     view = ran.json()
     assert [f["fold"] for f in view["folds"]] == [1, 2]
     first = view["folds"][0]
-    assert first == folds_of(COMPACTION)[0] | {"fold": 1, "rsid": "window#16", "after_call": 6}
+    assert first == folds_of(COMPACTION)[0] | {"fold": 1, "rsid": "window#11", "after_call": 6}
     calls = {c["call"]: c for c in view["calls"]}
     assert [(n, c["fold"]) for n, c in calls.items() if c["kind"] == "summarizer"] == [
         (6, 1),
@@ -306,10 +306,10 @@ def test_call_after_a_fold_shows_the_seam_and_the_summary_s_source(invoke: Invok
     assert (summary["source"], summary["id"], summary["writer"]) == (
         "summary",
         "summarize_oldest",
-        "window#16",
+        "window#11",
     )
     (fold,) = data["folds"]
-    assert (fold["fold"], fold["before"], fold["summary"], fold["rsid"]) == (1, 13, 13, "window#16")
+    assert (fold["fold"], fold["before"], fold["summary"], fold["rsid"]) == (1, 13, 13, "window#11")
     assert {g["fold"] for g in data["removed"]["messages"]} == {1}
 
 
@@ -336,7 +336,7 @@ def test_call_of_a_summarizer_shows_its_system_prompt_and_transcript(invoke: Inv
     assert ran.code == 0, ran.err
     out = lines(ran)
     assert out[0] == (
-        "call 6 · summarizer for fold 1 · iteration 5 · summarize#15 · model mock-summarizer"
+        "call 6 · summarizer for fold 1 · iteration 5 · summarize#10 · model mock-summarizer"
     )
     assert out[1].startswith("✓ verified")
     assert "  [1] summarizer" in out

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.afcli.conftest import Invoke, Ran
+from tests.conftest import reseal
 
 
 def lines_of(demo: dict[str, Any]) -> list[bytes]:
@@ -29,13 +30,15 @@ def bad(tmp_path: Path, demo: dict[str, Any]) -> Path:
     folder = tmp_path / "bad"
     folder.mkdir()
     lines = lines_of(demo)
-    (folder / "torn.jsonl").write_bytes(b"".join(lines[:-1]) + lines[-1][:25])
+    # The last write (run_end, then its seal) cut off in its first line.
+    (folder / "torn.jsonl").write_bytes(b"".join(lines[:-2]) + lines[-2][:25])
     malformed = list(lines)
     malformed[5] = b'{"t": "commit", "seq": oops\n'
     (folder / "malformed.jsonl").write_bytes(b"".join(malformed))
     unknown = list(lines)
     unknown.insert(6, b'{"t": "telemetry", "cpu": 0.5}\n')
-    (folder / "unknown.jsonl").write_bytes(b"".join(unknown))
+    # As a newer minor version would write it: sealed with the rest.
+    (folder / "unknown.jsonl").write_bytes(reseal(b"".join(unknown)))
     header = json.loads(lines[0])
     header["version"] = "2.0"
     (folder / "future.jsonl").write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:]))
@@ -150,8 +153,10 @@ def test_a_50_mb_line_is_skipped_not_loaded(
         f.writelines(lines[6:])
     ran = invoke("verify", path, "--json")
     assert ran.code == 1
-    (problem,) = ran.json()["problems"]
+    problem, *rest = ran.json()["problems"]
     assert problem["line"] == 7 and "50.0 MB" in problem["message"]
+    # A line that was not written with the rest: the seal of its write says so too.
+    assert len(rest) == 1 and "do not match their seal" in rest[0]["message"]
     assert ran.json()["verified"] == demo["calls"]
     show = invoke("show", path, "--json")
     assert show.code == 0 and show.json()["status"] == "answer"

@@ -417,7 +417,7 @@ def test_the_rainy_sample_follows_the_forecast_instruction(invoke: Invoke) -> No
 
 
 def test_a_recording_without_injections_shows_fine(invoke: Invoke) -> None:
-    valid = ROOT / "tests" / "fixtures" / "valid.jsonl"
+    valid = ROOT / "tests" / "fixtures" / "v1.1" / "valid.jsonl"
     ran = invoke("show", valid, "--json")
     assert ran.code == 0, ran.err
     assert all(c["injections"] is None for c in ran.json()["calls"])
@@ -426,7 +426,7 @@ def test_a_recording_without_injections_shows_fine(invoke: Invoke) -> None:
     assert [(s["source"], s["id"], s["text"]) for s in call["system"]] == [
         ("base", None, "You answer questions about orders.")
     ]
-    assert [m["writer"] for m in call["messages"]] == ["seed#0", "call-llm#1", "tool:lookup#3"]
+    assert [m["writer"] for m in call["messages"]] == ["seed#0", "call-llm#1", "tool:lookup#2"]
     assert all("source" not in m for m in call["messages"])
     assert [t["name"] for t in call["tools"]] == ["lookup"]
     human = invoke("show", valid, env=WIDE)
@@ -460,7 +460,7 @@ def test_a_mangled_decisions_blob_does_not_stop_show(
     invoke: Invoke, demo: dict[str, Any], tmp_path: Path
 ) -> None:
     lines = Path(demo["recording"]).read_text().splitlines()
-    inject = next(json.loads(x) for x in lines if '"stage":"inject"' in x)
+    inject = next(json.loads(x) for x in lines if '"rsid":"inject#' in x)
     ref = next(w["ref"] for w in inject["writes"] if w["key"] == "injections")
     mangled = []
     for x in lines:

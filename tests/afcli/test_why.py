@@ -108,7 +108,7 @@ def test_why_lists_the_keys_with_their_writers(invoke: Invoke) -> None:
     assert ran.code == 0, ran.err
     assert "answer" in ran.out and "system:prices" in ran.out and "tool:weather#1.result" in ran.out
     listed = invoke("why", RAIN, "--list", "--json").json()
-    assert {"key": "message:1", "writer": "seed#0", "line": 5, "what": ""} in listed
+    assert {"key": "message:1", "writer": "seed#0", "line": 4, "what": ""} in listed
 
 
 def test_why_errors_are_one_sentence_with_the_right_exit_code(invoke: Invoke) -> None:

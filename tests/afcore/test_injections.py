@@ -140,7 +140,7 @@ def test_on_tool_return_fires_at_the_next_iteration_only(tmp_path: Path) -> None
     assert cite["reason"] == "search returned at iteration 1"
     assert cite["reads"] == [["last_tool_results.search", "hit 1"]]
     lines = [orjson.loads(x) for x in agent.last_recording.read_bytes().splitlines()]
-    inject2 = [x for x in lines if x.get("stage") == "inject"][1]
+    inject2 = [x for x in lines if str(x.get("rsid")).startswith("inject#")][1]
     tool_commit = next(x for x in lines if x.get("tool", {}).get("name") == "search")
     # The decision's read names the commit that wrote the result it read.
     assert [k for k, _ in inject2["reads"]] == [tool_commit["writes"][0]["key"]]
@@ -286,7 +286,7 @@ def test_configure_resolves_model_and_instructions_before_the_first_call(tmp_pat
     ]
     assert agent.last_recording is not None
     lines = [orjson.loads(x) for x in agent.last_recording.read_bytes().splitlines()]
-    configure = next(x for x in lines if x.get("stage") == "configure")
+    configure = next(x for x in lines if str(x.get("rsid")).startswith("configure#"))
     first_call = next(i for i, x in enumerate(lines) if x["t"] == "call")
     assert lines.index(configure) < first_call
     assert {w["key"]: w.get("value") for w in configure["writes"]} == {

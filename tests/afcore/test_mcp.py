@@ -353,7 +353,6 @@ def test_a_servers_progress_is_recorded_as_the_tools_progress(tmp_path: Path) ->
     lines = [orjson.loads(x) for x in agent.last_recording.read_bytes().splitlines()]
     kinds = [r["t"] for r in lines if r["t"].startswith("tool_")]
     assert kinds == [
-        "tool_start",
         "tool_progress",
         "tool_progress",
         "tool_progress",

@@ -10,16 +10,26 @@ from afcore.errors import RecordingFormatError, RunNotFoundError, UnsupportedVer
 from afcore.recording import Call, Reply, RunEnd, UnknownRecord
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
+VERSIONS = ("v1.0", "v1.1")
+"""The frozen fixtures of each version: a reader reads what every version of major 1 wrote."""
 
 
-def test_valid_fixture_reads_and_verifies() -> None:
-    with rec.open_recording(FIXTURES / "valid.jsonl") as r:
+@pytest.fixture(params=VERSIONS)
+def fixtures(request: pytest.FixtureRequest) -> Path:
+    return FIXTURES / str(request.param)
+
+
+def test_valid_fixture_reads_and_verifies(fixtures: Path) -> None:
+    with rec.open_recording(fixtures / "valid.jsonl") as r:
         assert r.header.agent.name == "orders"
         assert r.problems == [] and r.torn_tail is None
         assert r.call_count == 2 and r.message_count == 4
         assert isinstance(r.call(1), Call) and isinstance(r.reply(2), Reply)
         assert r.message(1) == {"role": "user", "content": "Where is order A-1?"}
-        assert r.message_writer(3) == "tool:lookup#3"
+        # 1.1 folded the route stage into the reply: one stage fewer before the tool's.
+        assert r.message_writer(3) == (
+            "tool:lookup#3" if "v1.0" in str(fixtures) else "tool:lookup#2"
+        )
         end = r.end
         assert isinstance(end, RunEnd) and end.status == "answer"
         assert r.value(end.answer) == "Order A-1 has shipped."
@@ -27,8 +37,8 @@ def test_valid_fixture_reads_and_verifies() -> None:
     assert report.ok and report.verified == 2
 
 
-def test_torn_last_line_is_reported_and_the_rest_read() -> None:
-    with rec.open_recording(FIXTURES / "torn.jsonl") as r:
+def test_torn_last_line_is_reported_and_the_rest_read(fixtures: Path) -> None:
+    with rec.open_recording(fixtures / "torn.jsonl") as r:
         assert r.torn_tail is not None
         assert r.torn_tail.line == r.line_count + 1
         assert r.end is None  # the torn line was the run_end
@@ -38,8 +48,8 @@ def test_torn_last_line_is_reported_and_the_rest_read() -> None:
     assert report.verified == 2
 
 
-def test_malformed_line_is_reported_by_line_number() -> None:
-    with rec.open_recording(FIXTURES / "malformed.jsonl") as r:
+def test_malformed_line_is_reported_by_line_number(fixtures: Path) -> None:
+    with rec.open_recording(fixtures / "malformed.jsonl") as r:
         assert [p.line for p in r.problems] == [5]
         assert "not valid JSON" in r.problems[0].message
         report = rec.verify(r)
@@ -47,8 +57,8 @@ def test_malformed_line_is_reported_by_line_number() -> None:
     assert any(p.line == 5 for p in report.problems)
 
 
-def test_unknown_record_type_is_kept_opaque_and_is_not_a_failure() -> None:
-    with rec.open_recording(FIXTURES / "unknown_record.jsonl") as r:
+def test_unknown_record_type_is_kept_opaque_and_is_not_a_failure(fixtures: Path) -> None:
+    with rec.open_recording(fixtures / "unknown_record.jsonl") as r:
         assert r.unknown_records == 1
         kept = [x for _, x in r.records() if isinstance(x, UnknownRecord)]
         assert kept[0].t == "hologram" and kept[0].model_extra == {"payload": {"x": 1}}
@@ -56,9 +66,9 @@ def test_unknown_record_type_is_kept_opaque_and_is_not_a_failure() -> None:
     assert report.ok and report.unknown_records == 1
 
 
-def test_newer_major_version_is_refused_clearly() -> None:
+def test_newer_major_version_is_refused_clearly(fixtures: Path) -> None:
     with pytest.raises(UnsupportedVersionError, match=r"version 2\.0, newer than this af reads"):
-        rec.open_recording(FIXTURES / "future_version.jsonl")
+        rec.open_recording(fixtures / "future_version.jsonl")
 
 
 @pytest.mark.parametrize(
@@ -86,9 +96,9 @@ def test_missing_file_and_folder(tmp_path: Path) -> None:
         rec.open_recording(tmp_path)
 
 
-def test_a_huge_line_is_skipped_without_loading_it(tmp_path: Path) -> None:
+def test_a_huge_line_is_skipped_without_loading_it(tmp_path: Path, fixtures: Path) -> None:
     path = tmp_path / "huge.jsonl"
-    lines = (FIXTURES / "valid.jsonl").read_bytes().splitlines(keepends=True)
+    lines = (fixtures / "valid.jsonl").read_bytes().splitlines(keepends=True)
     huge = b'{"t":"blob","id":"x","value":"' + b"A" * (50 * 1024 * 1024) + b'"}\n'
     path.write_bytes(b"".join(lines[:3]) + huge + b"".join(lines[3:]))
     with rec.open_recording(path) as r:
@@ -98,10 +108,10 @@ def test_a_huge_line_is_skipped_without_loading_it(tmp_path: Path) -> None:
         assert not rec.verify(r).ok
 
 
-def test_resolve_run_by_path_id_and_prefix(tmp_path: Path) -> None:
+def test_resolve_run_by_path_id_and_prefix(tmp_path: Path, fixtures: Path) -> None:
     for name in ("20260101-000000-000-aaaaaa", "20260101-000000-000-bbbbbb", "20270101-x"):
-        shutil.copy(FIXTURES / "valid.jsonl", tmp_path / f"{name}.jsonl")
-    assert rec.resolve_run(str(FIXTURES / "valid.jsonl")) == FIXTURES / "valid.jsonl"
+        shutil.copy(fixtures / "valid.jsonl", tmp_path / f"{name}.jsonl")
+    assert rec.resolve_run(str(fixtures / "valid.jsonl")) == fixtures / "valid.jsonl"
     assert rec.resolve_run("2027", tmp_path).name == "20270101-x.jsonl"
     assert rec.resolve_run("20260101-000000-000-aaaaaa", tmp_path).stem.endswith("aaaaaa")
     with pytest.raises(RunNotFoundError, match="matches 2 recordings"):
@@ -110,9 +120,9 @@ def test_resolve_run_by_path_id_and_prefix(tmp_path: Path) -> None:
         rec.resolve_run("1999", tmp_path)
 
 
-def test_call_out_of_range_says_the_range() -> None:
+def test_call_out_of_range_says_the_range(fixtures: Path) -> None:
     with (
-        rec.open_recording(FIXTURES / "valid.jsonl") as r,
+        rec.open_recording(fixtures / "valid.jsonl") as r,
         pytest.raises(IndexError, match="calls 1 to 2"),
     ):
         r.call(3)

@@ -83,7 +83,8 @@ def test_look_alikes_pass_and_the_false_positives_are_counted() -> None:
 def test_af_recordings_scan_clean() -> None:
     """af's own ids, hashes, refs and runs: the samples and the frozen fixtures."""
     files = sorted((ROOT / "recordings").glob("sample-*.jsonl"))
-    files += [ROOT / "tests" / "fixtures" / "valid.jsonl"]
+    files += sorted((ROOT / "tests" / "fixtures").glob("v1.*/valid.jsonl"))
+    files += sorted((ROOT / "tests" / "fixtures" / "v1.0" / "samples").glob("*.jsonl"))
     assert len(files) >= 2
     for path in files:
         assert scan_recording(path) == [], path.name
@@ -98,15 +99,16 @@ def test_a_hit_says_where_it_is_and_never_what(tmp_path: Path) -> None:
     from afcore.recording import open_recording
 
     with open_recording(path) as rec:
-        ref = rec.message_ref(1)
-    # Plant the key in the user message's blob, as a file written without redaction
-    # would hold it (the blob id no longer matches its content: the scanner reads anyway).
-    for i, line in enumerate(lines):
-        record = orjson.loads(line)
-        if record.get("t") == "blob" and record.get("id") == ref:
-            record["value"]["content"] = record["value"]["content"] + f" my token {key}"
-            lines[i] = orjson.dumps(record)
-            planted_line = i + 1
+        seed = rec.message_line(1)
+    # Plant the key in the user message, written inline in the seed's commit, as a file
+    # written without redaction would hold it (its id and seal no longer match: the scanner
+    # reads anyway).
+    assert seed is not None
+    record = orjson.loads(lines[seed - 1])
+    at = next(i for i, w in enumerate(record["writes"]) if w["key"] == "message:1")
+    record["writes"][at]["value"]["content"] += f" my token {key}"
+    lines[seed - 1] = orjson.dumps(record)
+    planted_line = seed
     lines.append(b'{"t":"torn", "text": "AKIA' + b"A" * 16 + b" ")
     path.write_bytes(b"\n".join(lines) + b"\n")
 
@@ -115,18 +117,18 @@ def test_a_hit_says_where_it_is_and_never_what(tmp_path: Path) -> None:
     first, torn = hits
     assert (first.line, first.record, first.message, first.call, first.slot) == (
         planted_line,
-        "blob",
+        "commit",
         1,
         1,
         "messages",
     )
-    assert first.path == "$.value.content"
-    content = orjson.loads(lines[planted_line - 1])["value"]["content"]
+    assert first.path == f"$.writes[{at}].value.content"
+    content = orjson.loads(lines[planted_line - 1])["writes"][at]["value"]["content"]
     assert content[first.start : first.end] == key
     assert torn.line == len(lines) and torn.record is None
     report = "\n".join(str(h) for h in hits) + orjson.dumps([h.to_json() for h in hits]).decode()
     assert key not in report and "AKIA" + "A" * 16 not in report
-    assert f"line {planted_line}, blob, message 1, call 1 (messages)" in str(first)
+    assert f"line {planted_line}, commit, message 1, call 1 (messages)" in str(first)
 
 
 def test_a_secret_key_and_a_secret_as_a_key() -> None:

@@ -29,7 +29,7 @@ from afcore.messages import (
     UserMessage,
 )
 from afcore.window import LiveMessage, plan, segment, turn_sizes
-from tests.conftest import fixed_recording
+from tests.conftest import fixed_recording, reseal
 
 LOREM = "lorem ipsum dolor sit amet " * 12
 
@@ -80,7 +80,9 @@ def build(provider: Any, folder: Path | None, strategy: Any = None, run_id: str 
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    """The records, without the seals that close each write."""
+    raw = path.read_bytes().splitlines()
+    return [orjson.loads(line) for line in raw if not line.startswith(b'{"t":"seal",')]
 
 
 def folds(path: Path) -> list[dict[str, Any]]:
@@ -421,9 +423,10 @@ def test_verify_finds_a_call_sent_a_window_the_folds_do_not_explain(tmp_path: Pa
     path = agent.last_recording
     raw = path.read_bytes().splitlines(keepends=True)
     # Drop the first fold's commit: the calls after it no longer match the live window.
-    at = next(i for i, line in enumerate(raw) if b'"stage":"window"' in line)
+    at = next(i for i, line in enumerate(raw) if b'"rsid":"window#' in line)
     cut = path.with_name("cut.jsonl")
-    cut.write_bytes(b"".join(line for i, line in enumerate(raw) if i != at))
+    # Sealed again, as if written so: what is to be caught is the window, not the chain.
+    cut.write_bytes(reseal(b"".join(line for i, line in enumerate(raw) if i != at)))
     with rec.open_recording(cut) as r:
         problems = [p.message for p in rec.verify(r).problems]
     assert any("its window differs from what the folds before it leave" in p for p in problems)

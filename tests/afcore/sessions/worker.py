@@ -35,7 +35,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode == "slow":
         agent = builder(
-            args.store, args.recordings, slow=blocking_slow_tool(args.marker, 600)
+            args.store,
+            args.recordings,
+            slow=blocking_slow_tool(args.marker, 600),
+            delay=args.delay,
         ).build()
         agent.session(args.session).send(SLOW)
         sys.exit("the slow turn ended, but it should have been killed")
