@@ -87,6 +87,7 @@ from afcore.recording._models import (
     ErrorEvent,
     ErrorInfo,
     Header,
+    Line,
     MiddlewareDecision,
     RedactionInfo,
     ReplyToolCall,
@@ -97,11 +98,11 @@ from afcore.recording._models import (
     ToolOutcome,
     ToolProgress,
     ToolStatus,
-    Write,
+    as_json,
     line,
     trusted,
 )
-from afcore.recording._writer import Recorder, error_info, ranges, usage_info, watcher_name
+from afcore.recording._writer import Recorder, error_info, ranges, usage_line, watcher_name
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
 from afcore.window._live import LiveWindowState
@@ -122,11 +123,11 @@ _contract_end = trusted(ContractEnd)
 _error = line(ErrorEvent)
 _header = line(Header)
 _redaction = trusted(RedactionInfo)
-_reply_tool_call = trusted(ReplyToolCall)
-_run_end = line(RunEnd)
+_reply_tool_call = line(ReplyToolCall)
+_run_end: Any = line(RunEnd, plain=True)
 _session = trusted(SessionLink)
 _tool_info = trusted(ToolInfo)
-_tool_outcome = trusted(ToolOutcome)
+_tool_outcome = line(ToolOutcome)
 _tool_progress = line(ToolProgress)
 
 
@@ -209,12 +210,12 @@ async def drive(
                     status=status,
                     iterations=run.iteration,
                     calls=run.calls,
-                    usage=usage_info(run.usage),
+                    usage=usage_line(run.usage),
                     answer=rec.write("answer", answer) if answer else None,
-                    error=ended_by,
+                    error=None if ended_by is None else as_json(ended_by),
                     ms=round(run.ms_before + (clock() - started) * 1000, 3),
                     redactions=rec.redactor.count,
-                    contract=contract,
+                    contract=None if contract is None else as_json(contract),
                 )
             )
     finally:
@@ -467,7 +468,7 @@ def _compose(
     turn.iteration = run.iteration
     turn.history = tuple(run.history)
     comp = agent.engine.compose(turn, run.base)
-    writes: list[Write] = []
+    writes: list[Line] = []
     if run.last_injected is not None and run.last_injected[0] is comp.messages:
         # The engine carried the injected messages over: they are known, numbered and written.
         _, extra, messages = run.last_injected
@@ -658,7 +659,7 @@ async def run_tools(
     for (call, k, rsid, d), (result, status, ms, ruled) in zip(jobs, outcomes, strict=True):
         write = run.remember(result, rsid)
         turn.last_tool_results[call.name] = result.content
-        run.result_keys[call.name] = write.key
+        run.result_keys[call.name] = write["key"]
         if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):
             turn.active_skills.setdefault(str(call.args["id"]), run.iteration)
         if rec.enabled:

@@ -17,7 +17,7 @@ from afcore.loop._conversation import Conversation
 from afcore.messages import Message, Request, Source, SystemSegment, Usage
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
-from afcore.recording._models import AttemptInfo, Write
+from afcore.recording._models import AttemptInfo, Line
 from afcore.recording._writer import Recorder, Watchers
 from afcore.reliability._policy import Reliability
 from afcore.tools._tool import Tool, ToolValidation
@@ -164,7 +164,7 @@ class RunState:
 
     def remember(
         self, message: Message, rsid: str, source: Source | None = None, *, keep: bool = True
-    ) -> Write:
+    ) -> Line:
         """Append a message to the history (and the live window); return its write.
         ``keep=False``: not handed to a session (which closes an interrupted call in its own
         words)."""

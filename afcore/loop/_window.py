@@ -36,7 +36,7 @@ from afcore.recording._models import (
     Fold,
     FoldRefusal,
     FoldSummary,
-    Write,
+    Line,
     line,
     trusted,
 )
@@ -91,7 +91,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
     run.folds += 1
     fold = run.folds
     reads = ["messages"] + ([f"reply:{run.last_call}"] if measured is not None else [])
-    writes: list[Write] = []
+    writes: list[Line] = []
     summary: FoldSummary | None = None
     summary_item: LiveMessage | None = None
     rsid = ""

@@ -15,6 +15,7 @@ file of a billion values).
 
 from __future__ import annotations
 
+import base64
 import binascii
 import hashlib
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,7 @@ __all__ = [
     "request_digest",
     "request_hash",
     "short_id",
+    "unseal",
 ]
 
 _SORTED = orjson.OPT_SORT_KEYS
@@ -48,6 +50,14 @@ def canonical(value: Any) -> bytes:
 def short_id(digest: bytes) -> str:
     """The first 128 bits of a sha256 digest, base64url without padding (22 characters)."""
     return _b64(digest[:16], newline=False)[:22].translate(_URLSAFE).decode()
+
+
+def unseal(text: object) -> bytes:
+    """The 16 bytes a seal's ``h`` stands for (what the next seal's hash starts from).
+    Raises ValueError when ``text`` is not a seal's."""
+    if not isinstance(text, str) or len(text) != 22:
+        raise ValueError(f"not a seal: {text!r}")
+    return base64.urlsafe_b64decode(text + "==")
 
 
 class Scheme:

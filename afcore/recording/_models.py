@@ -1270,11 +1270,13 @@ Line = NewType("Line", dict[str, Any])
 """A record as it is written, made by :func:`line` from its model's fields."""
 
 
-def line(cls: Callable[_P, Any]) -> Callable[_P, Line]:
+def line(cls: Callable[_P, Any], *, plain: bool = False) -> Callable[_P, Line]:
     """A function taking the fields of the model ``cls`` (its signature) and returning the
     record as :func:`dump` writes an instance of it, without making the instance: for the
     lines the writer makes and writes at once (a commit, a call), where an instance would
-    be made only to be taken apart."""
+    be made only to be taken apart. ``plain``: the fields that hold models are given as
+    they are written (lines, or ``as_json`` of a model), not as models, so nothing is
+    converted (mypy sees the model's signature: such a builder is typed ``Any``)."""
     model = cast(type[BaseModel], cls)
     names: dict[str, Any] = {}
     params: list[str] = []
@@ -1287,7 +1289,7 @@ def line(cls: Callable[_P, Any]) -> Callable[_P, Line]:
         else:
             names[f"d_{name}"] = f.default
             params.append(f"{name}=d_{name}")
-        convert = _conversion(name, f.annotation, names)
+        convert = None if plain else _conversion(name, f.annotation, names)
         absent = _absent(name, f, names)
         value = name
         if convert is not None:

@@ -11,13 +11,12 @@ rebuilt from the file as a reader would, so its verdict is the same either way.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from afcore.recording._hashing import Scheme, request_digest, short_id
+from afcore.recording._hashing import Scheme, request_digest, short_id, unseal
 from afcore.recording._models import (
     ArgsInvalid,
     Call,
@@ -264,9 +263,7 @@ def verify(rec: Recording) -> VerifyReport:
     return report
 
 
-_UNCHECKED = frozenset(
-    {ToolStart, ToolProgress, ArgsInvalid, Pause, Resume, ObserverError, Seal}
-)
+_UNCHECKED = frozenset({ToolStart, ToolProgress, ArgsInvalid, Pause, Resume, ObserverError, Seal})
 
 
 class _CallHashes:
@@ -475,7 +472,7 @@ def _check_seals(rec: Recording) -> list[Problem]:
             )
             # Go on from the seal as written: each write is checked on its own.
             try:
-                h = _unseal(sealed)
+                h = unseal(sealed)
             except ValueError:
                 pass
         chain = h
@@ -491,9 +488,3 @@ def _check_seals(rec: Recording) -> list[Problem]:
             )
         )
     return problems
-
-
-def _unseal(text: object) -> bytes:
-    if not isinstance(text, str) or len(text) != 22:
-        raise ValueError(text)
-    return base64.urlsafe_b64decode(text + "==")

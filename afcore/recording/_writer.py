@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from afcore.errors import ProviderError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
-from afcore.recording._hashing import V11, canonical, request_digest, short_id
+from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
 from afcore.recording._models import (
     KNOWN_TYPES,
     RECORD_ADAPTER,
@@ -45,11 +45,9 @@ from afcore.recording._models import (
     ObserverError,
     Record,
     Reply,
-    ReplyToolCall,
     Segment,
     SlotDelta,
     SourceInfo,
-    ToolOutcome,
     UnknownRecord,
     UsageInfo,
     Write,
@@ -69,6 +67,7 @@ __all__ = [
     "joins_history",
     "ranges",
     "usage_info",
+    "usage_line",
     "wait_for_syncs",
 ]
 
@@ -131,16 +130,19 @@ _dumps = orjson.dumps
 _Fragment = orjson.Fragment
 _id = V11.of
 
-_call = line(Call)
-_commit = line(Commit)
+# The records of every iteration are made as lines of plain JSON, what they hold included:
+# orjson writes them without calling back into Python.
+_call: Any = line(Call, plain=True)
+_commit: Any = line(Commit, plain=True)
+_reply: Any = line(Reply, plain=True)
+_write: Any = line(Write, plain=True)
+_usage_line = line(UsageInfo)
 _observer_error = line(ObserverError)
 _delta = trusted(SlotDelta)
 _error_info = trusted(ErrorInfo)
-_reply = line(Reply)
 _segment = trusted(Segment)
 _tool = trusted(CallTool)
 _usage = trusted(UsageInfo)
-_write = trusted(Write)
 
 INLINE_LIMIT = 256
 """Values whose JSON is longer than this many bytes are stored once as blobs and referred to."""
@@ -230,7 +232,7 @@ class Recorder:
         self._entries: dict[tuple[str, Source], Segment] = {}
         """(system text, source) -> its entry in a segment list, made once."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
-        self._sources: dict[Source, SourceInfo] = {}
+        self._sources: dict[Source, tuple[SourceInfo, dict[str, Any]]] = {}
         self._extra: tuple[Sequence[int] | None, bytes, list[tuple[int, int]]] = (None, b"", [])
         """The last call's extra messages, their ids joined, and their ranges."""
         self._list_bases: dict[str, tuple[str, list[Segment] | list[CallTool]]] = {}
@@ -240,7 +242,7 @@ class Recorder:
             tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], list[str], str]
         ] = {}
         self._last_slots: tuple[str, str] = ("", "")
-        self._trusted: dict[tuple[str, str], Write] = {}
+        self._trusted: dict[tuple[str, str], Line] = {}
         self._params: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
         """Parameters as given (by id) -> themselves, as written (redacted), and how many
         values redacting them replaced (counted again at each call that writes them)."""
@@ -365,10 +367,10 @@ class Recorder:
         versions = self.versions
         return [(k, versions[k]) for k in keys if k in versions]
 
-    def _commit_writes(self, writes: list[Write]) -> None:
+    def _commit_writes(self, writes: list[Line]) -> None:
         versions, seq = self.versions, self.seq
         for w in writes:
-            key = w.key
+            key = w["key"]
             versions[key] = seq
             if key.startswith(("message:", "fold:")):
                 versions["messages"] = seq
@@ -389,7 +391,7 @@ class Recorder:
 
     def message(
         self, message: Message, *, history: bool = True, source: Source | None = None
-    ) -> tuple[int, Write]:
+    ) -> tuple[int, Line]:
         """Store a message; return its number and the write naming it. ``history``: it joins
         the conversation (an injected message does not: it is sent, not remembered). A short
         message is written in the write itself, a long one as a blob it refers to; either
@@ -415,7 +417,7 @@ class Recorder:
             else:
                 spans.append((n, n))
         key = f"message:{n}"
-        src = None if source is None else self._source(source)
+        src = None if source is None else self._source_line(source)
         if value is None:
             return n, _write(key=key, ref=ref, source=src)
         return n, _write(key=key, value=value, source=src)
@@ -428,7 +430,7 @@ class Recorder:
         """The history's message numbers, as ranges."""
         return list(self._history_ranges)
 
-    def write(self, key: str, value: Any, *, trusted: bool = False) -> Write:
+    def write(self, key: str, value: Any, *, trusted: bool = False) -> Line:
         """A write of ``value`` (plain JSON, or a model such as a Fold) under ``key`` for a
         commit: inline when short, else a ref. ``trusted``: a short string of af's own
         making (a route), which needs no screening; its write is made once."""
@@ -444,8 +446,8 @@ class Recorder:
             value = self.redactor.redact(orjson.loads(raw))
             raw = _dumps(value)
         if len(raw) <= INLINE_LIMIT:
-            return _write(key=key, value=value)
-        return _write(key=key, ref=self._store(value, screened=True))
+            return Line(_write(key=key, value=value))
+        return Line(_write(key=key, ref=self._store(value, screened=True)))
 
     def commit(
         self,
@@ -454,8 +456,8 @@ class Recorder:
         iteration: int,
         *,
         reads: Iterable[str] = (),
-        writes: list[Write] | None = None,
-        tool: ToolOutcome | None = None,
+        writes: list[Line] | None = None,
+        tool: Line | None = None,
     ) -> int:
         """A stage's commit. ``stage`` is not written (it is the rsid up to its ``#``)."""
         self.seq += 1
@@ -531,11 +533,17 @@ class Recorder:
 
     def _source(self, source: Source) -> SourceInfo:
         """A source as the file holds it, redacted once."""
+        return self._sources_of(source)[0]
+
+    def _source_line(self, source: Source) -> dict[str, Any]:
+        """The same, as the JSON it is written as."""
+        return self._sources_of(source)[1]
+
+    def _sources_of(self, source: Source) -> tuple[SourceInfo, dict[str, Any]]:
         out = self._sources.get(source)
         if out is None:
-            out = self._sources[source] = SourceInfo.model_validate(
-                self.redactor.redact(source.to_json())
-            )
+            info = SourceInfo.model_validate(self.redactor.redact(source.to_json()))
+            out = self._sources[source] = (info, as_json(info))
         return out
 
     def _slot(
@@ -628,7 +636,7 @@ class Recorder:
                 reads=self._versions(reads),
                 window=window,
                 hash=digest_hash,
-                attempt=None if attempt is None else self._screened(attempt),
+                attempt=None if attempt is None else as_json(self._screened(attempt)),
             )
         else:
             self._frame = (model, system_ref, tools_ref, known[1], cache, cache_json)
@@ -645,7 +653,7 @@ class Recorder:
                 params=known[1],
                 cache=cache_json,
                 hash=digest_hash,
-                attempt=None if attempt is None else self._screened(attempt),
+                attempt=None if attempt is None else as_json(self._screened(attempt)),
             )
         self._emit(record)
         self.versions[f"call:{call}"] = self.seq
@@ -693,7 +701,7 @@ class Recorder:
         system: Sequence[SystemSegment],
         tools: Sequence[ToolSpec],
         decisions: InjectionDecisions | None,
-        message_writes: list[Write],
+        message_writes: list[Line],
         reads: Sequence[str],
     ) -> int | None:
         """Commit an iteration's injection decisions (None: none changed) and the slots they
@@ -723,9 +731,9 @@ class Recorder:
         iteration: int,
         call: int,
         *,
-        message_write: Write,
+        message_write: Line,
         stop_reason: str,
-        tool_calls: list[ReplyToolCall],
+        tool_calls: list[Line],
         usage: Usage | None,
         model: str | None,
         ms: float,
@@ -751,12 +759,12 @@ class Recorder:
                 writes=writes,
                 stop_reason=stop_reason,
                 tool_calls=tool_calls,
-                usage=None if usage is None else usage_info(usage),
+                usage=None if usage is None else usage_line(usage),
                 model=model,
                 response_id=None if response_id is None else self.redactor.redact(response_id),
                 unsent_params=list(unsent_params),
                 ms=round(ms, 3),
-                decision=None if decision is None else self._screened(decision),
+                decision=None if decision is None else as_json(self._screened(decision)),
             )
         )
         self._commit_writes(writes)
@@ -814,7 +822,7 @@ class Recorder:
         locked while the recorder holds it: a second process continuing the same run is
         refused (:class:`NotPausedError`)."""
         from afcore.errors import NotPausedError
-        from afcore.recording._reader import CheckedBlob, open_recording
+        from afcore.recording._reader import open_recording
 
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -839,11 +847,7 @@ class Recorder:
             )
             rec = open_recording(path)
             try:
-                for _, record in rec.records(blobs="checked"):
-                    if isinstance(record, CheckedBlob):
-                        self._blobs.add(record.id)
-                    elif isinstance(record, Commit | Reply | Call):
-                        self._take_up(record)
+                self._take_up_file(rec, path)
                 end = rec.end
             finally:
                 rec.close()
@@ -856,32 +860,61 @@ class Recorder:
             raise
         return self
 
-    def _take_up(self, record: Commit | Reply | Call) -> None:
+    def _take_up_file(self, rec: Any, path: Path) -> None:
+        """The state of the recording ``rec`` (a reader's Recording) a continuing recorder
+        appends to: what it stored, its commit log, its messages, and its hash chain, which
+        the next write extends."""
+        from afcore.recording._reader import CheckedBlob
+
+        if rec.scheme is not V11:
+            raise UsageError(
+                f"the run in {path.name} was recorded in format {rec.header.version}, which "
+                "this af reads but does not continue: continue it with the af that paused it"
+            )
+        seals = rec.seal_lines
+        if not seals or seals[-1] != rec.line_count or rec.partial:
+            raise UsageError(
+                f"the recording {path.name} does not end with a seal: it was changed after "
+                "the run paused (af verify says where), so it is not continued"
+            )
+        self._chain = unseal(rec.raw(seals[-1]).get("h"))
+        for _, record in rec.records(blobs="checked"):
+            if isinstance(record, CheckedBlob):
+                self._blobs.add(record.id)
+            elif isinstance(record, Commit | Reply | Call):
+                self._take_up(rec, record)
+
+    def _take_up(self, rec: Any, record: Commit | Reply | Call) -> None:
         """One record of the file a continuing recorder appends to, taken into its state."""
-        self.seq = record.seq
+        self.seq = seq = record.seq
         counter = record.rsid.rpartition("#")[2]
         if counter.isdigit():
             self._stage_counter = max(self._stage_counter, int(counter))
+        versions = self.versions
         if isinstance(record, Call):
-            self.versions[f"call:{record.call}"] = record.seq
+            versions[f"call:{record.call}"] = seq
             return
         if isinstance(record, Reply):
-            self.versions[f"reply:{record.call}"] = record.seq
+            versions[f"reply:{record.call}"] = seq
         history = joins_history(record)
         for w in record.writes:
-            if w.key.startswith("message:") and isinstance(w.ref, str):
-                ref = w.ref
-                self._message_hashes.append(ref)
-                self._hash_bytes.append(ref.encode())
-                n = len(self._message_hashes)
-                if history:
-                    self._history_digest.update(ref.encode())
-                    spans = self._history_ranges
-                    if spans and spans[-1][1] == n - 1:
-                        spans[-1] = (spans[-1][0], n)
-                    else:
-                        spans.append((n, n))
-        self._commit_writes(record.writes)
+            key = w.key
+            versions[key] = seq
+            if key.startswith(("message:", "fold:")):
+                versions["messages"] = seq
+            if not key.startswith("message:"):
+                continue
+            ref = rec.message_ref(int(key.partition(":")[2]))
+            self._message_hashes.append(ref)
+            self._hash_bytes.append(ref.encode())
+            n = len(self._message_hashes)
+            if history:
+                self._history_digest.update(ref.encode())
+                spans = self._history_ranges
+                if spans and spans[-1][1] == n - 1:
+                    spans[-1] = (spans[-1][0], n)
+                else:
+                    spans.append((n, n))
 
 
 def error_info(
@@ -904,6 +937,17 @@ def error_info(
         error_type=error.error_type,
         request_id=error.request_id,
         details=error.details or None,
+    )
+
+
+def usage_line(usage: Usage) -> Line:
+    """A provider's usage as the file writes it."""
+    return _usage_line(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        estimated=usage.estimated,
     )
 
 
@@ -938,7 +982,7 @@ def ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
-_NOTHING = _write(key="")
+_NOTHING = Line(_write(key=""))
 """What the null recorder writes: nothing."""
 
 
@@ -962,13 +1006,13 @@ class NullRecorder(Recorder):
 
     def message(
         self, message: Message, *, history: bool = True, source: Source | None = None
-    ) -> tuple[int, Write]:
+    ) -> tuple[int, Line]:
         return 0, _NOTHING
 
     def inject(self, iteration: int, **_: Any) -> int | None:
         return None
 
-    def write(self, key: str, value: Any, *, trusted: bool = False) -> Write:
+    def write(self, key: str, value: Any, *, trusted: bool = False) -> Line:
         return _NOTHING
 
     def commit(self, rsid: str, stage: str, iteration: int, **_: Any) -> int:

@@ -177,7 +177,8 @@ class Redactor:
         learned = self._learned_matcher
         if learned is not None and learned.hits(raw):
             return True
-        return any(rx.search(raw) is not None for _, _, rx in self._base.custom)
+        custom = self._base.custom
+        return bool(custom) and any(rx.search(raw) is not None for _, _, rx in custom)
 
     def redact(self, value: Any) -> Any:
         """``value`` with every match replaced (the same object when nothing matched)."""
