@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from afcore.errors import RecordingFormatError, UnsupportedVersionError
 from afcore.recording._hashing import SCHEMES, V10, Scheme, request_digest
 from afcore.recording._models import (
+    CALL_FRAME,
     FORMAT,
     FORMAT_VERSION,
     KNOWN_TYPES,
@@ -44,7 +45,6 @@ from afcore.recording._models import (
     UnknownRecord,
 )
 
-_FRAME = ("model", "system", "tools", "params", "cache")
 """The fields of a call that a 1.1 call line leaves out when they are the call before's."""
 
 __all__ = [
@@ -667,7 +667,7 @@ class Recording:
             frame = self._frame
             if frame is None or frame[0] != at:
                 raw = self._raw(at)
-                frame = (at, {k: raw[k] for k in _FRAME if k in raw})
+                frame = (at, {k: raw[k] for k in CALL_FRAME if k in raw})
                 self._frame = frame
             for key, value in frame[1].items():
                 data.setdefault(key, value)

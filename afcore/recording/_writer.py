@@ -31,6 +31,7 @@ from afcore.errors import ProviderError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
 from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
 from afcore.recording._models import (
+    CALL_FRAME,
     KNOWN_TYPES,
     RECORD_ADAPTER,
     AttemptDecision,
@@ -191,6 +192,8 @@ class Recorder:
         self._watch = watchers or _NO_WATCHERS
         self._failed: set[int] = set()
         """ids of the watchers that raised: they see no more records of this run"""
+        self._watched_frame: dict[str, Any] = {}
+        """The frame of the last call that wrote one (watchers see every call whole)."""
         self._locked = fd is not None
         """The file is locked (a continued run's): unlocked when the recorder closes."""
         if fd is not None:
@@ -273,9 +276,18 @@ class Recorder:
         watchers = self._watch.observers
         if not watchers:
             return
+        t = parsed.get("t")
+        if t == "commit" and "stage" not in parsed:
+            # What the reader derives, so that a watcher sees the record it would read.
+            parsed = {**parsed, "stage": parsed["rsid"].partition("#")[0]}
+        elif t == "call":
+            if "system" in parsed:
+                self._watched_frame = {k: parsed[k] for k in CALL_FRAME if k in parsed}
+            else:
+                parsed = {**self._watched_frame, **parsed}
         typed = (
             RECORD_ADAPTER.validate_python(parsed)
-            if parsed.get("t") in KNOWN_TYPES
+            if t in KNOWN_TYPES
             else UnknownRecord.model_validate(parsed)
         )
         for watcher in watchers:
