@@ -37,16 +37,14 @@ def reseal(data: bytes) -> bytes:
     the writer would have sealed had it written them so (a test that adds a record of a newer
     minor version, or edits one to see a check other than the chain's catch it). Lines after
     the last seal are left unsealed."""
-    import hashlib
-
-    from afcore.recording._hashing import short_id
+    from afcore.recording._hashing import seal, short_id
 
     out: list[bytes] = []
     batch: list[bytes] = []
     chain = b""
     for line in data.splitlines(keepends=True):
         if line.startswith(b'{"t":"seal",'):
-            chain = hashlib.sha256(chain + b"".join(batch)).digest()[:16]
+            chain = seal(chain, b"".join(batch))
             out += batch
             out.append(b'{"t":"seal","h":"' + short_id(chain).encode() + b'"}\n')
             batch = []

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from afcore.recording._config import RecordingConfig
-    from afcore.recording._hashing import canonical, content_hash
+    from afcore.recording._hashing import canonical, content_hash, seal, short_id, unseal
     from afcore.recording._models import (
         FORMAT,
         FORMAT_VERSION,
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         Resume,
         RunConfig,
         RunEnd,
+        Seal,
         Segment,
         SkippedProvider,
         SlotDelta,
@@ -89,6 +90,9 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.recording._hashing": (
         "canonical",
         "content_hash",
+        "seal",
+        "short_id",
+        "unseal",
     ),
     "afcore.recording._models": (
         "FORMAT",
@@ -133,6 +137,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "ReplyToolCall",
         "RunConfig",
         "RunEnd",
+        "Seal",
         "Segment",
         "SkippedProvider",
         "SlotDelta",
@@ -220,7 +225,11 @@ __all__ = [
     "ReplyToolCall",
     "RunConfig",
     "RunEnd",
+    "Seal",
     "Segment",
+    "seal",
+    "short_id",
+    "unseal",
     "SkippedProvider",
     "SlotDelta",
     "SourceInfo",

@@ -33,6 +33,7 @@ __all__ = [
     "messages_digest",
     "request_digest",
     "request_hash",
+    "seal",
     "short_id",
     "unseal",
 ]
@@ -50,6 +51,15 @@ def canonical(value: Any) -> bytes:
 def short_id(digest: bytes) -> str:
     """The first 128 bits of a sha256 digest, base64url without padding (22 characters)."""
     return _b64(digest[:16], newline=False)[:22].translate(_URLSAFE).decode()
+
+
+def seal(chain: bytes, written: bytes | memoryview) -> bytes:
+    """The 16 bytes of the seal that closes a write (1.1): the sha256 of the seal before's
+    bytes (``b""`` for the first) followed by every byte written after it, up to the seal's
+    line. Its line holds them as :func:`short_id` text (``{"t":"seal","h":"..."}``)."""
+    h = _sha256(chain)
+    h.update(written)
+    return h.digest()[:16]
 
 
 def unseal(text: object) -> bytes:

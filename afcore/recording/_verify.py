@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from afcore.recording._hashing import Scheme, request_digest, short_id, unseal
+from afcore.recording._hashing import Scheme, request_digest, seal, short_id, unseal
 from afcore.recording._models import (
     ArgsInvalid,
     Call,
@@ -458,9 +458,7 @@ def _check_seals(rec: Recording) -> list[Problem]:
     first = 1
     for line in rec.seal_lines:
         at = rec.line_start(line)
-        running = hashlib.sha256(chain)
-        running.update(rec.span(start, at))
-        h = running.digest()[:16]
+        h = seal(chain, rec.span(start, at))
         sealed = rec.raw(line).get("h")
         if short_id(h) != sealed:
             problems.append(

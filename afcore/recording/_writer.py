@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from afcore.errors import ProviderError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
-from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
+from afcore.recording._hashing import V11, canonical, request_digest, seal, short_id, unseal
 from afcore.recording._models import (
     CALL_FRAME,
     KNOWN_TYPES,
@@ -130,6 +130,7 @@ _sha256 = hashlib.sha256
 _dumps = orjson.dumps
 _Fragment = orjson.Fragment
 _id = V11.of
+_seal = seal
 
 # The records of every iteration are made as lines of plain JSON, what they hold included:
 # orjson writes them without calling back into Python.
@@ -317,7 +318,7 @@ class Recorder:
             pending.append(b"")
             batch = b"\n".join(pending)
             pending.clear()
-            chain = _sha256(self._chain + batch).digest()[:16]
+            chain = _seal(self._chain, batch)
             self._chain = chain
             os.write(self._fd, batch + b'{"t":"seal","h":"' + short_id(chain).encode() + b'"}\n')
             self._written = time.monotonic()

@@ -1,0 +1,249 @@
+"""The recording is tamper-evident as a whole: every record, not only the calls. A campaign
+of edits (a value changed anywhere, a record added, removed or moved, the file cut short)
+against real recordings, each of which `verify` must catch; and a run killed at any moment,
+whose file verifies up to its last complete record."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from afcore import Agent, ToolMiddleware, allow, ask, define_tool, mock
+from afcore import recording as rec
+from afcore.messages import Request
+from tests.conftest import fixed_recording
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = [ROOT / "recordings" / f"sample-{name}.jsonl" for name in ("trip-rain", "trip")]
+NO_END = "no run_end record"
+
+LONG_ANSWER = "Refunded, and here is why, at length: " + "the order came late. " * 20
+
+
+def _governed(folder: Path) -> Path:
+    """A run paused by a question and continued in the same file, whose answer is a blob:
+    pause, resume, govern stages, usage, a tool's status and timing, an answer blob."""
+    paid: list[Any] = []
+
+    def respond(request: Request) -> Any:
+        if len(request.messages) == 1:
+            return {"tool_calls": [{"id": "c1", "name": "refund", "args": {"amount": 250}}]}
+        return LONG_ANSWER
+
+    tool = define_tool(
+        "refund",
+        "Refund an amount.",
+        {"type": "object", "properties": {"amount": {"type": "number"}}},
+        lambda args, ctx: paid.append(args) or f"refunded {args['amount']}",
+    )
+    approval = ToolMiddleware(
+        "approval",
+        on_tool_call=lambda c: (
+            ask(f"Refund {c.args['amount']}?") if c.args["amount"] > 100 else allow()
+        ),
+    )
+    agent = (
+        Agent.create(provider=mock(respond=respond), model="m", record=fixed_recording(folder))
+        .tool(tool)
+        .tool_middleware(approval)
+        .build()
+    )
+    paused = agent.run("refund my order")
+    assert agent.resume(paused, approve=True, by="ana") == LONG_ANSWER
+    assert paid == [{"amount": 250}]
+    path = paused.recording
+    assert path is not None
+    return Path(path)
+
+
+@pytest.fixture(scope="module")
+def governed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _governed(tmp_path_factory.mktemp("governed"))
+
+
+def _report(data: bytes, folder: Path, name: str = "edited.jsonl") -> rec.VerifyReport | None:
+    """verify's report on ``data``; None when the file cannot even be opened (that is
+    caught too: the reader refuses it)."""
+    path = folder / name
+    path.write_bytes(data)
+    try:
+        with rec.open_recording(path) as r:
+            return rec.verify(r)
+    except Exception:  # a header that no longer reads: refused, so caught
+        return None
+
+
+def _caught(data: bytes, folder: Path) -> bool:
+    report = _report(data, folder)
+    return report is None or not report.ok
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, (*path, i))
+    else:
+        yield path
+
+
+def _changed(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, str):
+        return value[:-1] + ("y" if value.endswith("x") else "x") if value else "x"
+    return "x"  # null
+
+
+def _edit(record: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
+    out = orjson.loads(orjson.dumps(record))
+    target = out
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = _changed(target[path[-1]])
+    return out
+
+
+def _files(governed: Path) -> list[Path]:
+    return [*SAMPLES, governed]
+
+
+def test_the_files_of_the_campaign_verify_and_hold_every_kind_of_record(governed: Path) -> None:
+    kinds: set[str] = set()
+    for path in _files(governed):
+        with rec.open_recording(path) as r:
+            report = rec.verify(r)
+        assert report.ok, (path.name, [str(p) for p in report.problems])
+        kinds |= {orjson.loads(x)["t"] for x in path.read_bytes().splitlines()}
+    assert {"header", "blob", "commit", "call", "reply", "run_end", "seal"} <= kinds
+    assert {"pause", "resume"} <= kinds
+    lines = [orjson.loads(x) for x in governed.read_bytes().splitlines()]
+    end = [x for x in lines if x["t"] == "run_end"][-1]
+    assert "ref" in end["answer"]  # the answer is a blob the campaign edits too
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["trip-rain", "trip", "governed"])
+def test_any_value_changed_anywhere_is_caught(which: int, governed: Path, tmp_path: Path) -> None:
+    """Every value of every line (header fields, user messages, answer blobs, injection
+    decisions, tool status and timing, usage, seals), one at a time."""
+    data = _files(governed)[which].read_bytes()
+    lines = data.splitlines(keepends=True)
+    missed: list[str] = []
+    edits = 0
+    for i, raw in enumerate(lines):
+        record = orjson.loads(raw)
+        assert orjson.dumps(record) + b"\n" == raw  # an edit changes only what it edits
+        paths = list(_leaves(record))
+        if len(paths) > 40:  # long lines (slot lists): forty of their values, spread out
+            paths = paths[:: len(paths) // 40 + 1]
+        for path in paths:
+            edited = orjson.dumps(_edit(record, path)) + b"\n"
+            forged = b"".join([*lines[:i], edited, *lines[i + 1 :]])
+            edits += 1
+            if not _caught(forged, tmp_path):
+                missed.append(f"line {i + 1} {record['t']} {'.'.join(map(str, path))}")
+    assert edits > 200
+    assert missed == []
+
+
+@pytest.mark.parametrize("which", [0, 2], ids=["trip-rain", "governed"])
+def test_any_record_removed_added_or_moved_is_caught(
+    which: int, governed: Path, tmp_path: Path
+) -> None:
+    lines = _files(governed)[which].read_bytes().splitlines(keepends=True)
+    missed: list[str] = []
+    for i in range(len(lines)):
+        removed = lines[:i] + lines[i + 1 :]
+        if not _caught(b"".join(removed), tmp_path):
+            missed.append(f"removed line {i + 1}")
+        for j in (0, i - 1, i + 1, len(lines) - 1):  # a copy of a line put somewhere else
+            if j != i and 0 <= j < len(lines):
+                added = lines[: j + 1] + [lines[i]] + lines[j + 1 :]
+                if not _caught(b"".join(added), tmp_path):
+                    missed.append(f"line {i + 1} added after line {j + 1}")
+        if i + 1 < len(lines) and lines[i] != lines[i + 1]:
+            moved = [*lines[:i], lines[i + 1], lines[i], *lines[i + 2 :]]
+            if not _caught(b"".join(moved), tmp_path):
+                missed.append(f"lines {i + 1} and {i + 2} swapped")
+    # A line from another recording, and an unsealed forged end.
+    stranger = SAMPLES[1].read_bytes().splitlines(keepends=True)[3]
+    assert _caught(b"".join([*lines[:5], stranger, *lines[5:]]), tmp_path)
+    forged_end = b'{"t":"run_end","status":"answer","iterations":1,"calls":1,"ms":1.0}\n'
+    assert _caught(b"".join([*lines, forged_end]), tmp_path)
+    assert missed == []
+
+
+def test_whole_writes_cut_from_the_end_read_as_a_run_that_did_not_finish(
+    governed: Path, tmp_path: Path
+) -> None:
+    """Cutting whole writes from the end is what a killed run leaves: every call still
+    verifies, and verify says the run did not finish (or, cut after a pause, that it is
+    paused and was not continued). A cut inside a write, what only a machine stopping
+    mid-write leaves, says its lines are not sealed."""
+    data = SAMPLES[0].read_bytes()
+    lines = data.splitlines(keepends=True)
+    ends = [i + 1 for i, x in enumerate(lines) if x.startswith(b'{"t":"seal"')]
+    assert len(ends) > 5
+    for n in ends[:-1]:
+        report = _report(b"".join(lines[:n]), tmp_path)
+        assert report is not None and report.verified == report.calls
+        assert [p.message.split(":")[0] for p in report.problems] == [NO_END], n
+    inside = [n for n in range(1, len(lines)) if n not in ends]
+    for n in inside:
+        report = _report(b"".join(lines[:n]), tmp_path)
+        assert report is not None and not report.ok
+        assert any("after the last seal" in p.message for p in report.problems), n
+
+
+def _start(folder: Path, run_id: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.afcore.killed_run", str(folder), run_id],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def test_a_run_killed_at_any_moment_verifies_up_to_its_last_complete_record(
+    tmp_path: Path,
+) -> None:
+    """Runs killed with SIGKILL at moments spread over their length: each file holds whole
+    writes (a torn last line at worst), every call in it verifies, and the only thing verify
+    says is that the run did not finish."""
+    delays = [0.0, 0.02, 0.08, 0.2, 0.45]
+    runs = []
+    for k, delay in enumerate(delays):
+        folder = tmp_path / f"k{k}"
+        folder.mkdir()
+        runs.append((folder, delay, _start(folder, f"k{k}")))
+    for folder, delay, proc in runs:
+        deadline = time.monotonic() + 60
+        while not (folder / "started").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.002)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    cut = 0
+    for folder, delay, _ in runs:
+        path = folder / f"{folder.name}.jsonl"
+        with rec.open_recording(path) as r:
+            report = rec.verify(r)
+        assert report.calls >= 1 and report.verified == report.calls, (delay, report.problems)
+        problems = [p.message for p in report.problems]
+        assert len(problems) <= 1 and all(NO_END in p for p in problems), (delay, problems)
+        cut += bool(problems)
+    assert cut >= len(delays) // 2  # most were killed mid-run, not after it ended
