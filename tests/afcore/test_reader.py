@@ -190,3 +190,25 @@ def test_verify_extends_hashes_and_says_what_a_rebuild_says(sample: str, tmp_pat
                 assert check == r.check_call(check.call), (path.name, check.call)
     with rec.open_recording(SAMPLES / sample) as r:
         assert rec.verify(r).ok
+
+
+GOVERNED = {"v1.0": "governed-1.3.jsonl", "v1.1": "governed.jsonl"}
+
+
+def test_a_paused_and_continued_run_reads_and_verifies(fixtures: Path) -> None:
+    """1.3's governance folded into 1.1: a run paused by a question and continued in the
+    same file reads as one run, from a file saying 1.3 as from one saying 1.1."""
+    with rec.open_recording(fixtures / GOVERNED[fixtures.name]) as r:
+        types = [x.t for _, x in r.records(blobs=False)]
+        assert types.count("run_end") == 2 and types.count("resume") == 1
+        assert types.index("pause") < types.index("resume")
+        assert [x.status for _, x in r.records(blobs=False) if isinstance(x, RunEnd)] == [
+            "paused",
+            "answer",
+        ]
+        end = r.end
+        assert isinstance(end, RunEnd) and end.status == "answer"
+        assert str(r.value(end.answer)).startswith("Refunded 250; the order came late")
+        report = rec.verify(r)
+    assert report.ok, [str(p) for p in report.problems]
+    assert report.verified == report.calls == 2

@@ -247,3 +247,69 @@ def test_a_run_killed_at_any_moment_verifies_up_to_its_last_complete_record(
         assert len(problems) <= 1 and all(NO_END in p for p in problems), (delay, problems)
         cut += bool(problems)
     assert cut >= len(delays) // 2  # most were killed mid-run, not after it ended
+
+
+def _paused(folder: Path, name: str = "refunds") -> tuple[Any, Any]:
+    """An agent and the run it paused (the file ends with the paused run_end's write)."""
+
+    def respond(request: Request) -> Any:
+        if len(request.messages) == 1:
+            return {"tool_calls": [{"id": "c1", "name": "refund", "args": {"amount": 250}}]}
+        return "refunded"
+
+    tool = define_tool(
+        "refund", "Refund an amount.", {"type": "object"}, lambda args, ctx: "refunded"
+    )
+    agent = (
+        Agent.create(
+            provider=mock(respond=respond), model="m", name=name, record=fixed_recording(folder)
+        )
+        .tool(tool)
+        .tool_middleware(ToolMiddleware("approval", on_tool_call=lambda c: ask("Refund?")))
+        .build()
+    )
+    return agent, agent.run("refund my order")
+
+
+def test_a_continued_run_extends_the_chain_of_the_paused_one(tmp_path: Path) -> None:
+    agent, paused = _paused(tmp_path)
+    before = Path(paused.recording).read_bytes()
+    assert agent.resume(paused, approve=True) == "refunded"
+    after = Path(paused.recording).read_bytes()
+    assert after.startswith(before)  # appended, nothing rewritten
+    with rec.open_recording(paused.recording) as r:
+        report = rec.verify(r)
+        seals = r.seal_lines
+    assert report.ok, [str(p) for p in report.problems]
+    assert seals[-1] == len(after.splitlines()) and len(seals) > len(before.splitlines()) // 20
+    # The continuation's first seal is over the paused file's last: not a chain of its own.
+    tail = after[len(before) :].splitlines(keepends=True)
+    assert _caught(b"".join(tail), tmp_path)
+    assert _caught(before[: before.rindex(b'{"t":"seal"')] + b"".join(tail), tmp_path)
+
+
+def test_a_paused_file_changed_after_the_pause_is_not_continued(tmp_path: Path) -> None:
+    from afcore import UsageError
+
+    agent, paused = _paused(tmp_path)
+    path = Path(paused.recording)
+    data = path.read_bytes()
+    path.write_bytes(data[: data.rindex(b'{"t":"seal"')])  # its last seal removed
+    with pytest.raises(UsageError, match="does not end with a seal"):
+        agent.resume(paused, approve=True)
+    assert path.read_bytes() == data[: data.rindex(b'{"t":"seal"')]
+
+
+def test_a_paused_run_of_the_unreleased_1_3_is_refused_in_a_sentence(tmp_path: Path) -> None:
+    """A file paused by an af that wrote 1.3 (sha256 ids, no seals) reads and verifies, but
+    is not continued: its lines and the ones 1.1 would append could not be one chain."""
+    from afcore import UsageError
+
+    fixture = ROOT / "tests" / "fixtures" / "v1.0" / "governed-1.3.jsonl"
+    lines = fixture.read_bytes().splitlines(keepends=True)
+    paused_end = next(i for i, x in enumerate(lines) if b'"status":"paused"' in x)
+    path = tmp_path / "governed-1.3.jsonl"
+    path.write_bytes(b"".join(lines[: paused_end + 1]))
+    agent, _ = _paused(tmp_path / "other")
+    with pytest.raises(UsageError, match="format 1.3"):
+        agent.resume(path, approve=True)
