@@ -20,7 +20,10 @@ def schema() -> None:
             "title": f"{FORMAT} {FORMAT_VERSION} record",
             "description": (
                 "One line of an af recording (UTF-8 JSON Lines). The first line is a header; "
-                "a reader keeps records of types it does not know as they are."
+                "every write ends with a seal (a hash chain over the file's bytes); a call "
+                "line leaves out its frame (model, system, tools, params, cache) when it is "
+                "the last call's that wrote one, and a commit's stage is its rsid up to '#'. "
+                "A reader keeps records of types it does not know as they are."
             ),
             **body,
         }

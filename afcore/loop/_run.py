@@ -10,8 +10,9 @@ Every stage commits what it read and wrote to the recording:
                            system, tools, and the injected messages, each when it changed
                            (agents with injections; none when nothing changed)
     call-llm#k   (call)    reads system, tools, messages; writes call:<n>   as it is sent
-                 (reply)   writes reply:<n>, message:<m>              when the answer is in
-    route#k                reads reply:<n>, writes route (tools | answer)
+                 (reply)   writes reply:<n>, message:<m>, route       when the answer is in
+                           (route: tools | answer | continue; with an output chain or
+                           schema, a route#k stage after them writes it instead)
     tool:<name>#k          reads reply:<n>, writes message:<m> (the result)  one per tool call
     finalize#k             reads reply:<n>, writes answer
 
