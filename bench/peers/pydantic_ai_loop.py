@@ -80,5 +80,31 @@ def per_iteration_seconds(iterations: int = 200, repeats: int = 5) -> float:
     return best / iterations
 
 
+def main() -> None:
+    """Run as a script by a venv holding another pydantic-ai (see ``bench.peers.releases``):
+    ``--runs K`` prints the seconds of each of K timed runs, after a warm-up, as JSON."""
+    import argparse
+    import gc
+    import json
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=0)
+    args = parser.parse_args()
+    if not args.runs:
+        seconds = per_iteration_seconds(args.iterations) * 1000
+        print(f"pydantic-ai: {seconds:.3f} ms per iteration ({args.iterations} iterations)")
+        return
+    run = build(args.iterations)
+    run()
+    times = []
+    for _ in range(args.runs):
+        gc.collect()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    print(json.dumps(times))
+
+
 if __name__ == "__main__":
-    print(f"pydantic-ai: {per_iteration_seconds(200) * 1000:.3f} ms per iteration (200 iterations)")
+    main()
