@@ -20,7 +20,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -130,6 +129,7 @@ _sha256 = hashlib.sha256
 _dumps = orjson.dumps
 _Fragment = orjson.Fragment
 _id = V11.of
+_ID_SIZE = V11.size
 _seal = seal
 
 # The records of every iteration are made as lines of plain JSON, what they hold included:
@@ -224,8 +224,9 @@ class Recorder:
         """The last seal's 16 bytes (none before the first)."""
         self._blobs: set[str] = set()
         self._message_hashes: list[str] = []
-        self._hash_bytes: list[bytes] = []
-        """The same ids as bytes: a window's digest is one join and one sha256."""
+        self._ids = bytearray()
+        """The same ids, joined: message ``n``'s are at ``(n - 1) * 22``. A window's digest
+        is one slice per range and one sha256, however many messages it holds."""
         self._history_digest = _sha256()
         """sha256 over the ids of the history's messages: extended as they are appended, so
         the digest of a window that is the whole history costs nothing per call."""
@@ -420,7 +421,7 @@ class Recorder:
             value = _Fragment(raw)
         hashed = ref.encode()
         self._message_hashes.append(ref)
-        self._hash_bytes.append(hashed)
+        self._ids += hashed
         n = len(self._message_hashes)
         if history:
             self._history_digest.update(hashed)
@@ -610,9 +611,11 @@ class Recorder:
             messages_hash = short_id(digest.digest())
             window = [*self._history_ranges, *self._extra[2]]
         else:
-            held = self._hash_bytes
-            joined = b"".join(chain.from_iterable(held[a - 1 : b] for a, b in window))
-            messages_hash = short_id(_sha256(joined).digest())  # = V11.messages(...)
+            ids, size = self._ids, _ID_SIZE
+            digest = _sha256()
+            for a, b in window:
+                digest.update(ids[(a - 1) * size : b * size])
+            messages_hash = short_id(digest.digest())  # = V11.messages(...)
             window = list(window)
         known = self._params.get(id(params))
         if known is None or known[0] is not params:
@@ -919,7 +922,7 @@ class Recorder:
                 continue
             ref = rec.message_ref(int(key.partition(":")[2]))
             self._message_hashes.append(ref)
-            self._hash_bytes.append(ref.encode())
+            self._ids += ref.encode()
             n = len(self._message_hashes)
             if history:
                 self._history_digest.update(ref.encode())
