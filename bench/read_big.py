@@ -54,9 +54,14 @@ def _write_long(path: Path, iterations: int) -> None:
     agent.last_recording.replace(path)
 
 
-def files(folder: Path, mb: float, iterations: int) -> dict[str, Path]:
+def files(
+    folder: Path, mb: float, iterations: int, only: list[str] | None = None
+) -> dict[str, Path]:
+    """The files, each written first if the cache folder lacks it (only those in ``only``)."""
     out = {}
     for shape in ("prose", "short-lines"):
+        if only and shape not in only:
+            continue
         path = folder / f"{shape}-{mb:g}mb.jsonl"
         if not path.exists():
             print(f"writing a {mb:g} MB recording ({shape}) to {path} ...", flush=True)
@@ -65,6 +70,8 @@ def files(folder: Path, mb: float, iterations: int) -> dict[str, Path]:
             command += ["--shape", shape, "--out", str(folder), "--run-id", path.stem]
             subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
         out[shape] = path
+    if only and "long-results" not in only:
+        return out
     path = folder / f"long-results-{iterations}.jsonl"
     if not path.exists():
         print(f"writing a {iterations:,}-iteration recording to {path} ...", flush=True)
@@ -106,7 +113,7 @@ def main() -> None:
     af = str(Path(sys.executable).parent / "af")
     rows = []
     met = True
-    for name, path in files(args.folder, args.mb, args.iterations).items():
+    for name, path in files(args.folder, args.mb, args.iterations, args.only).items():
         if args.only and name not in args.only:
             continue
         commands = {

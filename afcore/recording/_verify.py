@@ -36,6 +36,7 @@ from afcore.recording._models import (
     UnknownRecord,
 )
 from afcore.recording._reader import (
+    RELEASE_EVERY,
     CallCheck,
     CheckedBlob,
     Problem,
@@ -456,9 +457,13 @@ def _check_seals(rec: Recording) -> list[Problem]:
     chain = b""
     start = 0
     first = 1
+    release = RELEASE_EVERY
     for line in rec.seal_lines:
         at = rec.line_start(line)
         h = seal(chain, rec.span(start, at))
+        if at > release:  # the walk would otherwise keep every page of the file resident
+            release = at + RELEASE_EVERY
+            rec.release_pages()
         sealed = rec.raw(line).get("h")
         if short_id(h) != sealed:
             problems.append(
