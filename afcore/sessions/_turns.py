@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from afcore.errors import TurnLostError, UsageError
 from afcore.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from afcore.sessions._caller import Principal, attribution, caller_text
+from afcore.sessions._caller import Principal, attribution, caller_text, new_mark
 from afcore.sessions._store import (
     InboxItem,
     SessionRow,
@@ -57,7 +57,7 @@ class Claim:
     owner: str
     text: str
     """The turn's user message: one message as it was sent, or several in order, each after
-    a line saying which it is and who sent it."""
+    a line saying which it is and who sent it, which starts with the turn's mark."""
     items: tuple[InboxItem, ...]
     principal: Principal | None
     """The principal every message of the turn was sent with (None: none, or not one)."""
@@ -185,16 +185,18 @@ def claim(
 def deliver(items: Sequence[InboxItem]) -> tuple[str, Principal | None, str | None]:
     """The user message, the common principal and the caller section for ``items``."""
     principals = [i.principal for i in items]
-    caller = caller_text(principals)
     common = principals[0] if len(set(principals)) == 1 else None
     if len(items) == 1:
-        return items[0].text, common, caller
+        return items[0].text, common, caller_text(principals)
+    # What the senders wrote, and their subjects: the mark is in none of it.
+    sent = [i.text for i in items] + [p.subject for p in principals if p and p.subject]
+    mark = new_mark(sent)
     count = len(items)
     parts = [
-        f"{attribution(k, count, item.principal)}\n{item.text}"
+        f"{attribution(mark, k, count, item.principal)}\n{item.text}"
         for k, item in enumerate(items, start=1)
     ]
-    return "\n\n".join(parts), common, caller
+    return "\n\n".join(parts), common, caller_text(principals, mark)
 
 
 @dataclass

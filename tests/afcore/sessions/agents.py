@@ -30,7 +30,7 @@ def respond(delay: float = 0.0) -> Any:
         if isinstance(last, ToolResultMessage):
             return {"content": f"after {last.name}: {last.content}"}
         assert isinstance(last, UserMessage)
-        if SLOW in last.content and "[message" not in last.content:
+        if SLOW in last.content and "[af-" not in last.content:
             return {
                 "tool_calls": [{"id": f"slow-{len(request.messages)}", "name": "slow", "args": {}}]
             }
