@@ -242,9 +242,11 @@ class PostgresStore(SessionStore):
                         "GROUP BY session"
                     ).fetchall()
                 )
+                clock = conn.execute(f"SELECT {_NOW}").fetchone()
         except psycopg.Error as e:
             raise self._failed(e) from e
-        return [_info(r, depth.get(r.id, 0)) for r in map(_row, rows)]
+        now = float(clock[0]) if clock is not None else 0.0
+        return [_info(r, depth.get(r.id, 0), now) for r in map(_row, rows)]
 
     def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
         import psycopg

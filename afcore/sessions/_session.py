@@ -25,6 +25,7 @@ from afcore.messages import Message, Source, SystemSegment, UserMessage
 from afcore.providers._base import StreamHandler
 from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
+from afcore.recording._writer import RecordObserver
 from afcore.sessions import _turns
 from afcore.sessions._caller import CALLER_ID, Principal, caller_injection
 from afcore.sessions._ids import check_session_id
@@ -57,6 +58,7 @@ class SessionAgent(Protocol):
         message: str,
         *,
         identity: Any = None,
+        observe: RecordObserver | None = None,
         stream: StreamHandler | None = None,
         history: Conversation | None = None,
     ) -> RunResult: ...
@@ -86,6 +88,14 @@ class SendResult:
     recording: Path | None = None
     note: str | None = None
     """Why the turn ended as it did, when it did not answer."""
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """Who sees a send's turns as they run: the model's words, the records written."""
+
+    stream: StreamHandler | None = None
+    observe: RecordObserver | None = None
 
 
 @dataclass
@@ -131,6 +141,7 @@ class Session:
         interrupt: bool = False,
         principal: Principal | None = None,
         stream: StreamHandler | None = None,
+        observe: RecordObserver | None = None,
     ) -> SendResult:
         """Send ``message`` to the session.
 
@@ -145,14 +156,21 @@ class Session:
         saying it did not finish), then run the next turn, which starts with this message,
         and return its answer. ``principal``: who sent the message; the turn's system
         prompt then says who is calling (:class:`Principal`). ``stream`` sees the model's
-        words as they come, as in ``Agent.run``. A turn that stops on an error raises it,
+        words as they come, and ``observe`` each record of the turns' recordings as it is
+        written, as in ``Agent.run`` (for every turn this call runs). A turn that stops on an error raises it,
         like ``Agent.run``, once what it stored is safe.
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(
-                self.asend(message, interrupt=interrupt, principal=principal, stream=stream)
+                self.asend(
+                    message,
+                    interrupt=interrupt,
+                    principal=principal,
+                    stream=stream,
+                    observe=observe,
+                )
             )
         raise UsageError("send() was called inside a running event loop; await asend(...)")
 
@@ -163,12 +181,15 @@ class Session:
         interrupt: bool = False,
         principal: Principal | None = None,
         stream: StreamHandler | None = None,
+        observe: RecordObserver | None = None,
     ) -> SendResult:
         """The async form of :meth:`send`."""
         if not isinstance(message, str):
             raise UsageError(
                 f"send(...) takes the message as a string, got {type(message).__name__}"
             )
+        if observe is not None and self.agent.recording is None:
+            raise UsageError("observe= sees the records a turn writes; this agent records nothing")
         if principal is not None and not isinstance(principal, Principal):
             raise UsageError(
                 f"send(principal=...) takes a Principal, got {type(principal).__name__}"
@@ -189,11 +210,12 @@ class Session:
                         known=self._known(),
                     )
                 tx.save(row)
+            seen = _Seen(stream, observe)
             if claim is not None:
-                return await self._run_from(claim, item.id, stream)
+                return await self._run_from(claim, item.id, seen)
             if not interrupt:
                 return SendResult(status="queued", message_id=item.id)
-            return await self._await(item.id, owner, stream, timeout=None)
+            return await self._await(item.id, owner, seen, timeout=None)
         finally:
             release(owner)
 
@@ -212,12 +234,12 @@ class Session:
         """The async form of :meth:`wait`."""
         owner = new_owner()
         try:
-            return await self._await(message_id, owner, None, timeout=timeout)
+            return await self._await(message_id, owner, _Seen(), timeout=timeout)
         finally:
             release(owner)
 
     async def _await(
-        self, message_id: str, owner: str, stream: StreamHandler | None, timeout: float | None
+        self, message_id: str, owner: str, seen: _Seen, timeout: float | None
     ) -> SendResult:
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -247,7 +269,7 @@ class Session:
                     )
                     tx.save(row)
             if claim is not None:
-                ran = await self._run_from(claim, message_id, stream)
+                ran = await self._run_from(claim, message_id, seen)
                 return mine or ran
             if mine is not None:
                 return mine
@@ -259,16 +281,14 @@ class Session:
                 )
             await asyncio.sleep(self.store.poll)
 
-    async def _run_from(
-        self, claim: Claim, message_id: str, stream: StreamHandler | None
-    ) -> SendResult:
+    async def _run_from(self, claim: Claim, message_id: str, seen: _Seen) -> SendResult:
         """Run ``claim``'s turn, then each turn that messages queued meanwhile make; the
         result is the first turn's (the one that took ``message_id``)."""
         first: SendResult | None = None
         failure: BaseException | None = None
         next_claim: Claim | None = claim
         while next_claim is not None:
-            result, error, next_claim = await self._turn(next_claim, message_id, stream)
+            result, error, next_claim = await self._turn(next_claim, message_id, seen)
             if first is None:
                 first, failure = result, error
         assert first is not None
@@ -279,7 +299,7 @@ class Session:
     # -- one turn ------------------------------------------------------------------------
 
     async def _turn(
-        self, claim: Claim, message_id: str, stream: StreamHandler | None
+        self, claim: Claim, message_id: str, seen: _Seen
     ) -> tuple[SendResult, BaseException | None, Claim | None]:
         """Run one turn; return its result, the error it stopped on, and the next turn to
         run (messages that queued while it ran)."""
@@ -305,7 +325,11 @@ class Session:
         loop = asyncio.get_running_loop()
         task = loop.create_task(
             agent.arun_result(
-                claim.text, history=conversation, identity=claim.principal, stream=stream
+                claim.text,
+                history=conversation,
+                identity=claim.principal,
+                stream=seen.stream,
+                observe=seen.observe,
             )
         )
 

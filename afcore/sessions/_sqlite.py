@@ -253,7 +253,8 @@ class SQLiteStore(SessionStore):
                 conn.execute("COMMIT")
             except sqlite3.Error as e:
                 raise SessionError(f"the session store {self.path} failed: {e}") from e
-        return [_info(r, depth.get(r.id, 0)) for r in map(_row, rows)]
+        now = self.clock()
+        return [_info(r, depth.get(r.id, 0), now) for r in map(_row, rows)]
 
     def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
         ours = dict(turns)

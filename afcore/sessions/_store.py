@@ -32,6 +32,7 @@ import orjson
 
 from afcore.messages import Message, message_from_json
 from afcore.sessions._caller import Principal
+from afcore.sessions._owner import alive
 from afcore.sessions._watch import Watcher
 
 __all__ = [
@@ -161,6 +162,9 @@ class SessionInfo:
     """The transcript's length."""
     created: float
     last_activity: float
+    stopped: bool = False
+    """Its state says running, but the process running the turn is gone (it ran on this
+    machine) or its lease ran out: the next message closes that turn as interrupted."""
 
 
 class StoreTx(ABC):
@@ -298,7 +302,7 @@ class SessionStore(ABC):
     def info(self, session_id: str) -> SessionInfo | None:
         with self.transaction(session_id, write=False) as tx:
             row = tx.session()
-            return None if row is None else _info(row, len(tx.pending()))
+            return None if row is None else _info(row, len(tx.pending()), tx.now)
 
     def __enter__(self) -> SessionStore:
         return self
@@ -310,7 +314,9 @@ class SessionStore(ABC):
         return f"<{type(self).__name__} {self.name}>"
 
 
-def _info(row: SessionRow, inbox: int) -> SessionInfo:
+def _info(row: SessionRow, inbox: int, now: float) -> SessionInfo:
+    running = row.state == "running"
+    expired = row.lease_until is not None and row.lease_until <= now
     return SessionInfo(
         id=row.id,
         agent=row.agent,
@@ -322,6 +328,7 @@ def _info(row: SessionRow, inbox: int) -> SessionInfo:
         messages=row.messages,
         created=row.created,
         last_activity=row.last_activity,
+        stopped=running and (expired or not alive(row.owner)),
     )
 
 

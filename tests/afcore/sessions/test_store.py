@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -26,7 +29,7 @@ from afcore.sessions import (
     open_store,
 )
 from afcore.sessions._store import StoredMessage
-from afcore.sessions._turns import open_session, post
+from afcore.sessions._turns import claim, open_session, post
 
 AWKWARD = [
     UserMessage("plain"),
@@ -94,6 +97,36 @@ def test_sessions_lists_each_with_its_state_and_inbox(store: SessionStore) -> No
     assert set(listed) == {"one", "two"}
     assert (listed["one"].inbox, listed["two"].inbox) == (2, 0)
     assert listed["one"].state == "idle" and listed["one"].agent == "agent"
+
+
+def test_sessions_tell_a_turn_whose_process_is_gone(store: SessionStore) -> None:
+    """A turn marked running whose process died on this machine, or whose lease ran out, is
+    said to be stopped; a live one elsewhere is running."""
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead = f"{socket.gethostname()}/{gone.stdout.strip()}/1/abc"
+    for sid, owner, lease in (
+        ("dead-here", dead, 30.0),
+        ("live-elsewhere", "elsewhere/42/1/abc", 30.0),
+        ("expired-elsewhere", "elsewhere/42/1/abc", -1.0),
+    ):
+        with store.transaction(sid) as tx:
+            row = open_session(tx, "agent")
+            post(tx, row, "hi", None, False)
+            claim(tx, row, owner=owner, lease=lease, name_run=lambda n: (None, None), known=None)
+            tx.save(row)
+    listed = {s.id: (s.state, s.stopped) for s in store.sessions()}
+    assert listed == {
+        "dead-here": ("running", True),
+        "live-elsewhere": ("running", False),
+        "expired-elsewhere": ("running", True),
+    }
+    info = store.info("dead-here")
+    assert info is not None and info.stopped
 
 
 def test_a_store_written_by_a_newer_af_is_refused(tmp_path: Path) -> None:
