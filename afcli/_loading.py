@@ -8,6 +8,7 @@ exactly one Agent at module level needs no attribute. Every way this can fail is
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.machinery
 import importlib.util
@@ -24,7 +25,10 @@ from afcli._errors import EXIT_USAGE, CliError, key_words
 if TYPE_CHECKING:
     from afcore import Agent
 
-__all__ = ["LoadError", "Loaded", "load_agent", "names_an_agent"]
+__all__ = ["UNNAMED", "LoadError", "Loaded", "load_agent", "names_an_agent", "prepare"]
+
+UNNAMED = "agent"
+"""The name of an agent built without ``Agent.create(name=...)``."""
 
 
 class LoadError(CliError):
@@ -39,6 +43,15 @@ class Loaded:
     """What was loaded, for the recording: ``examples/bot.py:agent``, never an absolute path."""
     name: str
     """The attribute it was found under (``agent``, ``make``)."""
+
+    @property
+    def named(self) -> Agent:
+        """The agent, known by the name it was loaded by when it was built without one."""
+        if self.agent.name != UNNAMED:
+            return self.agent
+        agent = copy.copy(self.agent)
+        agent.name = self.name
+        return agent
 
 
 def names_an_agent(spec: str) -> bool:
@@ -257,3 +270,26 @@ def _as_agent(obj: object, target: str) -> Agent:
     if not isinstance(made, Agent):
         raise LoadError(f"{target}() returned a {type(made).__name__}, not an Agent")
     return made
+
+
+def prepare(
+    agent: Agent, source: str, out: Path | None = None, max_iterations: int | None = None
+) -> Agent:
+    """A copy of ``agent`` that records (the point of ``af run`` and ``af chat``, even for an
+    agent built with ``record=False``), where ``out`` says, under the name it was loaded by."""
+    import dataclasses
+
+    from afcore import RecordingConfig
+
+    runnable = copy.copy(agent)
+    config = agent.recording or RecordingConfig()
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise CliError(f"--out {out} is a file; give a folder", EXIT_USAGE)
+        config = dataclasses.replace(config, dir=out)
+    runnable.recording = config
+    runnable.source = source
+    runnable.last_result = None
+    if max_iterations is not None:
+        runnable.max_iterations = max_iterations
+    return runnable

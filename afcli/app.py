@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
-from afcli.commands import lens, ls, resume, run, schema, show, verify, why
+from afcli.commands import chat, lens, ls, resume, run, schema, sessions, show, verify, why
 
 __all__ = ["app", "main"]
 
@@ -50,12 +50,14 @@ def _root(
 
 app.command("run")(run.run)
 app.command("resume")(resume.resume)
+app.command("chat")(chat.chat)
 app.command("ls")(ls.ls)
 app.command("show")(show.show)
 app.command("verify")(verify.verify)
 app.command("schema")(schema.schema)
 app.command("why")(why.why)
 app.command("lens")(lens.lens)
+app.command("sessions")(sessions.sessions)
 
 
 def main() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,8 +20,6 @@ __all__ = ["run"]
 DEMO = "demo"
 DEMO_SOURCE = "afcore.demos.trip:build_agent"
 DEMO_NAMES = ("trip", "compaction", "sliding")
-UNNAMED = "agent"
-"""The name of an agent built without ``Agent.create(name=...)``."""
 """The built-in demos (``afcore.demos.DEMOS``), named here so that ``--help`` lists them
 without importing the library."""
 
@@ -112,6 +109,7 @@ def run(
     """
     from rich.text import Text
 
+    from afcli._loading import prepare
     from afcli._progress import Progress
     from afcli._render import err_console
     from afcore.errors import AfError
@@ -119,7 +117,7 @@ def run(
     built, source, text = _load(agent, message, demo)
     if model is not None:
         built = built.with_model(model)  # a missing key or a bad id: a usage error, exit 2
-    runnable = _prepare(built, source, out, max_iterations)
+    runnable = prepare(built, source, out, max_iterations)
 
     err = err_console()
     interrupted = False
@@ -330,7 +328,7 @@ def _run_in_lens(agent: Agent, text: str) -> None:
     from afcli.commands.lens import run_lens
     from afcore.recording import default_dir, new_run_id
 
-    assert agent.recording is not None  # _prepare made it record
+    assert agent.recording is not None  # prepare() made it record
     run_id = agent.recording.run_id or new_run_id(agent.recording.now())
     agent.recording = dataclasses.replace(agent.recording, run_id=run_id)
     path = (agent.recording.dir or default_dir()) / f"{run_id}.jsonl"
@@ -372,12 +370,7 @@ def _load(agent: str | None, message: str | None, demo: str | None) -> tuple[Age
     if message is None:
         raise CliError(f"say what to send to the agent: af run {agent} MESSAGE", EXIT_USAGE)
     loaded = load_agent(agent)
-    built = loaded.agent
-    if built.name == UNNAMED:
-        # An agent built without a name is known by the name it was loaded by.
-        built = copy.copy(built)
-        built.name = loaded.name
-    return built, loaded.source, message
+    return loaded.named, loaded.source, message
 
 
 def _demo(name: str, agent: str | None, message: str | None) -> tuple[Agent, str, str]:
@@ -399,27 +392,6 @@ def _demo(name: str, agent: str | None, message: str | None) -> tuple[Agent, str
         )
     text = agent if agent is not None else found.message
     return found.build(), found.source, text
-
-
-def _prepare(agent: Agent, source: str, out: Path | None, max_iterations: int | None) -> Agent:
-    """A copy of ``agent`` that records (af run's whole point, even for an agent built with
-    ``record=False``), where ``--out`` says, under the name it was loaded by."""
-    import dataclasses
-
-    from afcore import RecordingConfig
-
-    runnable = copy.copy(agent)
-    config = agent.recording or RecordingConfig()
-    if out is not None:
-        if out.exists() and not out.is_dir():
-            raise CliError(f"--out {out} is a file; give a folder", EXIT_USAGE)
-        config = dataclasses.replace(config, dir=out)
-    runnable.recording = config
-    runnable.source = source
-    runnable.last_result = None
-    if max_iterations is not None:
-        runnable.max_iterations = max_iterations
-    return runnable
 
 
 def _error_text(result: RunResult) -> str | None:

@@ -29,6 +29,7 @@ from afcore.sessions._store import (
     InboxItem,
     SessionInfo,
     SessionStore,
+    StoredMessage,
     TurnInfo,
     TurnStatus,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "Session",
     "SessionInfo",
     "SessionStore",
+    "StoredMessage",
     "TurnInfo",
     "TurnStatus",
     "check_session_id",

@@ -500,6 +500,13 @@ class Session:
         with self.store.transaction(self.id, write=False) as tx:
             return [m.message for m in tx.transcript()]
 
+    def history(self) -> list[StoredMessage]:
+        """The transcript as :meth:`transcript` gives it, each message with the turn that
+        wrote it and, for a message af wrote itself (a tool call it closed, a fold's
+        summary), a note saying what it is."""
+        with self.store.transaction(self.id, write=False) as tx:
+            return tx.transcript()
+
     def turns(self) -> list[TurnInfo]:
         """The session's turns, in order."""
         with self.store.transaction(self.id, write=False) as tx:

@@ -48,8 +48,8 @@ def _restore_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
 def invoke() -> Invoke:
     """Run ``af ARGS``; an exception escaping the app is a failure of the test, never an exit."""
 
-    def run(*args: str | Path, env: dict[str, str] | None = None) -> Ran:
-        result = CliRunner().invoke(app, [str(a) for a in args], env=env)
+    def run(*args: str | Path, env: dict[str, str] | None = None, input: str | None = None) -> Ran:
+        result = CliRunner().invoke(app, [str(a) for a in args], env=env, input=input)
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             raise AssertionError(f"af {args} raised {result.exception!r}") from result.exception
         return Ran(result)

@@ -1,0 +1,354 @@
+"""``af chat`` as a person uses it: lines typed (or piped) become turns of a session kept in a
+store, Ctrl-C interrupts the running turn and a second one leaves, and the conversation
+goes on in the next process. Driven in subprocesses, through a pipe and through a
+pseudo-terminal, with real signals."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import termios
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from afcore import recording as rec
+from afcore.messages import AssistantMessage, TextBlock, ToolResultMessage, UserMessage
+from afcore.sessions import SQLiteStore
+from tests.afcli.conftest import Invoke
+
+TALKER = textwrap.dedent(
+    """
+    import pathlib, time
+    from afcore import Agent, define_tool, mock
+    from afcore.messages import ToolResultMessage
+
+    HERE = pathlib.Path(__file__).parent
+
+    def reply(request):
+        last = request.messages[-1]
+        if isinstance(last, ToolResultMessage):
+            return {"content": f"after {last.name}"}
+        if "slow" in last.content:
+            n = len(request.messages)
+            return {"tool_calls": [{"id": f"s{n}", "name": "slow", "args": {}}]}
+        return {"content": f"answer to: {last.content}"}
+
+    def _slow(args, ctx):
+        (HERE / "started").write_text("yes")
+        time.sleep(600)
+        return "done"
+
+    def make():
+        slow = define_tool("slow", "Sleeps.", {"type": "object"}, _slow)
+        return Agent.create(provider=mock(respond=reply), model="mock", name="talker").tool(
+            slow
+        ).build()
+
+    def other():
+        return Agent.create(provider=mock(reply="hi"), model="mock", name="other").build()
+    """
+)
+
+AF = [sys.executable, "-c", "from afcli.app import main; main()"]
+GUARD = 60
+"""Seconds a test waits for a process before calling it hung: a guard, not a measure."""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "AF_RECORDINGS": str(tmp_path / "runs"), "COLUMNS": "200"}
+
+
+def _store(tmp_path: Path) -> SQLiteStore:
+    return SQLiteStore(tmp_path / ".af" / "sessions.db")
+
+
+class _Chat:
+    """``af chat`` in a subprocess fed through a pipe, its stderr read as it comes."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        (tmp_path / "talker.py").write_text(TALKER)
+        self.tmp_path = tmp_path
+        self.process = subprocess.Popen(
+            [*AF, "chat", "talker.py:make", *args],
+            cwd=tmp_path,
+            env=_env(tmp_path),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.err: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for raw in self.process.stderr:
+            self.err.append(raw.decode())
+
+    def say(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+
+    def wait_for(self, text: str = "", path: Path | None = None) -> None:
+        deadline = time.monotonic() + GUARD
+        while not (path.exists() if path is not None else text in "".join(self.err)):
+            assert self.process.poll() is None, "".join(self.err)
+            assert time.monotonic() < deadline, f"never saw {text or path}: {''.join(self.err)}"
+            time.sleep(0.02)
+
+    def end(self) -> tuple[int, str, str]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        with self.process.stdout:
+            out = self.process.stdout.read()
+        code = self.process.wait(GUARD)
+        self._reader.join(GUARD)
+        assert self.process.stderr is not None
+        self.process.stderr.close()
+        return code, out.decode(), "".join(self.err)
+
+
+def test_a_piped_conversation_is_kept_turn_by_turn(tmp_path: Path) -> None:
+    chat = _Chat(tmp_path, "--session", "piped-1")
+    chat.say("hello")
+    chat.say("again")
+    chat.say("/history")
+    code, out, err = chat.end()
+    assert code == 0, err
+    assert out.splitlines()[:2] == ["answer to: hello", "answer to: again"]
+    assert "you    hello" in out and "agent  answer to: again" in out
+    assert "session kept: af chat talker.py:make --session piped-1 continues it" in err
+    assert "Traceback" not in err
+    with _store(tmp_path) as store:
+        info = store.info("piped-1")
+        assert info is not None and (info.agent, info.turns, info.messages) == ("talker", 2, 4)
+        with store.transaction("piped-1", write=False) as tx:
+            turns = tx.turns()
+    # Each turn is a recording that verifies and names its place in the session.
+    links = []
+    for t in turns:
+        with rec.open_recording(Path(str(t.recording))) as opened:
+            assert rec.verify(opened).ok
+            assert opened.header.session is not None
+            links.append(opened.header.session.model_dump())
+    assert links == [
+        {"id": "piped-1", "turn": 1, "previous": None},
+        {"id": "piped-1", "turn": 2, "previous": turns[0].run_id},
+    ]
+
+
+def test_ctrl_c_interrupts_the_turn_and_the_conversation_goes_on(tmp_path: Path) -> None:
+    chat = _Chat(tmp_path, "--session", "stopped-1")
+    chat.say("run slow")
+    chat.wait_for(path=tmp_path / "started")
+    chat.process.send_signal(signal.SIGINT)
+    chat.wait_for("turn 1 interrupted")
+    chat.say("and now?")
+    code, out, err = chat.end()
+    assert code == 0, err
+    assert err.index("interrupting the turn: cancelling slow (running") < err.index(
+        "turn 1 interrupted: what it did so far is kept; 1 unfinished tool call closed"
+    )
+    assert "Traceback" not in err
+    assert out.splitlines() == ["answer to: and now?"]
+    with _store(tmp_path) as store, store.transaction("stopped-1", write=False) as tx:
+        turns = tx.turns()
+        transcript = tx.transcript()
+    assert [(t.status, t.note) for t in turns] == [
+        ("interrupted", "the turn was cancelled in its process"),
+        ("answer", None),
+    ]
+    # The unfinished call is answered in the transcript, by af, so the model knows.
+    user, asked, closed, *rest = transcript
+    assert user.message == UserMessage("run slow")
+    assert isinstance(asked.message, AssistantMessage) and asked.message.tool_calls
+    assert isinstance(closed.message, ToolResultMessage) and closed.message.is_error
+    assert closed.message.tool_call_id == asked.message.tool_calls[0].id
+    assert "did not finish" in closed.message.content
+    assert closed.note is not None and closed.note.startswith("closed by af")
+    assert [m.message for m in rest] == [
+        UserMessage("and now?"),
+        AssistantMessage((TextBlock("answer to: and now?"),)),
+    ]
+    # The interrupted turn's recording says so, and verifies.
+    with rec.open_recording(Path(str(turns[0].recording))) as opened:
+        assert rec.verify(opened).ok
+        assert opened.end is not None and opened.end.status == "interrupted"
+        (commit,) = opened.tool_commits()
+        assert commit.tool is not None and commit.tool.status == "interrupted"
+
+
+def test_a_second_ctrl_c_leaves_and_the_next_chat_recovers(tmp_path: Path) -> None:
+    chat = _Chat(tmp_path, "--session", "left-1")
+    chat.say("run slow")
+    chat.wait_for(path=tmp_path / "started")
+    # Both before the chat can act on the first: the second is not waited on.
+    os.kill(chat.process.pid, signal.SIGINT)
+    os.kill(chat.process.pid, signal.SIGINT)
+    code, out, err = chat.end()
+    assert code == 130, err
+    assert "Traceback" not in err
+    # However far the first got, the next process finds the turn ended or its process gone,
+    # and the conversation goes on from what was stored.
+    again = _Chat(tmp_path, "--session", "left-1")
+    again.say("still there?")
+    code, out, err = again.end()
+    assert code == 0, err
+    assert out.splitlines() == ["answer to: still there?"]
+    with _store(tmp_path) as store, store.transaction("left-1", write=False) as tx:
+        turns = tx.turns()
+        transcript = [m.message for m in tx.transcript()]
+    assert [t.status for t in turns] == ["interrupted", "answer"]
+    assert transcript[0] == UserMessage("run slow")
+    closing = transcript[2]
+    assert isinstance(closing, ToolResultMessage) and closing.is_error
+
+
+def _pty_chat(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``af chat`` on a pseudo-terminal of its own, as in a terminal: Ctrl-C typed there is
+    a SIGINT from the terminal."""
+    (tmp_path / "talker.py").write_text(TALKER)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, b"\x28\x00\xc8\x00\x00\x00\x00\x00")  # 40x200
+
+    def own_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    env = {**_env(tmp_path), "TERM": "xterm-256color"}
+    env.pop("COLUMNS")
+    process = subprocess.Popen(
+        [*AF, "chat", "talker.py:make", *args],
+        cwd=tmp_path,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        preexec_fn=own_terminal,
+    )
+    os.close(follower)
+    return process, leader
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+class _Screen:
+    """What the terminal was sent, as text without its escape sequences; each wait reads on
+    from where the last one's text was found."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self.raw = b""
+        self.at = 0
+
+    @property
+    def text(self) -> str:
+        return _ANSI.sub("", self.raw.decode(errors="replace"))
+
+    def read_until(self, wanted: str) -> None:
+        deadline = time.monotonic() + GUARD
+        while (found := self.text.find(wanted, self.at)) < 0:
+            assert time.monotonic() < deadline, f"never saw {wanted!r}: {self.text[-3000:]!r}"
+            ready, _, _ = select.select([self.leader], [], [], 0.1)
+            if ready:
+                try:
+                    self.raw += os.read(self.leader, 65536)
+                except OSError:  # the other end closed: the process has ended
+                    assert wanted in self.text[self.at :], self.text[-3000:]
+        self.at = found + len(wanted)
+
+    def type(self, keys: str) -> None:
+        os.write(self.leader, keys.encode())
+
+
+def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Path) -> None:
+    process, leader = _pty_chat(tmp_path, "--session", "typed-1")
+    screen = _Screen(leader)
+    try:
+        screen.read_until("› ")
+        screen.type("hello\r")
+        screen.read_until("answer to: hello")
+        screen.read_until("› ")
+        screen.type("run slow\r")
+        screen.read_until("→ slow()")
+        while not (tmp_path / "started").exists():
+            time.sleep(0.02)
+        screen.type("\x03")  # Ctrl-C, as the terminal sends it
+        screen.read_until("turn 2 interrupted")
+        screen.read_until("› ")
+        screen.type("\x03")
+        screen.read_until("continues it")
+        assert process.wait(GUARD) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    shown = screen.text
+    assert "interrupting the turn: cancelling slow (running" in shown
+    assert "Traceback" not in shown
+    with _store(tmp_path) as store:
+        assert [t.status for t in _turns(store, "typed-1")] == ["answer", "interrupted"]
+
+
+def _turns(store: SQLiteStore, sid: str) -> list[object]:
+    with store.transaction(sid, write=False) as tx:
+        return list(tx.turns())
+
+
+@pytest.fixture
+def talker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "talker.py").write_text(TALKER)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AF_RECORDINGS", str(tmp_path / "runs"))
+    return tmp_path
+
+
+def test_commands_and_a_line_that_starts_with_a_slash(talker: Path, invoke: Invoke) -> None:
+    ran = invoke("chat", "talker.py:make", "-s", "slashes", input="/nope\n//etc/hosts\n/quit\n")
+    assert ran.code == 0, ran.err
+    assert "unknown command /nope: /help lists them" in ran.err
+    assert ran.out.splitlines() == ["answer to: /etc/hosts"]
+
+
+def test_a_new_session_gets_an_id_to_continue_it_by(talker: Path, invoke: Invoke) -> None:
+    ran = invoke("chat", "talker.py:make", input="hi\n")
+    assert ran.code == 0, ran.err
+    said = ran.err.splitlines()[-1]
+    assert said.startswith("session kept: af chat talker.py:make --session chat-")
+    sid = said.split("--session ")[1].split()[0]
+    again = invoke("chat", "talker.py:make", "-s", sid, input="/history\n")
+    assert "you    hi" in again.out
+    assert f"session {sid} · 1 turn so far" in again.err
+
+
+def test_another_agents_session_is_refused(talker: Path, invoke: Invoke) -> None:
+    assert invoke("chat", "talker.py:make", "-s", "mine", input="hi\n").code == 0
+    ran = invoke("chat", "talker.py:other", "-s", "mine", input="hi\n")
+    assert ran.code == 2
+    assert "session 'mine' is a conversation with the agent 'talker', not 'other'" in ran.err
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "../x", "x" * 129, "é"])
+def test_a_hostile_session_id_is_refused(bad: str, talker: Path, invoke: Invoke) -> None:
+    ran = invoke("chat", "talker.py:make", "--session", bad, input="hi\n")
+    assert ran.code == 2 and "--session: a session id is 1 to 128 characters" in ran.err
+    assert not (talker / ".af").exists() or not _store(talker).sessions()
+
+
+def test_store_takes_a_sqlite_path(talker: Path, invoke: Invoke) -> None:
+    path = talker / "elsewhere" / "chats.db"
+    assert invoke("chat", "talker.py:make", "-s", "x1", "--store", path, input="hi\n").code == 0
+    with SQLiteStore(path) as store:
+        assert [s.id for s in store.sessions()] == ["x1"]
