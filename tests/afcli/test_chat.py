@@ -28,7 +28,7 @@ from tests.afcli.conftest import Invoke
 
 TALKER = textwrap.dedent(
     """
-    import pathlib, time
+    import asyncio, pathlib, time
     from afcore import Agent, define_tool, mock
     from afcore.messages import ToolResultMessage
 
@@ -38,9 +38,10 @@ TALKER = textwrap.dedent(
         last = request.messages[-1]
         if isinstance(last, ToolResultMessage):
             return {"content": f"after {last.name}"}
-        if "slow" in last.content:
-            n = len(request.messages)
-            return {"tool_calls": [{"id": f"s{n}", "name": "slow", "args": {}}]}
+        for name in ("slow", "stubborn"):
+            if name in last.content:
+                n = len(request.messages)
+                return {"tool_calls": [{"id": f"s{n}", "name": name, "args": {}}]}
         return {"content": f"answer to: {last.content}"}
 
     def _slow(args, ctx):
@@ -48,10 +49,21 @@ TALKER = textwrap.dedent(
         time.sleep(600)
         return "done"
 
+    async def _stubborn(args, ctx):
+        (HERE / "started").write_text("yes")
+        try:
+            await asyncio.sleep(600)
+        except asyncio.CancelledError:
+            (HERE / "cancel-seen").write_text("yes")
+            await asyncio.sleep(600)  # takes its time to stop
+            raise
+        return "done"
+
     def make():
         slow = define_tool("slow", "Sleeps.", {"type": "object"}, _slow)
-        return Agent.create(provider=mock(respond=reply), model="mock", name="talker").tool(
-            slow
+        stubborn = define_tool("stubborn", "Sleeps on.", {"type": "object"}, _stubborn)
+        return Agent.create(provider=mock(respond=reply), model="mock", name="talker").tools(
+            [slow, stubborn]
         ).build()
 
     def other():
@@ -193,9 +205,12 @@ def test_a_second_ctrl_c_leaves_and_the_next_chat_recovers(tmp_path: Path) -> No
     chat = _Chat(tmp_path, "--session", "left-1")
     chat.say("run slow")
     chat.wait_for(path=tmp_path / "started")
-    # Both before the chat can act on the first: the second is not waited on.
-    os.kill(chat.process.pid, signal.SIGINT)
-    os.kill(chat.process.pid, signal.SIGINT)
+    chat.process.send_signal(signal.SIGINT)
+    chat.wait_for("interrupting the turn")
+    # Wherever it lands, during the turn or at the prompt after it: the chat ends, without
+    # waiting for more input.
+    chat.process.send_signal(signal.SIGINT)
+    chat.process.wait(GUARD)
     code, out, err = chat.end()
     assert code == 130, err
     assert "Traceback" not in err
@@ -213,6 +228,28 @@ def test_a_second_ctrl_c_leaves_and_the_next_chat_recovers(tmp_path: Path) -> No
     assert transcript[0] == UserMessage("run slow")
     closing = transcript[2]
     assert isinstance(closing, ToolResultMessage) and closing.is_error
+
+
+def test_a_second_ctrl_c_during_a_turn_that_is_slow_to_stop_leaves_at_once(
+    tmp_path: Path,
+) -> None:
+    chat = _Chat(tmp_path, "--session", "left-2")
+    chat.say("be stubborn")
+    chat.wait_for(path=tmp_path / "started")
+    chat.process.send_signal(signal.SIGINT)
+    chat.wait_for(path=tmp_path / "cancel-seen")  # the tool takes ten minutes to stop
+    chat.process.send_signal(signal.SIGINT)
+    chat.process.wait(GUARD)  # well before the tool stops
+    code, _, err = chat.end()
+    assert code == 130, err
+    assert "Traceback" not in err
+    again = _Chat(tmp_path, "--session", "left-2")
+    again.say("hello")
+    code, out, err = again.end()
+    assert code == 0, err
+    assert out.splitlines() == ["answer to: hello"]
+    with _store(tmp_path) as store:
+        assert [t.status for t in _turns(store, "left-2")] == ["interrupted", "answer"]
 
 
 def _pty_chat(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
