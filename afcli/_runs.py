@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
+    from afcore.readmodel import SessionRuns, TurnRun
     from afcore.recording import Recording
 
-__all__ = ["newest", "newest_first", "open_run", "resolve"]
+__all__ = ["find_session", "newest", "newest_first", "open_run", "resolve", "session_turn"]
 
 _RUN_ID = re.compile(r"\d{8}-\d{6}-\d{3}-")
 
@@ -70,3 +71,90 @@ def _is_file(ref: str) -> bool:
         return Path(ref).is_file()
     except OSError:  # a name too long for the file system, ...
         return False
+
+
+def find_session(ref: str, store: str | None = None) -> SessionRuns:
+    """The session ``--session REF`` names, as its turns' recordings in order. REF is a
+    session id, whose turns the session store names (``store``, by default the one beside
+    the recordings folder); a session the store does not hold (its recordings attached to a
+    report, say) is found in the recordings folder by the links their headers hold. REF may
+    also be any turn's recording (a path, a run id or a unique prefix of one): its turns are
+    found beside it."""
+    from afcore.errors import UsageError
+    from afcore.readmodel import session_runs
+    from afcore.recording import default_dir
+    from afcore.sessions import check_session_id
+
+    folder = default_dir()
+    try:
+        check_session_id(ref)
+    except UsageError:
+        runs = None
+    else:
+        runs = _stored(ref, store)
+        if runs is None and store is not None:
+            raise CliError(f"the session store {store} holds no session {ref!r}", EXIT_USAGE)
+        if runs is None:
+            runs = session_runs(ref, folder)
+    if runs is not None:
+        return runs
+    try:
+        path = resolve(ref)
+    except CliError:
+        raise CliError(
+            f"no session {ref!r} in the session store, nor any recording in {folder} that is "
+            f"a turn of it, nor is {ref!r} a recording (--session takes a session id, or a "
+            "run of one of its turns)",
+            EXIT_USAGE,
+        ) from None
+    runs = session_runs(path)
+    if runs is None:
+        raise CliError(f"{path.name} is not a turn of a session: its header names none", EXIT_USAGE)
+    return runs
+
+
+def session_turn(runs: SessionRuns, n: int | None) -> TurnRun:
+    """Turn ``n`` of the session (None: its last), or a usage error saying which it has."""
+    if n is None:
+        return runs.turns[-1]
+    found = runs.turn(n)
+    if found is None:
+        have = ", ".join(str(t.turn) for t in runs.turns)
+        raise CliError(
+            f"session {runs.id!r} has no turn {n} recorded here (its turns: {have})", EXIT_USAGE
+        )
+    return found
+
+
+def _stored(sid: str, spec: str | None) -> SessionRuns | None:
+    """The session's turns as the store says them, each with its recording (None: no store
+    here, or it does not hold the session)."""
+    from afcli._stores import open_store
+    from afcore.errors import SessionError
+    from afcore.readmodel import SessionRuns, TurnRun
+
+    opened = open_store(spec, create=False)
+    if opened is None:
+        return None
+    try:
+        with opened, opened.transaction(sid, write=False) as tx:
+            if tx.session() is None:
+                return None
+            turns = tx.turns()
+    except SessionError as e:
+        raise CliError(f"the session store fails: {e}", EXIT_FAILED) from None
+    found: list[TurnRun] = []
+    gaps: list[str] = []
+    previous: str | None = None
+    for t in turns:
+        if t.run_id is None or t.recording is None:
+            gaps.append(f"turn {t.n} ({t.status.replace('_', ' ')}) has no recording")
+        elif not Path(t.recording).is_file():
+            gaps.append(f"turn {t.n}'s recording is not at {t.recording}")
+        else:
+            found.append(TurnRun(t.n, t.run_id, Path(t.recording), previous, t.status, t.note))
+        previous = t.run_id or previous
+    if not found:
+        said = "; ".join(gaps) if gaps else "it has had no turn yet"
+        raise CliError(f"session {sid!r} has no recorded turn to open: {said}", EXIT_FAILED)
+    return SessionRuns(sid, found[-1].path.parent, found, gaps)

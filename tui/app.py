@@ -3,6 +3,10 @@
 The app holds the recording and starts on :class:`tui.screens.lens.LensScreen`; the file is
 opened as a prefix first, so the first call is on screen at once, and the screen indexes
 the whole of it in the background. Its look is in ``lens.tcss``.
+
+A turn of a session is one recording among its session's: ``[`` and ``]`` open the turn
+before and after it, each on a screen of its own (found by the links the recordings' headers
+hold, or given as the session's turns in order).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from pathlib import Path
 from textual.app import App
 from textual.screen import Screen
 
+from afcore.errors import RecordingError
+from afcore.readmodel import SessionRuns, safe, session_runs
 from afcore.recording import Recording, open_recording
 from tui.screens.lens import LensScreen
 
@@ -21,10 +27,14 @@ PREFIX = 1024 * 1024
 """Bytes of the file indexed before the first call is drawn."""
 
 
-def make_lens_app(path: Path, *, follow: bool = False) -> LensApp:
+def make_lens_app(
+    path: Path, *, follow: bool = False, session: SessionRuns | None = None
+) -> LensApp:
     """The Lens on ``path``: the one factory, used by ``af lens``, ``af run --lens`` and the
-    tests. Raises afcore's RecordingError when the file is not a recording."""
-    return LensApp(open_recording(path, upto=PREFIX), follow=follow)
+    tests. ``session``: the turns of the session ``path`` is a turn of, when known (else
+    found beside it when first asked for). Raises afcore's RecordingError when the file is
+    not a recording."""
+    return LensApp(open_recording(path, upto=PREFIX), follow=follow, session=session)
 
 
 class LensApp(App[None]):
@@ -32,10 +42,50 @@ class LensApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
     CSS_PATH = "lens.tcss"
 
-    def __init__(self, rec: Recording, *, follow: bool = False) -> None:
+    def __init__(
+        self, rec: Recording, *, follow: bool = False, session: SessionRuns | None = None
+    ) -> None:
         super().__init__()
         self.rec = rec
         self.follow = follow
+        self._session = session
+        self._looked = session is not None
 
     def get_default_screen(self) -> Screen[None]:
         return LensScreen(self.rec, follow=self.follow)
+
+    def session_runs(self) -> SessionRuns | None:
+        """The session the first recording is a turn of (None: it is no turn of one)."""
+        if not self._looked:
+            self._looked = True
+            if self.rec.header.session is not None:
+                self._session = session_runs(Path(self.rec.path))
+        return self._session
+
+    def open_turn(self, rec: Recording, step: int) -> None:
+        """Open the session's turn ``step`` turns after the one ``rec`` holds, in place of
+        the screen on it."""
+        runs = self.session_runs()
+        if runs is None:
+            self.notify("this run is no turn of a session", severity="warning")
+            return
+        at = runs.position(Path(rec.path))
+        if at is None:
+            self.notify("this run is not among its session's turns", severity="warning")
+            return
+        to = at + step
+        if not 0 <= to < len(runs.turns):
+            edge = "first" if to < 0 else "last"
+            self.notify(f"turn {runs.turns[at].turn} is the session's {edge} one here")
+            return
+        try:
+            opened = open_recording(runs.turns[to].path, upto=PREFIX)
+        except RecordingError as e:
+            self.notify(safe(str(e)), severity="error", markup=False)
+            return
+        screen = LensScreen(opened, follow=False)
+        # The first turn's screen is the app's default one, which cannot be switched away.
+        if len(self.screen_stack) > 1:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from afcli._errors import EXIT_FAILED, CliError, command
+from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
 from afcli._params import OptionalRunArg
+from afcli._stores import StoreOption
+
+if TYPE_CHECKING:
+    from afcore.readmodel import SessionRuns
 
 __all__ = ["lens", "run_lens"]
 
@@ -22,24 +26,60 @@ def lens(
             "--follow", "-f", help="Follow a recording still being written: new calls appear."
         ),
     ] = False,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            "-s",
+            metavar="ID|RUN",
+            help="Open a session's turns: its id, or any of its turns' runs; [ and ] step "
+            "from turn to turn.",
+            show_default=False,
+        ),
+    ] = None,
+    turn: Annotated[
+        int | None,
+        typer.Option(
+            "--turn",
+            "-t",
+            min=1,
+            metavar="N",
+            help="With --session: open at turn N (default: the last).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
 ) -> None:
     """Open a recording in the Lens: the scrubber, each call's slots as sent, its response.
 
-    Keys: ← → move a call, / searches, w says why, ? lists them all, q quits.
+    Keys: ← → move a call, [ ] move a turn of a session, / searches, w says why, ? lists
+    them all, q quits.
     """
-    from afcli._runs import newest, resolve
+    from afcli._runs import find_session, newest, resolve, session_turn
 
-    run_lens(newest("af lens") if run is None else resolve(run), follow=follow)
+    if session is None:
+        if turn is not None or store is not None:
+            raise CliError("--turn and --store name a session's turn: give --session ID too")
+        run_lens(newest("af lens") if run is None else resolve(run), follow=follow)
+        return
+    if run is not None:
+        raise CliError(
+            "--session opens a session's turns; name one with --turn N (or af lens RUN)",
+            EXIT_USAGE,
+        )
+    runs = find_session(session, store)
+    run_lens(session_turn(runs, turn).path, follow=follow, session=runs)
 
 
-def run_lens(path: Path, *, follow: bool = False) -> None:
+def run_lens(path: Path, *, follow: bool = False, session: SessionRuns | None = None) -> None:
     """Open the Lens on ``path`` in this terminal until it is left: the one place a command
-    starts the Lens (``af lens``, ``af run --lens``)."""
+    starts the Lens (``af lens``, ``af run --lens``, ``af chat``'s /lens). ``session``: the
+    turns of the session ``path`` is a turn of, when known."""
     from afcore.errors import RecordingError
     from tui import make_lens_app
 
     try:
-        app = make_lens_app(path, follow=follow)
+        app = make_lens_app(path, follow=follow, session=session)
     except RecordingError as e:
         raise CliError(str(e), EXIT_FAILED) from None
     app.run()

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from afcli._errors import command
+from afcli._errors import EXIT_USAGE, CliError, command
 from afcli._params import OptionalRunArg
 from afcli._render import (
     Line,
@@ -21,6 +21,7 @@ from afcli._render import (
     print_indented,
     print_json,
 )
+from afcli._stores import StoreOption
 from afcore.readmodel import (
     args_text,
     as_dict,
@@ -74,11 +75,40 @@ def show(
             show_default=False,
         ),
     ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            "-s",
+            metavar="ID|RUN",
+            help="Show a session turn by turn: its id, or any of its turns' runs.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Show a recorded run: each call's slot sizes, tool calls and results, and the outcome."""
+    """Show a recorded run: each call's slot sizes, tool calls and results, and the outcome.
+
+    With --session, a session's turns in order, each with what the user said: the session
+    store (--store, by default the one beside the recordings folder) names its turns'
+    recordings; a session it does not hold is found in the recordings folder (or beside the
+    run given) by the links the recordings' headers hold.
+    """
     from afcli._runs import newest, open_run
     from afcore.readmodel import call_detail
+
+    if session is not None:
+        if run is not None or call is not None:
+            raise CliError(
+                "--session shows a whole session; for one turn, or one call of it, name its "
+                "run: af show RUN [--call N]",
+                EXIT_USAGE,
+            )
+        _show_session(session, store, json_output)
+        return
+    if store is not None:
+        raise CliError("--store names where a session is kept: give --session ID", EXIT_USAGE)
 
     with open_run(newest("af show") if run is None else run, index=call is not None) as rec:
         if call is not None:
@@ -94,18 +124,81 @@ def show(
             _print_run(out_console(), rec)
 
 
+# -- a session -----------------------------------------------------------------------------
+
+
+def _show_session(ref: str, store: str | None, json_output: bool) -> None:
+    """Each turn of the session: its place and what the user said, then its run as ``af
+    show RUN`` shows it."""
+    from afcli._runs import find_session, open_run
+    from afcore.readmodel import overview, user_message
+
+    runs = find_session(ref, store)
+    if json_output:
+        turns = []
+        for t in runs.turns:
+            with open_run(t.path) as rec:
+                turns.append(
+                    t.to_json() | {"user_message": user_message(rec), "run": overview(rec)}
+                )
+        print_json(runs.to_json() | {"turns": turns})
+        return
+    console = out_console()
+    out = Printer(console)
+    agent = model = None
+    for t in runs.turns:
+        with open_run(t.path) as rec:
+            h = rec.header
+            head = Line(("━━ ", "cyan"), (f"turn {t.turn}", "bold cyan"), (" ━━ ", "cyan"))
+            if t is runs.turns[0]:
+                head = Line(("session ", "dim"), (safe(runs.id), "bold cyan"), "  ")
+                head.append(safe(h.agent.name), "bold")
+                head.append(f"  model {safe(h.model)}", "dim")
+                head.append(
+                    f"  {plural(len(runs.turns), 'turn')} in {safe(str(runs.folder))}", "dim"
+                )
+                out.print(head)
+                for gap in runs.gaps:
+                    out.print(Line(safe(gap), style="yellow"))
+                head = Line(("━━ ", "cyan"), (f"turn {t.turn}", "bold cyan"), (" ━━ ", "cyan"))
+            elif (h.agent.name, h.model) != (agent, model):
+                head.append(f"{safe(h.agent.name)}  model {safe(h.model)} · ", "dim")
+            agent, model = h.agent.name, h.model
+            head.append(f"run {safe(h.run_id)} · ", "dim")
+            head.append(f"{safe(h.started_at)[:19].replace('T', ' ')} UTC", "dim")
+            out.print()
+            out.print(head)
+            said = user_message(rec)
+            if said is not None:
+                print_hanging(out, Line(("you  ", "bold"), safe(said)), indent=0, more=5)
+            _print_run_parts(out, rec, head=False)
+            if t.status is not None and rec.end is None:
+                # The turn's process died: the store knows how it ended, the file cannot.
+                said = f"the session store says turn {t.turn} ended {t.status.replace('_', ' ')}"
+                if t.note:
+                    said += f": {t.note}"
+                out.print(Line(safe(said), style="yellow"))
+    out.flush()
+
+
 # -- the overview ------------------------------------------------------------------------
 
 
 def _print_run(console: Console, rec: Recording) -> None:
     """The run as the file is read: each call printed once complete, each fold after it."""
+    out = Printer(console)
+    _print_run_parts(out, rec)
+    out.flush()
+
+
+def _print_run_parts(out: Printer, rec: Recording, *, head: bool = True) -> None:
     from afcore.readmodel import run_view
 
-    out = Printer(console)
     calls = 0
     for part in run_view(rec):
         if part.kind == "header":
-            _print_head(out, part.data)
+            if head:
+                _print_head(out, part.data)
         elif part.kind == "call":
             calls += 1
             _print_call_line(out, part.data)
@@ -125,6 +218,19 @@ def _print_head(out: Printer, v: RunHead) -> None:
     out.print(head)
     started = safe(str(v.started_at))
     out.print(Line(f"started {started[:19].replace('T', ' ')} UTC", style="dim"))
+    if v.session is not None:
+        out.print(_turn_line(v.session))
+
+
+def _turn_line(link: dict[str, Any]) -> Line:
+    """``turn 3 of session ticket-4711 · after run 2026...``: where a session's turn stands."""
+    said = Line(
+        (f"turn {link.get('turn')} of session ", "dim"),
+        (safe(as_text(link.get("id"))), "bold cyan"),
+    )
+    if link.get("previous"):
+        said.append(f" · after run {safe(as_text(link['previous']))}", "dim")
+    return said
 
 
 def _print_call_line(out: Printer, c: CallSummary) -> None:
@@ -704,8 +810,9 @@ def _print_detail(console: Printer, d: CallDetail) -> None:
 
 
 def _origin(p: Provenance, change: str | None = None) -> Line:
-    """``skill prices`` / ``base``, and ``new`` or ``changed`` since the previous call."""
-    out = _origin_of(p.source, p.id)
+    """``skill prices`` / ``base`` / ``turn 3`` (a session's history), and ``new`` or
+    ``changed`` since the previous call."""
+    out = Line((p.label, "magenta")) if p.label is not None else _origin_of(p.source, p.id)
     if change:
         out.append(f"  {change}", "bold yellow")
     return out

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
 from afcli._params import complete_run
+from afcli._stores import StoreOption
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.text import Text
     from rich.tree import Tree
 
+    from afcore.recording import Recording
     from afcore.why import Slice
 
 __all__ = ["why"]
@@ -87,6 +91,29 @@ def why(
     list_keys: Annotated[
         bool, typer.Option("--list", help="List the keys one can ask about, and who wrote them.")
     ] = False,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            "-s",
+            metavar="ID",
+            help="Ask a turn of this session (its id, or a run of one of its turns): the "
+            "last, or the one --turn names.",
+            show_default=False,
+        ),
+    ] = None,
+    turn: Annotated[
+        int | None,
+        typer.Option(
+            "--turn",
+            "-t",
+            min=1,
+            metavar="N",
+            help="With --session: ask turn N (from 1).",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
     json_output: Annotated[
         bool,
         typer.Option(
@@ -103,14 +130,26 @@ def why(
     af why RUN tool:search#2.args
     af why answer                (the newest run)
     af why RUN --list
+    af why --session ID message:2
     ```
+
+    A message a session's turn continued from is followed back into the turn that wrote it.
     """
     from afcli._render import print_json
     from afcli._runs import open_run
     from afcore.why import NeverWrittenError, UnknownPositionError, keys
     from afcore.why import why as slice_of
 
-    path, key = _run_and_key(run, key)
+    if session is not None:
+        from afcli._runs import find_session, session_turn
+
+        if run is not None and key is not None:
+            raise CliError("with --session, give only the KEY: af why --session ID KEY")
+        path, key = session_turn(find_session(session, store), turn).path, key or run
+    elif turn is not None or store is not None:
+        raise CliError("--turn and --store name a session's turn: give --session ID too")
+    else:
+        path, key = _run_and_key(run, key)
     if key is not None and not key.strip():
         raise CliError("the KEY is empty: give one to explain (af why RUN --list shows them)")
     if not list_keys and key is None:
@@ -142,20 +181,116 @@ def why(
             raise CliError(f"{e}{unfinished}", EXIT_FAILED) from None
         except UnknownPositionError as e:
             raise CliError(str(e), EXIT_USAGE) from None
+        origins = _origins(rec, result, depth=depth, nodes=nodes, full=full)
     if json_output:
-        print_json(result.to_json())
-    else:
-        from afcli._render import out_console
+        out = result.to_json()
+        if origins:
+            out["origins"] = [o.to_json() for o in origins]
+        print_json(out)
+        return
+    from afcli._render import out_console
 
-        console = out_console()
-        if full:
-            console.print(_tree(result))
-        else:
-            for text in _compact(result):
-                console.print(text, soft_wrap=True)
+    console = out_console()
+    _print_slice(console, result, full)
+    for o in origins:
+        console.print()
+        said = _plain(o.said, "bold cyan" if o.slice is not None else "yellow")
+        console.print(said, soft_wrap=True)
+        if o.slice is not None:
+            _print_slice(console, o.slice, full)
+
+
+def _print_slice(console: Console, result: Slice, full: bool) -> None:
+    if full:
+        console.print(_tree(result))
+    else:
+        for text in _compact(result):
+            console.print(text, soft_wrap=True)
 
 
 why.__doc__ = inspect.cleandoc(why.__doc__ or "") + "\n\n" + KEYS_HELP
+
+
+@dataclass
+class _Origin:
+    """Where a message a session's turn continued from was written: the turn, and the
+    slice of the message in that turn's recording."""
+
+    turn: int
+    note: str | None
+    run_id: str | None
+    path: str | None
+    key: str | None
+    said: str
+    slice: Slice | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "note": self.note,
+            "run_id": self.run_id,
+            "path": self.path,
+            "key": self.key,
+            "slice": self.slice.to_json() if self.slice is not None else None,
+        }
+
+
+def _origins(
+    rec: Recording, result: Slice, *, depth: int, nodes: int, full: bool, limit: int = 50
+) -> list[_Origin]:
+    """A message written by a turn's ``history`` stage, followed back into the turn that
+    wrote it (and on, should that be a message it continued from too)."""
+    from afcore.errors import RecordingError
+    from afcore.readmodel import history_origin
+    from afcore.recording import open_recording
+    from afcore.why import why as slice_of
+
+    out: list[_Origin] = []
+    key, here = result.key, rec
+    opened: list[Recording] = []
+    try:
+        while key.startswith("message:") and key[8:].isdigit() and len(out) < limit:
+            found = history_origin(here, int(key[8:]))
+            if found is None:
+                break
+            run = found.run
+            if found.closed:
+                why_closed = (found.note or "").partition(": ")[2] or "it did not finish"
+                said = (
+                    f"{key} was written by af when turn {found.turn} ended, to close a tool "
+                    f"call that did not finish ({why_closed}): no turn's own recording holds it"
+                )
+                out.append(_Origin(found.turn, found.note, None, None, None, said, None))
+                break
+            if run is None or found.key is None:
+                where = (
+                    f"turn {found.turn}'s recording (run {run.run_id}) does not hold it"
+                    if run is not None
+                    else f"turn {found.turn}'s recording is not beside this one"
+                )
+                said = f"{key} was written by turn {found.turn}, but {where}"
+                out.append(_Origin(found.turn, None, None, None, None, said, None))
+                break
+            try:
+                there = open_recording(run.path)
+            except RecordingError as e:
+                said = f"{key} was written by turn {found.turn}, whose recording fails: {e}"
+                out.append(_Origin(found.turn, None, run.run_id, str(run.path), None, said, None))
+                break
+            opened.append(there)
+            followed = slice_of(there, found.key, depth=depth, max_nodes=nodes, full=full)
+            said = (
+                f"written by turn {found.turn} as its {found.key} "
+                f"(af why {run.run_id} {found.key}):"
+            )
+            out.append(
+                _Origin(found.turn, None, run.run_id, str(run.path), found.key, said, followed)
+            )
+            key, here = found.key, there
+    finally:
+        for r in opened:
+            r.close()
+    return out
 
 
 def _run_and_key(run: str | None, key: str | None) -> tuple[Path, str | None]:

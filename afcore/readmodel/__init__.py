@@ -12,6 +12,8 @@
 - the typed objects all of these are made of (``_model``): a call's summary, its
   response, attempts, errors, decisions, slot entries with their provenance, seams, folds;
 - a fold of the window, checked field by field;
+- a session as its turns' recordings in order (:func:`session_runs`), and where a message
+  a turn continued from was written (:func:`history_origin`);
 - plain text both front ends need: :func:`safe` display of hostile text, cuts that say what
   they cut, plurals, token usage, tool arguments and parameters.
 
@@ -70,6 +72,16 @@ if TYPE_CHECKING:
         usage_json,
     )
     from afcore.readmodel._run import RunPart, overview, run_view
+    from afcore.readmodel._session import (
+        HistoryOrigin,
+        SessionRuns,
+        TurnRun,
+        history_origin,
+        history_source,
+        session_runs,
+        turn_header,
+        user_message,
+    )
     from afcore.readmodel._text import (
         args_text,
         as_dict,
@@ -144,6 +156,16 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "usage_json",
     ),
     "afcore.readmodel._run": ("RunPart", "overview", "run_view"),
+    "afcore.readmodel._session": (
+        "HistoryOrigin",
+        "SessionRuns",
+        "TurnRun",
+        "history_origin",
+        "history_source",
+        "session_runs",
+        "turn_header",
+        "user_message",
+    ),
     "afcore.readmodel._text": (
         "args_text",
         "as_dict",
@@ -200,6 +222,14 @@ __all__ = [
     "SUMMARIZER",
     "CallView",
     "RunPart",
+    "HistoryOrigin",
+    "SessionRuns",
+    "TurnRun",
+    "history_origin",
+    "history_source",
+    "session_runs",
+    "turn_header",
+    "user_message",
     "FoldMark",
     "Mark",
     "Timeline",

@@ -27,6 +27,7 @@ from afcore.readmodel._model import (
     SystemEntry,
     ToolEntry,
 )
+from afcore.readmodel._session import history_source
 from afcore.readmodel._text import as_dict, as_text
 from afcore.readmodel._walk import (
     Folds,
@@ -173,6 +174,8 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     """the agent's last call before this one"""
     written = 0
     """the highest message number written so far"""
+    history: dict[int, dict[str, Any]] = {}
+    """message n -> the source of a message the run continued from"""
     when: list[tuple[FoldPart, int | None, int]] = []
     """each fold, the agent's call it came after, and the last message written before it"""
     # The inject stages up to this call: its iteration's decisions, and the injection behind
@@ -192,6 +195,10 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
                 written = max(written, int(number))
         if isinstance(record, Commit) and record.stage == "inject":
             injections.see(record)
+        elif isinstance(record, Commit) and record.stage == "history":
+            for w in record.writes:
+                if w.key.startswith("message:") and w.key[8:].isdigit() and w.source:
+                    history[int(w.key[8:])] = source_json(w.source)
         elif isinstance(record, Commit):
             fold = folds.see(record)
             if fold is not None:
@@ -251,6 +258,11 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
             placed = _provenance(injections.messages[m], decided)
         elif m in folds.messages:
             placed = _provenance(folds.messages[m], {})
+        elif m in history:
+            placed = _provenance(history[m], {})
+            turn, note = history_source(history[m])
+            if turn is not None:
+                placed = replace(placed, turn=turn, reason=note)
         messages.append(
             MessageEntry(
                 n=m,

@@ -347,6 +347,8 @@ class RunHead:
     agent: dict[str, Any]
     model: str
     provider: dict[str, Any]
+    session: dict[str, Any] | None = None
+    """For a turn of a session: ``{"id", "turn", "previous"}`` (the previous turn's run id)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -356,6 +358,7 @@ class RunHead:
             "agent": self.agent,
             "model": self.model,
             "provider": self.provider,
+            "session": self.session,
         }
 
 
@@ -555,6 +558,9 @@ class Provenance:
     cache: str | None = None
     reads: dict[str, Any] | None = None
     """What the decision that put it there read."""
+    turn: int | None = None
+    """For a message of a session's history: the turn that wrote it (``reason`` is then
+    af's note, for a message af wrote itself)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -566,7 +572,19 @@ class Provenance:
         }
         if self.reads is not None:
             out["reads"] = self.reads
+        if self.turn is not None:
+            out["turn"] = self.turn
         return out
+
+    @property
+    def label(self) -> str | None:
+        """For a message the run continued from, where it came from in words: ``turn 3``
+        (a session's), ``history`` (given to the run); None for anything else."""
+        if self.turn is not None:
+            return f"turn {self.turn}"
+        if self.source in ("history", "session"):
+            return "history"
+        return None
 
 
 Change = Literal["new", "changed"] | None

@@ -109,6 +109,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             agent=header.agent.model_dump(),
             model=header.model,
             provider=header.provider,
+            session=header.session.model_dump() if header.session is not None else None,
         ),
     )
     resolver = Resolver(rec)

@@ -91,7 +91,8 @@ class Timeline:
     fold_lines: list[int] = field(default_factory=list)
     """the window stages (folds) and the summarizer stages"""
     placing: set[int] = field(default_factory=set)
-    """lines of the stages whose messages carry a source (inject, window, summarize)"""
+    """lines of the stages whose messages carry a source (history, inject, window,
+    summarize)"""
     turns: int = 0
     done: bool = False
 
@@ -233,6 +234,8 @@ def _commit(
     stage = commit.stage
     if stage == "seed":
         timeline.turns += 1
+    elif stage == "history":
+        timeline.placing.add(line)
     elif stage == "inject":
         timeline.inject_lines.append(line)
         timeline.placing.add(line)

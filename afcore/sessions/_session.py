@@ -157,8 +157,8 @@ class Session:
         and return its answer. ``principal``: who sent the message; the turn's system
         prompt then says who is calling (:class:`Principal`). ``stream`` sees the model's
         words as they come, and ``observe`` each record of the turns' recordings as it is
-        written, as in ``Agent.run`` (for every turn this call runs). A turn that stops on an error raises it,
-        like ``Agent.run``, once what it stored is safe.
+        written, as in ``Agent.run`` (for every turn this call runs). A turn that stops on
+        an error raises it, like ``Agent.run``, once what it stored is safe.
         """
         try:
             asyncio.get_running_loop()

@@ -466,7 +466,27 @@ class _Walk:
         if key.startswith("message:") and self._stage(lines[-1]) == "inject":
             # An injected message: the decision of the injection that sent it.
             return lines[-1], _Ask(focus=self._message_source(lines[-1], int(key[8:]))), ""
+        if key.startswith("message:") and self._stage(lines[-1]) == "history":
+            # A message the run continued from: where it came from, not the whole history.
+            return lines[-1], _Ask(), self.history_words(lines[-1], int(key[8:]))
         return lines[-1], _Ask(), ""
+
+    def history_words(self, line: int, n: int) -> str:
+        """Message ``n`` of a ``history`` stage, said with where it came from: ``turn 2:
+        assistant 'It is 22C.'``, ``turn 3; closed by af: ...: slow result '...'`` (a
+        session's), ``history: user 'hi'`` (given to the run)."""
+        r = self.record(line)
+        writes = r.writes if isinstance(r, Commit) else []
+        write = next((w for w in writes if w.key == f"message:{n}"), None)
+        if write is None:
+            return ""
+        value = self.value(write)
+        words = _message_words(value) if isinstance(value, dict) else "a message"
+        source = write.source
+        if source is None:
+            return f"history: {words}"
+        where = source.reason if source.kind == "session" and source.reason else source.kind
+        return f"{where}: {words}"
 
     def _never(self, key: str, limit: int | None = None) -> NeverWrittenError:
         nearest = _nearest(key, [k.key for k in keys(self.rec)])
@@ -712,6 +732,8 @@ class _Walk:
                         self._message_source(writer, n) if self._stage(writer) == "inject" else None
                     )
                     said = ""
+                    if self._stage(writer) == "history":
+                        said = self.history_words(writer, n)
                     if focus:
                         message = self._message(n)
                         content = message.get("content") if isinstance(message, dict) else None
@@ -873,7 +895,10 @@ def keys(rec: Recording) -> list[KeyInfo]:
     for n in range(1, rec.message_count + 1):
         lines = rec.writer_lines(f"message:{n}")
         if lines:
-            out.append(KeyInfo(f"message:{n}", rsid(lines[0]), lines[0]))
+            what = ""
+            if walk._stage(lines[0]) == "history":
+                what = walk.history_words(lines[0], n).partition(": ")[0]
+            out.append(KeyInfo(f"message:{n}", rsid(lines[0]), lines[0], what))
     for n in rec.call_numbers:
         line = rec.writer_lines(f"call:{n}")[0]
         out.append(KeyInfo(f"call:{n}", rsid(line), line))
@@ -1038,7 +1063,13 @@ def _message_words(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return f"{role} {_cut(content)}"
-    return f"{role} message"
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+    calls = [f"{b.get('name')}(…)" for b in blocks if b.get("type") == "tool_call"]
+    said = [_cut(text)] if text else []
+    if calls:
+        said.append("asks for " + ", ".join(calls))
+    return f"{role} {'; '.join(said)}" if said else f"{role} message"
 
 
 def _cut(value: Any, limit: int = _CUT) -> str:

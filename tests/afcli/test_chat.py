@@ -294,10 +294,16 @@ class _Screen:
     def text(self) -> str:
         return _ANSI.sub("", self.raw.decode(errors="replace"))
 
-    def read_until(self, wanted: str) -> None:
+    def read_until(self, wanted: str, again: str | None = None) -> None:
+        """Read until ``wanted`` shows; ``again``: keys typed once more each second it
+        does not."""
         deadline = time.monotonic() + GUARD
+        retype = time.monotonic() + 1
         while (found := self.text.find(wanted, self.at)) < 0:
             assert time.monotonic() < deadline, f"never saw {wanted!r}: {self.text[-3000:]!r}"
+            if again is not None and time.monotonic() > retype:
+                self.type(again)
+                retype = time.monotonic() + 1
             ready, _, _ = select.select([self.leader], [], [], 0.1)
             if ready:
                 try:
@@ -325,8 +331,11 @@ def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Pat
         screen.type("\x03")  # Ctrl-C, as the terminal sends it
         screen.read_until("turn 2 interrupted")
         screen.read_until("› ")
+        # CPython's readline sees a signal only while it waits in select(): a Ctrl-C that
+        # lands while it handles the key before (or prints the prompt) waits for the next
+        # key. A person's next Ctrl-C is that key; so is the test's.
         screen.type("\x03")
-        screen.read_until("continues it")
+        screen.read_until("continues it", again="\x03")
         assert process.wait(GUARD) == 130
     finally:
         if process.poll() is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from rich.text import Text
 from textual import events, on, work
@@ -23,7 +23,16 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from afcore.errors import RecordingError
-from afcore.readmodel import CallView, Timeline, build, call_view, plural, safe, status_style
+from afcore.readmodel import (
+    CallView,
+    SessionRuns,
+    Timeline,
+    build,
+    call_view,
+    plural,
+    safe,
+    status_style,
+)
 from afcore.recording import Recording
 from tui.response import response_entries
 from tui.slots import Rows, slot_entries
@@ -32,6 +41,15 @@ from tui.widgets.scrubber import Scrubber
 
 if TYPE_CHECKING:
     from tui.screens.search import Match
+
+
+@runtime_checkable
+class _Turns(Protocol):
+    """The app, when it can open a session's other turns (the Lens app can)."""
+
+    def session_runs(self) -> SessionRuns | None: ...
+    def open_turn(self, rec: Recording, step: int) -> None: ...
+
 
 # The screens a key opens (search, why, help, the viewer) are imported when first opened:
 # the first call is on screen sooner.
@@ -85,6 +103,8 @@ class LensScreen(Screen[None]):
         Binding("s", "section('seg:')", "System segments", show=False, id="lens.system"),
         Binding("m", "section('msg:')", "Messages", show=False, id="lens.messages"),
         Binding("t", "section('tool:')", "Tools", show=False, id="lens.tools"),
+        Binding("left_square_bracket", "turn(-1)", "Prev turn", id="lens.prev-turn"),
+        Binding("right_square_bracket", "turn(1)", "Next turn", id="lens.next-turn"),
         Binding("w", "why", "Why", id="lens.why"),
         Binding("slash", "search", "Search", id="lens.search"),
         Binding("question_mark", "help", "Keys", id="lens.help"),
@@ -256,8 +276,23 @@ class LensScreen(Screen[None]):
         text = Text.assemble(("af lens ", "bold"), (safe(h.run_id), "bold cyan"), "  ")
         text.append(safe(h.agent.name), style="bold")
         text.append(f"  model {safe(h.model)}", style="dim")
+        stored = None
+        if h.session is not None:
+            runs = self.app.session_runs() if isinstance(self.app, _Turns) else None
+            total = f"/{runs.turns[-1].turn}" if runs is not None and runs.turns else ""
+            text.append(f"  turn {h.session.turn}{total}", style="bold")
+            text.append(" of session ", style="dim")
+            text.append(safe(h.session.id), style="bold cyan")
+            stored = runs.turn(h.session.turn) if runs is not None else None
         end = rec.end
-        if self.indexing is not None:
+        if end is None and stored is not None and stored.status is not None:
+            # Its process died: the session store knows how the turn ended, the file cannot.
+            status = stored.status
+            text.append(f"  {status.replace('_', ' ')}", style=f"bold {status_style(status)}")
+            if stored.note:
+                text.append(f": {safe(stored.note)}", style="dim")
+            text.append(" (the session store says; the file has no run_end)", style="dim")
+        elif self.indexing is not None:
             text.append("  reading the file…", style="yellow")
         elif end is not None:
             status = end.status
@@ -328,6 +363,16 @@ class LensScreen(Screen[None]):
         return text
 
     # -- actions -------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "turn":
+            return self.rec.header.session is not None  # shown only on a session's turn
+        return True
+
+    def action_turn(self, step: int) -> None:
+        """Open the session's turn before (-1) or after (1) this one."""
+        if isinstance(self.app, _Turns) and self.rec.header.session is not None:
+            self.app.open_turn(self.rec, step)
 
     def action_move(self, step: int) -> None:
         self.typed = ""
