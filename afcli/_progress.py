@@ -189,6 +189,11 @@ class Progress:
     def _width(self) -> int:
         return max(self.console.width, 60)
 
+    def value_of(self, write: Any) -> Any:
+        """The value a record's write holds: inline, or in a blob seen before it (None: not
+        kept, or a blob too big to keep)."""
+        return self._value(write)
+
     def _value(self, write: Any) -> Any:
         if not isinstance(write, dict):
             return None

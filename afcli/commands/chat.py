@@ -13,7 +13,7 @@ import asyncio
 import signal
 import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -143,6 +143,7 @@ class _Chat:
         self.out = out_console()
         self.quiet = quiet
         self.interactive = sys.stdin.isatty()
+        self._editing = False
 
     # -- the conversation ----------------------------------------------------------------
 
@@ -244,8 +245,13 @@ class _Chat:
             if not line:
                 raise EOFError
             return line.rstrip("\n")
-        import readline  # noqa: F401  (line editing and history for input())
+        if not self._editing:
+            import readline  # line editing and history for input()
 
+            # A paste arrives as one message, its lines kept: without this, each line of a
+            # pasted stack trace would be a turn of its own. (Python turns it off.)
+            readline.parse_and_bind("set enable-bracketed-paste on")
+            self._editing = True
         if sys.stdout.isatty():
             return input(PROMPT)
         sys.stderr.write(PROMPT)  # stdout holds only the answers
@@ -260,19 +266,25 @@ class _Chat:
 
         from afcli._progress import Progress
         from afcore.errors import AfError
-        from afcore.readmodel import safe
+        from afcore.readmodel import line, safe
 
         progress = None if self.quiet else Progress(self.err)
         runner = asyncio.Runner()
         loop = runner.get_loop()
         task: asyncio.Task[SendResult] | None = None
         stops = 0
+        queued: str | None = None
+        """the id of the message, when it waits for another process's turn"""
 
         def on_sigint(signum: int, frame: object) -> None:
             nonlocal stops
             stops += 1
             if stops > 1 or task is None:
                 raise KeyboardInterrupt
+            if queued is not None:
+                # The turn running is another process's: stop waiting, interrupt nothing.
+                loop.call_soon_threadsafe(task.cancel)
+                return
             waits = progress.waiting_for() if progress is not None else ""
             self.err.print(
                 Text.assemble(
@@ -286,15 +298,38 @@ class _Chat:
                 progress.footer.update(Text("interrupting", "yellow"))
             loop.call_soon_threadsafe(task.cancel)
 
+        headers = 0
+
+        def observe(record: dict[str, Any]) -> None:
+            # The turns after the first that this send runs answer what others sent
+            # meanwhile: say what, or their answers would come out of nowhere.
+            nonlocal headers
+            assert progress is not None
+            progress(record)
+            if record.get("t") == "header":
+                headers += 1
+            elif headers > 1 and record.get("t") == "commit" and record.get("stage") == "seed":
+                write = next(
+                    (w for w in record.get("writes", []) if w.get("key") == "user_message"), None
+                )
+                said = progress.value_of(write)
+                if isinstance(said, str):
+                    head = Text.assemble(
+                        ("sent meanwhile ", "bold yellow"), ("(by another sender) ", "dim")
+                    )
+                    head.append(line(said, max(self.err.width - len(head.plain), 20)))
+                    self.err.print(head)
+
         async def main() -> SendResult:
-            nonlocal task
+            nonlocal task, queued
             task = asyncio.current_task()
             sent = await self.session.asend(
                 text,
                 stream=progress.stream if progress is not None else None,
-                observe=progress,
+                observe=observe if progress is not None else None,
             )
             if sent.status == "queued":
+                queued = sent.message_id
                 if not self.quiet:
                     self.err.print(
                         Text(
@@ -328,10 +363,25 @@ class _Chat:
         finally:
             signal.signal(signal.SIGINT, previous)
             runner.close()
+        if result is None and queued is not None:
+            self.err.print(
+                Text(
+                    "stopped waiting: your message stays in the inbox, and the turn that "
+                    f"takes it answers it (af sessions {self.session.id} shows it)",
+                    "yellow",
+                ),
+                soft_wrap=True,
+            )
+            return
         if result is None:
             self._interrupted()
             return
         self._show(result, progress)
+        if queued is not None and result.turn is not None and not self.quiet:
+            self.err.print(
+                Text(f"answered by turn {result.turn}, run {result.run_id}", "dim"),
+                soft_wrap=True,
+            )
 
     def _show(self, result: SendResult, progress: Progress | None) -> None:
         from rich.text import Text

@@ -38,7 +38,7 @@ TALKER = textwrap.dedent(
         last = request.messages[-1]
         if isinstance(last, ToolResultMessage):
             return {"content": f"after {last.name}"}
-        for name in ("slow", "stubborn"):
+        for name in ("slow", "stubborn", "gated"):
             if name in last.content:
                 n = len(request.messages)
                 return {"tool_calls": [{"id": f"s{n}", "name": name, "args": {}}]}
@@ -59,11 +59,18 @@ TALKER = textwrap.dedent(
             raise
         return "done"
 
+    def _gated(args, ctx):
+        (HERE / "started").write_text("yes")
+        while not (HERE / "open").exists():
+            time.sleep(0.02)
+        return "opened"
+
     def make():
         slow = define_tool("slow", "Sleeps.", {"type": "object"}, _slow)
         stubborn = define_tool("stubborn", "Sleeps on.", {"type": "object"}, _stubborn)
+        gated = define_tool("gated", "Waits for its gate.", {"type": "object"}, _gated)
         return Agent.create(provider=mock(respond=reply), model="mock", name="talker").tools(
-            [slow, stubborn]
+            [slow, stubborn, gated]
         ).build()
 
     def other():
@@ -158,6 +165,42 @@ def test_a_piped_conversation_is_kept_turn_by_turn(tmp_path: Path) -> None:
         {"id": "piped-1", "turn": 1, "previous": None},
         {"id": "piped-1", "turn": 2, "previous": turns[0].run_id},
     ]
+
+
+def test_a_message_sent_while_another_process_runs_a_turn_waits_its_turn(
+    tmp_path: Path,
+) -> None:
+    first = _Chat(tmp_path, "--session", "both-1")
+    first.say("run gated")
+    first.wait_for(path=tmp_path / "started")
+    second = _Chat(tmp_path, "--session", "both-1")
+    second.say("one from the second")
+    second.wait_for("queued: a turn of another process is running")
+    # Ctrl-C while queued stops waiting; it interrupts nobody's turn, and loses nothing.
+    second.process.send_signal(signal.SIGINT)
+    second.wait_for("stopped waiting: your message stays in the inbox")
+    second.say("two from the second")
+    deadline = time.monotonic() + GUARD
+    while "".join(second.err).count("queued: ") < 2:
+        assert time.monotonic() < deadline, "".join(second.err)
+        time.sleep(0.02)
+    (tmp_path / "open").write_text("")
+    code, out, err = second.end()
+    assert code == 0, err
+    # Both waiting messages are answered by one turn, the one after the gated one.
+    assert "one from the second" in out and "two from the second" in out
+    assert out.index("one from the second") < out.index("two from the second")
+    assert "answered by turn 2, run " in err
+    assert "interrupting the turn" not in err
+    code, out, err = first.end()
+    assert code == 0, err
+    assert out.splitlines() == ["after gated"]
+    # The process that ran the turn says whose words the next turn answers.
+    said = next(line for line in err.splitlines() if line.startswith("sent meanwhile"))
+    assert "(by another sender)" in said and "one from the second" in said
+    with _store(tmp_path) as store:
+        assert [t.status for t in _turns(store, "both-1")] == ["answer", "answer"]
+        assert store.info("both-1").inbox == 0  # type: ignore[union-attr]
 
 
 def test_ctrl_c_interrupts_the_turn_and_the_conversation_goes_on(tmp_path: Path) -> None:
@@ -398,3 +441,28 @@ def test_store_takes_a_sqlite_path(talker: Path, invoke: Invoke) -> None:
     assert invoke("chat", "talker.py:make", "-s", "x1", "--store", path, input="hi\n").code == 0
     with SQLiteStore(path) as store:
         assert [s.id for s in store.sessions()] == ["x1"]
+
+
+def test_in_a_terminal_a_paste_of_several_lines_is_one_message(tmp_path: Path) -> None:
+    process, leader = _pty_chat(tmp_path, "--session", "pasted-1")
+    screen = _Screen(leader)
+    try:
+        screen.read_until("› ")
+        # The prompt asks the terminal to bracket what is pasted (a terminal not asked sends
+        # a paste's lines as lines typed, each a message); a bracketed paste is one message.
+        assert b"\x1b[?2004h" in screen.raw
+        screen.type("\x1b[200~first line\nsecond line\x1b[201~\r")
+        screen.read_until("answer after")
+        screen.read_until("› ")
+        screen.type("/quit\r")
+        screen.read_until("continues it")
+        assert process.wait(GUARD) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    with _store(tmp_path) as store:
+        assert len(_turns(store, "pasted-1")) == 1
+        with store.transaction("pasted-1", write=False) as tx:
+            said = [m.message for m in tx.transcript() if isinstance(m.message, UserMessage)]
+    assert [m.content for m in said] == ["first line\nsecond line"]

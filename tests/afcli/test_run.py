@@ -386,7 +386,9 @@ def test_run_lens_follows_the_recording_as_it_is_written(
                 (self.path, self.follow, self.path.read_bytes().startswith(b'{"t":"header"'))
             )
 
-    monkeypatch.setattr(tui, "make_lens_app", lambda path, follow=False: Shown(path, follow))
+    monkeypatch.setattr(
+        tui, "make_lens_app", lambda path, follow=False, session=None: Shown(path, follow)
+    )
     ran = invoke("run", "--lens", "--out", tmp_path)
     assert ran.code == 0, ran.err
     assert ran.out.startswith("The forecast for Lisbon")
