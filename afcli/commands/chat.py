@@ -10,6 +10,7 @@ closed in the transcript); a second Ctrl-C leaves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from datetime import UTC, datetime
@@ -21,6 +22,8 @@ from afcli._errors import EXIT_INTERRUPTED, EXIT_USAGE, CliError, command, key_w
 from afcli._stores import StoreOption
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from afcli._progress import Progress
@@ -343,6 +346,7 @@ class _Chat:
 
         previous = signal.signal(signal.SIGINT, on_sigint)
         result: SendResult | None = None
+        echo = self._quiet_keys()
         try:
             if progress is not None and self.err.is_terminal:
                 with self.err.status(Text("sending", "dim"), spinner="dots") as footer:
@@ -363,6 +367,8 @@ class _Chat:
         finally:
             signal.signal(signal.SIGINT, previous)
             runner.close()
+            if echo is not None:
+                echo()
         if result is None and queued is not None:
             self.err.print(
                 Text(
@@ -382,6 +388,29 @@ class _Chat:
                 Text(f"answered by turn {result.turn}, run {result.run_id}", "dim"),
                 soft_wrap=True,
             )
+
+    def _quiet_keys(self) -> Callable[[], None] | None:
+        """Stop the terminal echoing keys while a turn runs: what is typed meanwhile would
+        land inside the turn's output. It is kept, and shows at the next prompt as the next
+        message. Returns what puts the echo back (None: not a terminal)."""
+        if not self.interactive:
+            return None
+        import termios
+
+        fd = sys.stdin.fileno()
+        try:
+            before = termios.tcgetattr(fd)
+            quiet = list(before)
+            quiet[3] &= ~termios.ECHO
+            termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        except termios.error:
+            return None
+
+        def restore() -> None:
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(fd, termios.TCSANOW, before)
+
+        return restore
 
     def _show(self, result: SendResult, progress: Progress | None) -> None:
         from rich.text import Text

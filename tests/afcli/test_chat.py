@@ -466,3 +466,31 @@ def test_in_a_terminal_a_paste_of_several_lines_is_one_message(tmp_path: Path) -
         with store.transaction("pasted-1", write=False) as tx:
             said = [m.message for m in tx.transcript() if isinstance(m.message, UserMessage)]
     assert [m.content for m in said] == ["first line\nsecond line"]
+
+
+def test_in_a_terminal_what_is_typed_during_a_turn_waits_for_the_prompt(tmp_path: Path) -> None:
+    process, leader = _pty_chat(tmp_path, "--session", "ahead-1")
+    screen = _Screen(leader)
+    try:
+        screen.read_until("› ")
+        screen.type("run gated\r")
+        screen.read_until("→ gated()")
+        while not (tmp_path / "started").exists():
+            time.sleep(0.02)
+        screen.type("typed meanwhile\r")
+        (tmp_path / "open").write_text("")
+        screen.read_until("answer after")
+        # Not echoed into the turn's output: shown at the prompt, and sent from there.
+        assert "typed meanwhile" not in screen.text
+        screen.read_until("› typed meanwhile")
+        screen.read_until("answer to: typed meanwhile")
+        screen.read_until("› ")
+        screen.type("\x04")  # Ctrl-D
+        screen.read_until("continues it")
+        assert process.wait(GUARD) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    with _store(tmp_path) as store:
+        assert [t.status for t in _turns(store, "ahead-1")] == ["answer", "answer"]
