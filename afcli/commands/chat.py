@@ -311,7 +311,7 @@ class _Chat:
             progress(record)
             if record.get("t") == "header":
                 headers += 1
-            elif headers > 1 and record.get("t") == "commit" and record.get("stage") == "seed":
+            elif headers > 1 and record.get("t") == "commit" and _stage(record) == "seed":
                 write = next(
                     (w for w in record.get("writes", []) if w.get("key") == "user_message"), None
                 )
@@ -601,3 +601,9 @@ def _since(when: float) -> str:
     if age < 2 * 86400:
         return f"{age / 3600:.0f} h ago"
     return f"on {datetime.fromtimestamp(when, UTC):%Y-%m-%d}"
+
+
+def _stage(record: dict[str, Any]) -> str:
+    """A commit's stage: named on the line before 1.1, the part of its rsid before ``#`` since."""
+    stage = record.get("stage")
+    return stage if isinstance(stage, str) else str(record.get("rsid", "")).partition("#")[0]
