@@ -274,8 +274,9 @@ def history_origin(rec: Recording, n: int, runs: SessionRuns | None = None) -> H
         runs = session_runs(Path(rec.path))
     run = runs.turn(turn) if runs is not None else None
     origin = HistoryOrigin(turn, note, run, None)
-    if run is not None and not origin.closed and write.ref is not None:
-        origin = replace(origin, key=_find(run.path, write.ref, n))
+    if run is not None and not origin.closed:
+        # 1.1 writes a small message inline: its id is then that of its canonical JSON.
+        origin = replace(origin, key=_find(run.path, rec.message_ref(n), n))
     return origin
 
 
