@@ -11,9 +11,9 @@ __all__ = ["schema"]
 def schema() -> None:
     """Print the JSON Schema of a recording's lines (one record each), as JSON on stdout."""
     from afcli._render import print_json
-    from afcore.recording import FORMAT, FORMAT_VERSION, RECORD_ADAPTER
+    from afcore.recording import FORMAT, FORMAT_VERSION, record_schema
 
-    body = RECORD_ADAPTER.json_schema()
+    body = record_schema()
     print_json(
         {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

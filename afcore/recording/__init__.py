@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         UsageInfo,
         WindowInfo,
         Write,
+        record_schema,
     )
     from afcore.recording._paths import default_dir, new_run_id, resolve_run
     from afcore.recording._reader import (
@@ -95,6 +96,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "unseal",
     ),
     "afcore.recording._models": (
+        "record_schema",
         "FORMAT",
         "FORMAT_VERSION",
         "RECORD_ADAPTER",
@@ -250,6 +252,7 @@ __all__ = [
     "default_dir",
     "new_run_id",
     "open_recording",
+    "record_schema",
     "resolve_run",
     "verify",
     "wait_for_syncs",

@@ -99,6 +99,7 @@ __all__ = [
     "Write",
     "as_json",
     "dump",
+    "record_schema",
     "line",
     "trusted",
 ]
@@ -121,8 +122,10 @@ Fields not so marked are always written, ``null`` included (a reply's ``usage``)
 
 
 class _Model(BaseModel):
-    # Newer minor versions may add fields; an older reader ignores them.
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    # Newer minor versions may add fields; an older reader ignores them. Validators are built
+    # when a model is first used and field docstrings read only for the schema
+    # (:func:`record_schema`): a read command starts without building all fifty.
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 # -- pieces ----------------------------------------------------------------------------
@@ -1083,7 +1086,7 @@ Record = Annotated[
     | Seal,
     Field(discriminator="t"),
 ]
-RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
+RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record, config=ConfigDict(defer_build=True))
 KNOWN_TYPES = frozenset(
     m.model_fields["t"].default
     for m in (
@@ -1104,6 +1107,35 @@ KNOWN_TYPES = frozenset(
         Seal,
     )
 )
+
+
+def record_schema() -> dict[str, Any]:
+    """The JSON Schema of a record, each field described by its docstring here."""
+    import ast
+    import inspect
+    import sys
+
+    docs: dict[str, dict[str, str]] = {}
+    for node in ast.parse(inspect.getsource(sys.modules[__name__])).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        fields = docs.setdefault(node.name, {})
+        for before, after in zip(node.body, node.body[1:], strict=False):
+            if (
+                isinstance(before, ast.AnnAssign)
+                and isinstance(before.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                fields[before.target.id] = inspect.cleandoc(after.value.value)
+    schema = RECORD_ADAPTER.json_schema()
+    for name, definition in schema.get("$defs", {}).items():
+        for field, prop in definition.get("properties", {}).items():
+            doc = docs.get(name, {}).get(field)
+            if doc and "description" not in prop:
+                prop["description"] = doc
+    return schema
 
 
 # -- writing -----------------------------------------------------------------------------

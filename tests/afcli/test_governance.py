@@ -61,7 +61,7 @@ BOT = dedent(
 def af(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``af ARGS`` in a process of its own, as a person runs it."""
     return subprocess.run(
-        [sys.executable, "-c", "from afcli.app import main; main()", *args],
+        [sys.executable, "-c", "from afcli import main; main()", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

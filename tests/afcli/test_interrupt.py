@@ -51,7 +51,7 @@ AGENTS = textwrap.dedent(
     """
 )
 
-AF = [sys.executable, "-c", "from afcli.app import main; main()"]
+AF = [sys.executable, "-c", "from afcli import main; main()"]
 
 
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen[bytes]:

@@ -42,7 +42,7 @@ def test_a_flag_given_a_value_says_flags_take_none(
 
 def test_completion_installs_for_bash(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
-    af = [sys.executable, "-c", "from afcli.app import main; main()"]
+    af = [sys.executable, "-c", "from afcli import main; main()"]
     shown = subprocess.run(
         [*af, "--show-completion", "bash"], env=env, capture_output=True, text=True, timeout=60
     )
@@ -199,7 +199,7 @@ def test_off_a_terminal_progress_is_not_wrapped_and_the_answer_is_exact(
     )
     env = {**os.environ, "AF_RECORDINGS": str(tmp_path / "runs"), "COLUMNS": "80"}
     ran = subprocess.run(
-        [sys.executable, "-c", "from afcli.app import main; main()", "run", "echo.py", "hi"],
+        [sys.executable, "-c", "from afcli import main; main()", "run", "echo.py", "hi"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
