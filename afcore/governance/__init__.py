@@ -11,28 +11,72 @@
   typed run gets when it does not.
 """
 
-from afcore.governance._chain import Walk, walk_call, walk_message, walk_result
-from afcore.governance._contract import NO_CANNED, OutputContract
-from afcore.governance._pause import Paused
-from afcore.governance._rules import NO_GOVERNANCE, Governance
-from afcore.governance._verbs import (
-    HOOKS,
-    Allow,
-    Ask,
-    Deny,
-    MessageMiddleware,
-    Phase,
-    ToolCallInfo,
-    ToolMiddleware,
-    ToolResultInfo,
-    Verdict,
-    allow,
-    ask,
-    deny,
-    hooks_of,
-    link_name,
-)
-from afcore.governance._words import decision_words
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from afcore.governance._chain import Walk, walk_call, walk_message, walk_result
+    from afcore.governance._contract import NO_CANNED, OutputContract
+    from afcore.governance._pause import Paused
+    from afcore.governance._rules import NO_GOVERNANCE, Governance
+    from afcore.governance._verbs import (
+        HOOKS,
+        Allow,
+        Ask,
+        Deny,
+        MessageMiddleware,
+        Phase,
+        ToolCallInfo,
+        ToolMiddleware,
+        ToolResultInfo,
+        Verdict,
+        allow,
+        ask,
+        deny,
+        hooks_of,
+        link_name,
+    )
+    from afcore.governance._words import decision_words
+
+# Imported when first used: a reader that says a decision in words loads none of the rest.
+_WHERE: dict[str, tuple[str, ...]] = {
+    "afcore.governance._chain": (
+        "Walk",
+        "walk_call",
+        "walk_message",
+        "walk_result",
+    ),
+    "afcore.governance._contract": (
+        "NO_CANNED",
+        "OutputContract",
+    ),
+    "afcore.governance._pause": ("Paused",),
+    "afcore.governance._rules": (
+        "NO_GOVERNANCE",
+        "Governance",
+    ),
+    "afcore.governance._verbs": (
+        "HOOKS",
+        "Allow",
+        "Ask",
+        "Deny",
+        "MessageMiddleware",
+        "Phase",
+        "ToolCallInfo",
+        "ToolMiddleware",
+        "ToolResultInfo",
+        "Verdict",
+        "allow",
+        "ask",
+        "deny",
+        "hooks_of",
+        "link_name",
+    ),
+    "afcore.governance._words": ("decision_words",),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
     "HOOKS",
@@ -61,3 +105,16 @@ __all__ = [
     "walk_message",
     "walk_result",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'afcore.governance' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
