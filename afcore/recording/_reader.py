@@ -131,19 +131,23 @@ _OTHER, _BAD, _BLANK = ord("o"), ord("!"), ord(" ")
 _KIND_NAMES = {code: name for name, code in _KIND_CODES.items()}
 _BLOB_PREFIX = b'{"t":"blob","id":"'
 _REPLY_HEAD = re.compile(
-    rb'\{"t":"reply","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d+),'
-    rb'"writes":\[\{"key":"message:(\d+)","ref":"[0-9a-f]{64}"\}\],'
+    rb'\{"t":"reply","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d{1,18}),'
+    rb'"writes":\[\{"key":"message:(\d{1,18})","ref":"[0-9a-f]{64}"\}\],'
 )
 """The head of a call or a reply as af 1.0 writes them: the few numbers the index needs, read
 without parsing the line (the rest is parsed when the record is read). 1.1 lines are short
 (their messages inline, when short) and are parsed: a call may take fields from the one
 before, and a reply writes the route too."""
-_CALL_HEAD = re.compile(rb'\{"t":"call","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d+),')
+_CALL_HEAD = re.compile(
+    rb'\{"t":"call","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d{1,18}),'
+)
 _FAST = {
     b'{"t":"blob",': ord("b"),
     b'{"t":"call",': ord("C"),
     b'{"t":"reply"': ord("r"),
 }
+_PIECE = 1024 * 1024
+"""A line longer than this is read in pieces of this size."""
 _LINE_BITS = 27
 """A blob is found by a 36-bit prefix of its id packed with its line index (up to 2**27
 lines) into one sortable integer."""
@@ -180,15 +184,15 @@ class _Index:
         is not a record), space (blank)"""
         self.blob_keys = array("q")
         """(id prefix << _LINE_BITS) | line index, sorted once the file is read"""
-        self.messages = array("q")
-        """message n -> line index of the commit or reply that wrote it (-1: none)"""
-        self.calls = array("q")
-        """call n -> line index (-1: none); by number, so a lost line renumbers nothing"""
-        self.replies = array("q")
-        """call n -> line index of its reply (-1: none)"""
-        self.frames = array("q")
+        self.messages = _Numbered()
+        """message n -> line index of the commit or reply that wrote it"""
+        self.calls = _Numbered()
+        """call n -> line index; by number, so a lost line renumbers nothing"""
+        self.replies = _Numbered()
+        """call n -> line index of its reply"""
+        self.frames = _Numbered()
         """call n -> line index of the call line that says its model, slots, params and
-        cache (1.1: itself, or the last one before it that says them; -1: none)"""
+        cache (1.1: itself, or the last one before it that says them)"""
         self.seals = array("q")
         """line indices of the seals (1.1), in order"""
         self.commits = array("q")
@@ -203,26 +207,61 @@ class _Index:
         self.unknown = 0
 
 
-def _put(numbers: array[int], n: int, value: int) -> None:
-    """``numbers[n] = value`` unless already set, growing the array with -1 as needed."""
-    if n < 0 or n > 100_000_000:
+class _Numbered:
+    """n -> a line index, for the numbers a file gives its messages, calls and replies: in an
+    array while they run on as af writes them, any other in a dict, so that memory follows
+    the file and never a number written in it (``"call": 99999999``)."""
+
+    __slots__ = ("dense", "sparse")
+
+    def __init__(self) -> None:
+        self.dense = array("q")
+        self.sparse: dict[int, int] = {}
+
+    def numbers(self) -> list[int]:
+        """The numbers set, in order."""
+        found = [n for n, i in enumerate(self.dense) if i >= 0]
+        return found + sorted(self.sparse) if self.sparse else found
+
+    def count(self) -> int:
+        return sum(1 for i in self.dense if i >= 0) + len(self.sparse)
+
+    def top(self) -> int:
+        """The highest number set (0: none)."""
+        return max(len(self.dense) - 1, max(self.sparse, default=0), 0)
+
+
+_DENSE_GAP = 4096
+"""A number this far past the array's end goes in the dict rather than growing the array."""
+
+
+def _put(numbers: _Numbered, n: int, value: int) -> None:
+    """``numbers[n] = value`` unless already set."""
+    if n < 0:
         raise ValueError(n)
-    if n >= len(numbers):
-        numbers.extend([-1] * (n + 1 - len(numbers)))
-    if numbers[n] < 0:
-        numbers[n] = value
+    dense = numbers.dense
+    if n >= len(dense):
+        if n - len(dense) > _DENSE_GAP:
+            numbers.sparse.setdefault(n, value)
+            return
+        dense.extend([-1] * (n + 1 - len(dense)))
+    if dense[n] < 0:
+        dense[n] = value
 
 
-def _put_next(numbers: array[int], n: int, value: int) -> None:
+def _put_next(numbers: _Numbered, n: int, value: int) -> None:
     """:func:`_put`, fast for the usual case: ``n`` is the next number."""
-    if n == len(numbers):
-        numbers.append(value)
+    if n == len(numbers.dense):
+        numbers.dense.append(value)
     else:
         _put(numbers, n, value)
 
 
-def _get(numbers: array[int], n: int) -> int | None:
-    return numbers[n] if 0 <= n < len(numbers) and numbers[n] >= 0 else None
+def _get(numbers: _Numbered, n: int) -> int | None:
+    dense = numbers.dense
+    if 0 <= n < len(dense):
+        return dense[n] if dense[n] >= 0 else None
+    return numbers.sparse.get(n) if numbers.sparse else None
 
 
 def open_recording(
@@ -395,10 +434,26 @@ class Recording:
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
         line = len(starts)
+        readline, piece_size = file.readline, _PIECE
         try:
             # Lines come from the buffered file (split in C); the map serves reads later.
-            for raw in file:
+            # A long line comes in pieces, and one over the limit is passed over, never held:
+            # memory stays flat whatever a line's length.
+            while raw := readline(piece_size):
                 size = len(raw)
+                if size == piece_size and raw[-1] != 10:
+                    pieces: list[bytes] | None = [raw]
+                    piece = raw
+                    while piece := readline(piece_size):
+                        size += len(piece)
+                        if pieces is not None:
+                            pieces.append(piece)
+                            if size > limit + 1:
+                                pieces = None  # over the limit: reported, not kept
+                        if piece[-1] == 10:
+                            break
+                    ended = b"\n" if piece and piece[-1] == 10 else b""
+                    raw = b"".join(pieces) if pieces is not None else raw[:64] + ended
                 if pos + size > end:
                     break  # written after the file was mapped (a run still going): not yet
                 if partial and raw[-1] != 10:
@@ -644,7 +699,15 @@ class Recording:
         return orjson.loads(self._bytes(i))
 
     def _typed(self, i: int) -> Record | UnknownRecord:
+        """The record on line index ``i``, validated against its type. Raises ValueError
+        (pydantic's ValidationError, orjson's JSONDecodeError) or RecordingFormatError."""
         raw = self._raw(i)
+        if not isinstance(raw, dict):
+            raise RecordingFormatError(
+                f"{self.path.name}: line {i + 1} is not a record (a JSON object)",
+                path=self.path,
+                line=i + 1,
+            )
         if raw.get("t") not in KNOWN_TYPES:
             return UnknownRecord.model_validate(raw)
         if self._v11:
@@ -696,7 +759,14 @@ class Recording:
         lines not indexed yet (``index=False``) indexes them as it goes, parsing each once."""
         if lines is not None:
             for line in lines:
-                yield line, self._typed(line - 1)
+                try:
+                    yield line, self._typed(line - 1)
+                except RecordingFormatError as e:
+                    self.problems.append(Problem(line, str(e).partition(": ")[2] or str(e)))
+                except orjson.JSONDecodeError as e:
+                    self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                except ValidationError as e:
+                    self.problems.append(Problem(line, f"invalid record: {_first_error(e)}"))
             return
         blob = _KIND_CODES["blob"]
         skip = {_BAD, _BLANK} if blobs else {_BAD, _BLANK, blob}
@@ -782,7 +852,11 @@ class Recording:
         except ValidationError as e:
             self.problems.append(Problem(i + 1, f"invalid blob record: {_first_error(e)}"))
             return None
-        return CheckedBlob(record.id, self.scheme.content(record.value) == record.id)
+        try:
+            return CheckedBlob(record.id, self.scheme.content(record.value) == record.id)
+        except TypeError as e:  # orjson's: nested past its depth, a number past 64 bits
+            self.problems.append(Problem(i + 1, f"blob value cannot be hashed ({_short(str(e))})"))
+            return None
 
     def raw(self, line: int) -> Any:
         """Line ``line`` (from 1) as parsed JSON, unchecked: for readers that walk many
@@ -833,7 +907,7 @@ class Recording:
     @property
     def call_numbers(self) -> list[int]:
         """The numbers of the calls the file holds, in order (1..N unless lines were lost)."""
-        return [n for n, i in enumerate(self._index.calls) if i >= 0]
+        return self._index.calls.numbers()
 
     def message_line(self, n: int) -> int | None:
         """The line (from 1) of the commit or reply that wrote message ``n``."""
@@ -864,6 +938,12 @@ class Recording:
         does not hold a valid one raises RecordingFormatError naming the line."""
         try:
             record = self._typed(i)
+        except orjson.JSONDecodeError as e:
+            raise RecordingFormatError(
+                f"{self.path.name}: line {i + 1} is not valid JSON ({_short(str(e))})",
+                path=self.path,
+                line=i + 1,
+            ) from None
         except ValidationError as e:
             raise RecordingFormatError(
                 f"{self.path.name}: line {i + 1} is not a valid {cls.__name__.lower()} record "
@@ -894,7 +974,7 @@ class Recording:
         for i in self._index.tool_commits:
             try:
                 record = self._typed(i)
-            except ValidationError:
+            except (ValueError, RecordingFormatError):
                 continue  # reported as a problem by records() and verify()
             if isinstance(record, Commit) and (iteration is None or record.iter == iteration):
                 out.append(record)
@@ -914,7 +994,7 @@ class Recording:
     def message_count(self) -> int:
         if self._messages is not None:
             return self._messages
-        count = sum(1 for i in self._index.messages if i >= 0)
+        count = self._index.messages.count()
         if self.complete:  # counted once: the file is read as it was opened
             self._messages = count
         return count
@@ -924,7 +1004,12 @@ class Recording:
         and the line index of the record that wrote it."""
         i = _get(self._index.messages, n)
         if i is not None:
-            for w in self._raw(i).get("writes") or ():
+            try:
+                raw = self._raw(i)
+            except ValueError:
+                raise KeyError(f"message {n}: line {i + 1} is not valid JSON") from None
+            writes = raw.get("writes") if isinstance(raw, dict) else None
+            for w in writes if isinstance(writes, list) else ():
                 if isinstance(w, dict) and w.get("key") == f"message:{n}":
                     if "ref" in w or "value" not in w:
                         return str(w.get("ref", "")), None, i
@@ -944,7 +1029,11 @@ class Recording:
 
     def message_writer(self, n: int) -> str:
         """The runtime stage id of the stage that wrote message ``n``."""
-        return str(self._raw(self._message_entry(n)[2]).get("rsid", "?"))
+        try:
+            raw = self._raw(self._message_entry(n)[2])
+        except ValueError:
+            return "?"
+        return str(raw.get("rsid", "?")) if isinstance(raw, dict) else "?"
 
     def blob(self, ref: str) -> Any:
         """The value stored under ``ref``. Raises KeyError when the file holds no such blob.
@@ -958,7 +1047,10 @@ class Recording:
         i = self._blob_line(ref)
         if i is None:
             raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
-        value = self._raw(i)["value"]
+        try:
+            value = self._raw(i)["value"]
+        except (ValueError, KeyError, TypeError):
+            raise KeyError(f"the blob {ref[:12]} on line {i + 1} cannot be read") from None
         size = self.line_size(i + 1)
         if size <= CACHE_BYTES // 8:
             with self._lock:
@@ -997,10 +1089,11 @@ class Recording:
             if self._map[start + 18 : start + self._id_end] == want:
                 return i
             try:
-                if self._raw(i).get("id") == ref:  # a blob not in af's own layout
-                    return i
+                raw = self._raw(i)
             except orjson.JSONDecodeError:
-                pass
+                continue
+            if isinstance(raw, dict) and raw.get("id") == ref:  # not in af's own layout
+                return i
         return None
 
     def value(self, write: Any) -> Any:
@@ -1042,7 +1135,7 @@ class Recording:
     def _window(self, window: list[tuple[int, int]]) -> Iterator[int]:
         """A call's message numbers; a range past the file's messages is an IndexError, not
         a walk through a billion numbers."""
-        count = len(self._index.messages) - 1
+        count = self._index.messages.top()
         for a, b in window:
             if not 1 <= a <= b <= count:
                 raise IndexError(f"the window names messages {a} to {b}; the file has {count}")

@@ -838,9 +838,11 @@ class _Walk:
                 break
             asked = next((v for k, v in commit.reads if k.startswith("reply:")), None)
             message = self.first_value(self.record(self.rec.seq_line(asked) if asked else None))
-            for block in (message or {}).get("content") or ():
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else ():
                 if isinstance(block, dict) and block.get("id") == tool.call_id:
-                    if (block.get("args") or {}).get("id") == skill:
+                    args = block.get("args")
+                    if isinstance(args, dict) and args.get("id") == skill:
                         found = line
         return found
 
