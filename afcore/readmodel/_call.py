@@ -231,7 +231,11 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
         # check.problem says what is missing; the request is not shown half-rebuilt.
         return detail
     decided = injections.decided(call.iter)
-    marks = {(c.get("slot"), c.get("index")) for c in call.cache if isinstance(c, dict)}
+    marks = {
+        (c.get("slot"), c.get("index"))
+        for c in call.cache
+        if isinstance(c, dict) and isinstance(c.get("slot"), str) and type(c.get("index")) is int
+    }
 
     system: list[SystemEntry] = []
     for i, (seg, body) in enumerate(zip(segments, request["system"], strict=True)):
