@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from afcore.errors import ProviderError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
 from afcore.recording._hashing import V11, canonical, request_digest, seal, short_id, unseal
+from afcore.recording._lossless import lossless
 from afcore.recording._models import (
     CALL_FRAME,
     KNOWN_TYPES,
@@ -346,7 +347,11 @@ class Recorder:
         """Store a value (not yet redacted) once; return the id it is stored under.
         ``screened``: every part of the value went through redaction already (a slot's list,
         made of stored segments and sources), so its bytes are not scanned again."""
-        return self._store_raw(_dumps(value, default=as_json, option=_SORTED), screened)
+        try:
+            raw = _dumps(value, default=as_json, option=_SORTED)
+        except TypeError:  # a big integer, a lone surrogate: held in their lossless form
+            raw = _dumps(lossless(value), option=_SORTED)
+        return self._store_raw(raw, screened)
 
     def _store_raw(self, raw: bytes, screened: bool = False) -> str:
         ref = _id(raw)
@@ -410,7 +415,10 @@ class Recorder:
         the conversation (an injected message does not: it is sent, not remembered). A short
         message is written in the write itself, a long one as a blob it refers to; either
         way its id is that of its canonical JSON."""
-        raw = _dumps(message.to_json(), option=_SORTED)
+        try:
+            raw = _dumps(message.to_json(), option=_SORTED)
+        except TypeError:  # a big integer, a lone surrogate: held in their lossless form
+            raw = _dumps(lossless(message.to_json()), option=_SORTED)
         if self.redactor.needs_redaction(raw):
             raw = _dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
         if len(raw) > MESSAGE_INLINE:
@@ -455,7 +463,11 @@ class Recorder:
             return known
         if isinstance(value, BaseModel):
             value = as_json(value)  # plain JSON: written, and maybe stored, without callbacks
-        raw = _dumps(value, default=as_json)
+        try:
+            raw = _dumps(value, default=as_json)
+        except TypeError:  # a big integer, a lone surrogate: held in their lossless form
+            value = lossless(value)
+            raw = _dumps(value)
         if self.redactor.needs_redaction(raw):
             value = self.redactor.redact(orjson.loads(raw))
             raw = _dumps(value)
