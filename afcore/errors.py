@@ -330,6 +330,11 @@ class RecordingError(AfError):
         self.line = line
 
 
+class RecordingWriteError(RecordingError):
+    """The recording could not be written on (a full disk, a quota, an I/O error). What it
+    holds up to its last complete line is intact and reads as a run that was cut off."""
+
+
 class RecordingFormatError(RecordingError):
     """The file is not an af recording, or a record in it breaks the format."""
 

@@ -13,6 +13,7 @@ the disk; the process waits for it at exit.
 from __future__ import annotations
 
 import atexit
+import errno
 import fcntl
 import hashlib
 import os
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
-from afcore.errors import ProviderError, UsageError
+from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
 from afcore.recording._hashing import V11, canonical, request_digest, seal, short_id, unseal
 from afcore.recording._lossless import lossless
@@ -216,6 +217,8 @@ class Recorder:
                 ) from None
             except OSError as e:
                 raise UsageError(f"cannot write a recording at {path}: {e.strerror}") from None
+        self._broken = False
+        """A write failed: nothing more is written (a line after a torn one would be lost)."""
         self.seq = 0
         self._stage_counter = -1
         self.versions: dict[str, int] = {}
@@ -314,7 +317,7 @@ class Recorder:
         iteration boundary, have it made durable."""
         pending = self._pending
         if pending:
-            if self._fd < 0:  # watched, not recorded
+            if self._fd < 0 or self._broken:  # watched, not recorded; or a write failed
                 pending.clear()
                 return
             pending.append(b"")
@@ -322,7 +325,14 @@ class Recorder:
             pending.clear()
             chain = _seal(self._chain, batch)
             self._chain = chain
-            os.write(self._fd, batch + b'{"t":"seal","h":"' + short_id(chain).encode() + b'"}\n')
+            sealed = batch + b'{"t":"seal","h":"' + short_id(chain).encode() + b'"}\n'
+            data = memoryview(sealed)
+            try:
+                while data:  # a short write (a disk filling up) goes on where it stopped
+                    data = data[os.write(self._fd, data) :]
+            except OSError as e:
+                self._broken = True  # a line after a torn one would be lost: none is written
+                raise self._write_failed(e) from None
             self._written = time.monotonic()
         if self._boundary:
             self._boundary = False
@@ -817,6 +827,15 @@ class Recorder:
         loop), and is made durable soon after, without the loop waiting on the disk. One
         write per iteration fewer than writing it now."""
         self._boundary = True
+
+    def _write_failed(self, e: OSError) -> RecordingWriteError:
+        where = self.path if self.path is not None else "its file"
+        why = "the disk is full" if e.errno in (errno.ENOSPC, errno.EDQUOT) else e.strerror
+        return RecordingWriteError(
+            f"the recording could not be written on ({why}): {where} ends at the last line "
+            f"that fitted, and every call it holds whole is intact (af verify {where})",
+            path=self.path,
+        )
 
     def close(self) -> None:
         """Write what is left; the file is then complete. Making it durable (fsync) and
