@@ -199,6 +199,8 @@ class Recorder:
         """The frame of the last call that wrote one (watchers see every call whole)."""
         self._locked = fd is not None
         """The file is locked (a continued run's): unlocked when the recorder closes."""
+        self._unnamed: Path | None = None
+        """The file's passing name until its first lines are written (see :meth:`flush`)."""
         if fd is not None:
             self._fd = fd
         elif path is None:
@@ -206,11 +208,17 @@ class Recorder:
         else:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
             try:
+                if path.exists():
+                    raise FileExistsError(path)
+                # Made under a passing name and given its own once its header is in it:
+                # a run killed in between leaves no empty recording behind.
+                unnamed = path.with_name(f".{path.name}.part")
                 try:
-                    self._fd = os.open(path, flags, 0o644)
+                    self._fd = os.open(unnamed, flags, 0o644)
                 except FileNotFoundError:  # the folder first, then the file
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    self._fd = os.open(path, flags, 0o644)
+                    self._fd = os.open(unnamed, flags, 0o644)
+                self._unnamed = unnamed
             except FileExistsError:
                 raise UsageError(
                     f"a recording already exists at {path}; choose another run id"
@@ -332,8 +340,11 @@ class Recorder:
                     data = data[os.write(self._fd, data) :]
             except OSError as e:
                 self._broken = True  # a line after a torn one would be lost: none is written
+                self._name()
                 raise self._write_failed(e) from None
             self._written = time.monotonic()
+            if self._unnamed is not None:
+                self._name()
         if self._boundary:
             self._boundary = False
             now = time.monotonic()
@@ -828,6 +839,21 @@ class Recorder:
         write per iteration fewer than writing it now."""
         self._boundary = True
 
+    def _name(self) -> None:
+        """Give the file its own name (never over another's): once its header is in it."""
+        unnamed, self._unnamed = self._unnamed, None
+        if unnamed is None or self.path is None:
+            return
+        try:
+            if os.fstat(self._fd).st_size > 0:
+                os.link(unnamed, self.path)
+        except FileExistsError:
+            raise UsageError(
+                f"a recording already exists at {self.path}; choose another run id"
+            ) from None
+        finally:
+            unnamed.unlink(missing_ok=True)
+
     def _write_failed(self, e: OSError) -> RecordingWriteError:
         where = self.path if self.path is not None else "its file"
         why = "the disk is full" if e.errno in (errno.ENOSPC, errno.EDQUOT) else e.strerror
@@ -848,9 +874,12 @@ class Recorder:
         try:
             self.flush()
         finally:
-            if self._locked:  # the next process may continue the run as soon as this returns
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            _SYNCER.put(self._fd, close=True)
+            try:
+                self._name()  # nothing was ever written: no file is left
+            finally:
+                if self._locked:  # the next process may continue the run as soon as this returns
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+                _SYNCER.put(self._fd, close=True)
 
     @classmethod
     def continuing(
