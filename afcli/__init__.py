@@ -9,7 +9,8 @@ def main() -> None:
     import sys
 
     try:
-        import _signal  # the C module: ``signal`` runs Python code that a Ctrl-C can stop
+        # The C module: ``signal`` runs Python code (its enums) that a Ctrl-C can stop.
+        import _signal  # type: ignore[import-not-found]
 
         # orjson's module set-up does not check the imports it makes: a KeyboardInterrupt
         # raised inside one of them crashes the process (a segmentation fault). Imported
