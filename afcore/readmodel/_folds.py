@@ -7,10 +7,12 @@ should be, and drops the rest. Every text these functions return is made safe to
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from afcore.readmodel._model import FoldView, Refusal
 from afcore.readmodel._text import line, plural, safe
+
+if TYPE_CHECKING:
+    from afcore.readmodel._model import FoldView, Refusal
 
 __all__ = [
     "SUMMARIZER",
@@ -65,6 +67,8 @@ def fold_number(key: str) -> int | None:
 
 def checked(value: Any, fold: int) -> FoldView:
     """A fold's value with the fields the words need, each of its type (or None)."""
+    from afcore.readmodel._model import FoldView, Refusal  # the text helpers start without it
+
     v = value if isinstance(value, dict) else {}
     summary = v.get("summary") if isinstance(v.get("summary"), dict) else None
     refusals = []
