@@ -15,15 +15,18 @@ def main() -> None:
         # orjson's module set-up does not check the imports it makes: a KeyboardInterrupt
         # raised inside one of them crashes the process (a segmentation fault). Imported
         # first, with a Ctrl-C held until it is done.
+        # Neither is pydantic-core's: an interrupt inside its validator build comes out as
+        # a SchemaError. The command line's imports run with a Ctrl-C held until they end.
         held: list[int] = []
         _signal.signal(_signal.SIGINT, lambda number, _: held.append(number))
         try:
             import orjson  # noqa: F401
+
+            from afcli.app import main as run
         finally:
             _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         if held:
             raise KeyboardInterrupt
-        from afcli.app import main as run
 
         run()
     except KeyboardInterrupt:

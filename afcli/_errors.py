@@ -106,6 +106,12 @@ def command(fn: Callable[P, R]) -> Callable[P, R]:
         except Exception as e:
             from afcore.errors import AfError
 
+            if "KeyboardInterrupt" in f"{type(e.__context__).__name__} {e}":
+                # pydantic-core reports an interrupt inside its validator build as its own
+                # error: it is the Ctrl-C all the same.
+                say_error("interrupted")
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+
             if settings.debug:
                 traceback.print_exc(file=sys.stderr)
             if isinstance(e, AfError):

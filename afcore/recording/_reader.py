@@ -138,9 +138,7 @@ _REPLY_HEAD = re.compile(
 without parsing the line (the rest is parsed when the record is read). 1.1 lines are short
 (their messages inline, when short) and are parsed: a call may take fields from the one
 before, and a reply writes the route too."""
-_CALL_HEAD = re.compile(
-    rb'\{"t":"call","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d{1,18}),'
-)
+_CALL_HEAD = re.compile(rb'\{"t":"call","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d{1,18}),')
 _FAST = {
     b'{"t":"blob",': ord("b"),
     b'{"t":"call",': ord("C"),
