@@ -114,8 +114,21 @@ class Redaction:
 
 
 def _env_literals() -> tuple[tuple[str, str], ...]:
+    """The secrets the environment holds, read at each run: worked out again only when
+    the environment changed (reading it through ``os.environ`` costs a run ~30 us)."""
+    data = getattr(os.environ, "_data", None)  # what os.environ is a view of, as stored
+    if not isinstance(data, dict):
+        return _env_secrets(tuple(os.environ.items()))
+    return _env_secrets(tuple(data.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _env_secrets(
+    environ: tuple[tuple[str | bytes, str | bytes], ...],
+) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
-    for name, value in sorted(os.environ.items()):
+    text = [(os.fsdecode(k), os.fsdecode(v)) for k, v in environ]
+    for name, value in sorted(text):
         if _is_secret_env(name):
             if len(value) >= _MIN_SECRET:
                 out.append((f"env:{name}", value))

@@ -262,3 +262,9 @@ def test_compiling_is_shared_between_runs(monkeypatch: pytest.MonkeyPatch) -> No
     assert b.redact("learned-by-a-1") == "learned-by-a-1"  # what a run learns stays its own
     monkeypatch.setenv("NEW_SERVICE_TOKEN", "".join(random.choices(string.ascii_letters, k=20)))
     assert policy.compile(["provider-key-123"])._base is not a._base  # noqa: SLF001
+    # The environment is read again at each compile: a value changed under the same name,
+    # is a secret of the next run, and one removed is not.
+    monkeypatch.setenv("NEW_SERVICE_TOKEN", "second-value-Zx81q")
+    assert policy.compile().redact("x second-value-Zx81q") == "x [redacted:env:NEW_SERVICE_TOKEN]"
+    monkeypatch.delenv("NEW_SERVICE_TOKEN")
+    assert policy.compile().redact("second-value-Zx81q") == "second-value-Zx81q"
