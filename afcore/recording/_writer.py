@@ -13,6 +13,7 @@ the disk; the process waits for it at exit.
 from __future__ import annotations
 
 import atexit
+import binascii
 import errno
 import fcntl
 import hashlib
@@ -29,7 +30,7 @@ from pydantic import BaseModel
 
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
-from afcore.recording._hashing import V11, canonical, request_digest, seal, short_id, unseal
+from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
 from afcore.recording._lossless import lossless
 from afcore.recording._models import (
     CALL_FRAME,
@@ -132,7 +133,10 @@ _dumps = orjson.dumps
 _Fragment = orjson.Fragment
 _id = V11.of
 _ID_SIZE = V11.size
-_seal = seal
+_SEAL_OPEN = len(b'{"t":"seal","h":"')
+_b64 = binascii.b2a_base64
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_monotonic = time.monotonic
 
 # The records of every iteration are made as lines of plain JSON, what they hold included:
 # orjson writes them without calling back into Python.
@@ -328,12 +332,14 @@ class Recorder:
             if self._fd < 0 or self._broken:  # watched, not recorded; or a write failed
                 pending.clear()
                 return
-            pending.append(b"")
+            pending.append(b'{"t":"seal","h":"')
             batch = b"\n".join(pending)
             pending.clear()
-            chain = _seal(self._chain, batch)
-            self._chain = chain
-            sealed = batch + b'{"t":"seal","h":"' + short_id(chain).encode() + b'"}\n'
+            # = seal(chain, batch up to the seal's line), made in place
+            h = _sha256(self._chain)
+            h.update(memoryview(batch)[: len(batch) - _SEAL_OPEN])
+            chain = self._chain = h.digest()[:16]
+            sealed = batch + _b64(chain, newline=False)[:22].translate(_URLSAFE) + b'"}\n'
             data = memoryview(sealed)
             try:
                 while data:  # a short write (a disk filling up) goes on where it stopped
@@ -342,7 +348,7 @@ class Recorder:
                 self._broken = True  # a line after a torn one would be lost: none is written
                 self._name()
                 raise self._write_failed(e) from None
-            self._written = time.monotonic()
+            self._written = _monotonic()
             if self._unnamed is not None:
                 self._name()
         if self._boundary:
@@ -636,13 +642,17 @@ class Recorder:
         if window is None:
             # The whole history, then the extra (injected) messages: the same list object
             # from call to call while the injected messages do not change.
-            if self._extra[0] is not extra:
+            known_extra = self._extra
+            if known_extra[0] is not extra and (extra or known_extra[1]):
                 joined = b"".join(hashes[n - 1].encode() for n in extra)
-                self._extra = (extra, joined, ranges(extra))
+                known_extra = self._extra = (extra, joined, ranges(extra))
             digest = self._history_digest.copy()
-            digest.update(self._extra[1])
+            if known_extra[1]:
+                digest.update(known_extra[1])
+                window = [*self._history_ranges, *known_extra[2]]
+            else:  # serialized at once (_emit), so the live list may be given as it is
+                window = self._history_ranges
             messages_hash = short_id(digest.digest())
-            window = [*self._history_ranges, *self._extra[2]]
         else:
             ids, size = self._ids, _ID_SIZE
             digest = _sha256()
