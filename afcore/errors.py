@@ -24,6 +24,9 @@ Every error af raises on purpose is an ``AfError``::
     ├── NotPausedError              a run asked to resume is not paused
     ├── SessionError                a session's store failed, or holds what this af cannot read
     │   └── TurnLostError           a turn's lease ran out and another process took it over
+    ├── ReplayError                 a replay could not go on as the recording it replays
+    │   ├── ReplayDivergedError     the run departed from the recording
+    │   └── ReplayEndedError        the recording ends here: its run stopped at this point
     └── RecordingError              a recording cannot be read
         ├── RecordingFormatError    not an af recording, or a record that breaks the format
         ├── UnsupportedVersionError written by a newer major version of the format
@@ -59,6 +62,9 @@ __all__ = [
     "RecordingFormatError",
     "RefusedError",
     "ReliabilityFailFastError",
+    "ReplayDivergedError",
+    "ReplayEndedError",
+    "ReplayError",
     "RunError",
     "RunPausedError",
     "RunNotFoundError",
@@ -319,6 +325,32 @@ class TurnLostError(SessionError):
     """This process's turn of a session was taken over: its lease ran out (the process
     looked dead to the others), and another process treated the turn as interrupted. What
     the turn had stored is kept; what it would have stored after is not."""
+
+
+class ReplayError(AfError):
+    """A replay (``af replay``, ``afcore.replay``) could not go on as the recording it
+    replays. Raised where the replay stops, before any provider is asked."""
+
+
+class ReplayDivergedError(ReplayError):
+    """A replay's run departed from the recording it replays: a request that differs from
+    the recorded one, a tool result, a call the recording does not hold, a different
+    ending. ``divergence`` says where (an ``afcore.replay.Divergence``); the message says
+    it in words."""
+
+    def __init__(self, message: str, *, divergence: Any = None) -> None:
+        super().__init__(message)
+        self.divergence = divergence
+
+
+class ReplayEndedError(ReplayError):
+    """The recording a replay answers from ends here, without what the run needs next:
+    the recorded run stopped at this point (interrupted, killed). Everything before it was
+    replayed; ``call`` is the call it ends at."""
+
+    def __init__(self, message: str, *, call: int | None = None) -> None:
+        super().__init__(message)
+        self.call = call
 
 
 class RecordingError(AfError):

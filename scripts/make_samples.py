@@ -1,5 +1,5 @@
-"""Writes the sample recordings in recordings/: the built-in demos, run with a fixed run id
-and a ticking clock so that the files are reproducible. tests/test_samples.py checks that
+"""Writes the sample recordings in recordings/: the built-in demos, run with a fixed run id,
+seed and wall clock and a ticking clock so that the files are reproducible. tests/test_samples.py checks that
 they are current; run this after changing the loop, the recording or a demo.
 
     python -m scripts.make_samples [--out DIR]
@@ -18,6 +18,8 @@ from afcore.demos import compaction, trip
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+SEED = 20260101
+"""The samples' random source: fixed, like their clock, so the files are reproducible."""
 
 
 SAMPLES: list[tuple[str, Callable[..., Agent], str]] = [
@@ -37,7 +39,9 @@ def _ticking() -> Callable[[], float]:
 
 
 def _config(folder: Path, run_id: str) -> RecordingConfig:
-    return RecordingConfig(dir=folder, run_id=run_id, clock=_ticking(), now=lambda: STARTED)
+    return RecordingConfig(
+        dir=folder, run_id=run_id, clock=_ticking(), now=lambda: STARTED, seed=SEED
+    )
 
 
 def make_samples(folder: Path) -> list[Path]:

@@ -20,8 +20,15 @@ def ticking_clock(step: float = 0.001) -> Callable[[], float]:
 FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 
 
+FIXED_SEED = 7
+
+
 def fixed_recording(folder: Path, run_id: str = "test-run") -> RecordingConfig:
-    return RecordingConfig(dir=folder, run_id=run_id, clock=ticking_clock(), now=lambda: FIXED_NOW)
+    """A recording whose every varying part is fixed (run id, clocks, seed): two runs of
+    the same agent write the same bytes."""
+    return RecordingConfig(
+        dir=folder, run_id=run_id, clock=ticking_clock(), now=lambda: FIXED_NOW, seed=FIXED_SEED
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from afcore.injections._engine import InjectionEngine
 from afcore.injections._model import ConfigureContext
 from afcore.loop._conversation import Conversation, as_conversation
 from afcore.loop._run import run_loop
-from afcore.loop._state import RunResult
+from afcore.loop._state import Replayer, RunResult
 from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
@@ -69,6 +69,9 @@ class Agent:
     """The tool and message middleware, and the answer's contract."""
     watchers: Watchers
     """The observers that see each record of each run as it is written."""
+    replayer: Replayer | None = None
+    """For an agent made by ``afcore.replay.replaying``: the recording its runs replay
+    (every model call answered from it). None: runs call the agent's providers."""
 
     @classmethod
     def create(

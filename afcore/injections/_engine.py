@@ -3,9 +3,11 @@ fired (dynamic ReAct), with the evidence of each decision and the cache breakpoi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import cached_property
+from random import Random
 from typing import Any, TypeAlias
 
 from afcore.errors import UsageError
@@ -141,6 +143,10 @@ class TurnState:
     """Skill id -> the iteration read_skill activated it at."""
     memo: _Memo = field(default_factory=lambda: _Memo())
     """What the engine carries from one iteration of this run to the next."""
+    clock: Callable[[], datetime] | None = None
+    """The run's recorded clock, as the rules of this iteration read it (``s.now()``)."""
+    random: Callable[[], Random] | None = None
+    """The iteration's random source (``s.random``)."""
 
 
 _Fired: TypeAlias = tuple[
@@ -283,6 +289,8 @@ class InjectionEngine:
             active_skills=frozenset(turn.active_skills),
             history=turn.history,
             state=turn.state,
+            clock=turn.clock,
+            random=turn.random,
         )
         memo = turn.memo
         decisions, reads, fired = self._decide_all(memo, view, turn)

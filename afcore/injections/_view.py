@@ -3,7 +3,9 @@ decision is recorded with the evidence it rested on."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import random as _random
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -85,9 +87,11 @@ class RunView:
     were (the engine turns them into evidence and into what it compares next time)."""
 
     __slots__ = (
+        "_clock",
         "_history",
         "_iteration",
         "_last_results",
+        "_random",
         "_reads",
         "_skills",
         "_state",
@@ -104,7 +108,11 @@ class RunView:
         active_skills: frozenset[str],
         history: tuple[Message, ...],
         state: Mapping[str, Any],
+        clock: Callable[[], datetime] | None = None,
+        random: Callable[[], _random.Random] | None = None,
     ) -> None:
+        self._clock = clock
+        self._random = random
         self._user = user_message
         self._iteration = iteration
         self._last_results = last_tool_results
@@ -155,3 +163,18 @@ class RunView:
     def state(self) -> Mapping[str, Any]:
         """Values the application put in the run's state (``run(..., state=...)``)."""
         return self._tracked_state
+
+    def now(self) -> datetime:
+        """The time, in UTC, from the run's recorded clock (a replay serves it back). A rule
+        that reads it is decided again at every iteration, with the time as its evidence."""
+        instant = self._clock() if self._clock is not None else datetime.now(UTC)
+        self._note("now", instant.isoformat(timespec="microseconds"))
+        return instant
+
+    @property
+    def random(self) -> _random.Random:
+        """The iteration's random source, seeded from the run's recorded seed (a replay
+        draws the same numbers). A rule that draws from it is decided again at every
+        iteration."""
+        self._note("random", "seeded")
+        return self._random() if self._random is not None else _random.Random()

@@ -91,7 +91,7 @@ async def attempt_call(
                     decision=verdict.record(),
                 )
             )
-            if verdict.delay:
+            if verdict.delay and _waits(run):
                 rec.flush()  # nothing held back while the loop waits
                 await asyncio.sleep(verdict.delay)
             if verdict.verb == "fallback":
@@ -120,7 +120,10 @@ async def attempt_call(
         run.calls += 1
         n = run.calls
         sent = request if model == request.model else replace(request, model=model)
-        run.record_call(rsid, n, sent, window, extra, attempt=attempt_info)
+        recorded = run.record_call(rsid, n, sent, window, extra, attempt=attempt_info)
+        provider = target.provider
+        if agent.replayer is not None:
+            provider = agent.replayer.provider(provider, n, recorded, attempt_info)
         skipped = []
         watch = _Watch(run.stream)
         # Only a caller who asked for the stream gets one: a provider streams when asked to.
@@ -129,7 +132,7 @@ async def attempt_call(
         response: Response | None = None
         error: Exception | None = None
         try:
-            response = await target.provider.complete(sent, on_stream=handler)
+            response = await provider.complete(sent, on_stream=handler)
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as e:
@@ -152,7 +155,7 @@ async def attempt_call(
         )
         verdict = policy.decide(after)
         if error is not None:
-            wrapped = provider_error(error, target.provider.name, n)
+            wrapped = provider_error(error, provider.name, n)
             rec.event(
                 _error(
                     rsid=rsid,
@@ -176,7 +179,7 @@ async def attempt_call(
             _refused(run, rsid, n, response, ms, verdict)
             if verdict.verb == "fail_fast":
                 raise _fail_fast(run, verdict, made, n, None)
-        if verdict.delay:
+        if verdict.delay and _waits(run):
             rec.flush()
             await asyncio.sleep(verdict.delay)
         if verdict.verb == "retry_other":
@@ -185,6 +188,13 @@ async def attempt_call(
         elif verdict.verb == "fallback":
             assert policy.fallback is not None
             target = policy.fallback
+
+
+def _waits(run: RunState) -> bool:
+    """Whether a rule's delay is waited: not by a replay answering from its recording (the
+    delay is recorded in the decision; nobody is asked again)."""
+    replayer = run.agent.replayer
+    return replayer is None or replayer.live
 
 
 class _Watch:

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from afcore._version import __version__
@@ -63,6 +64,7 @@ from afcore.loop._interrupt import (
     sigint_reaches_tools,
 )
 from afcore.loop._interrupt import in_thread as run_in_thread
+from afcore.loop._sources import Sources, new_seed
 from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, provider_error
 from afcore.loop._values import as_text
 from afcore.loop._window import visit
@@ -84,6 +86,7 @@ from afcore.recording._models import (
     AgentInfo,
     ArgsInvalid,
     AttemptDecision,
+    ClockRead,
     ContractEnd,
     ErrorEvent,
     ErrorInfo,
@@ -119,6 +122,7 @@ event loop at every iteration."""
 
 _agent_info = trusted(AgentInfo)
 _args_invalid = line(ArgsInvalid)
+_clock_read = line(ClockRead)
 _config = trusted(RunConfig)
 _contract_end = trusted(ContractEnd)
 _error = line(ErrorEvent)
@@ -182,7 +186,10 @@ async def drive(
     paused: Paused | None = None
     try:
         with sigint_reaches_tools():
-            status, answer = await body
+            ended, said = await body
+        if agent.replayer is not None:
+            agent.replayer.finished(ended)  # a difference left: the run ends on it
+        status, answer = ended, said
     except PauseRun as pause:
         status = "paused"
         paused = pause_here(run, pause, run.ms_before + (clock() - started) * 1000)
@@ -327,6 +334,9 @@ def _ended_by(run: RunState, e: AfError) -> ErrorInfo:
 async def _start(run: RunState, message: str) -> None:
     agent, rec = run.agent, run.rec
     governance = agent.governance
+    if agent.replayer is not None:
+        agent.replayer.start(rec.path if rec.enabled else None)
+    run.sources = _sources(run)
     if rec.enabled:
         redactor = rec.redactor
         # Before anything is written: a secret the inputs name (a state's `password`, a
@@ -377,6 +387,8 @@ async def _start(run: RunState, message: str) -> None:
                     env=redactor.env_names,
                 ),
                 session=_session_link(run),
+                seed=run.sources.seed if run.sources is not None else None,
+                replay_of=None if agent.replayer is None else agent.replayer.link,
             )
         )
         for t in agent.tools.values():
@@ -401,17 +413,59 @@ async def _start(run: RunState, message: str) -> None:
     rec.commit(seed, "seed", 0, reads=reads, writes=[rec.write("user_message", message), write])
     if agent.configure_fn is not None:
         _configure(run, message)
-    run.turn = TurnState(
+    turn = run.turn = TurnState(
         user_message=message,
         iteration=0,
         history=(),
         state=run.state,
         identity=run.identity,
     )
+    sources = run.sources
+    # The rules and facts of an iteration read as one reader, named after it.
+    turn.clock = lambda: sources.now(f"iteration:{turn.iteration}")
+    turn.random = lambda: sources.random(f"iteration:{turn.iteration}")
     if agent.engine.trivial:
         run.fixed = agent.engine.compose(run.turn, run.base)
     if conversation is not None:
         run.keep = conversation.keep
+
+
+def _sources(run: RunState) -> Sources:
+    """The run's clock and random source: the replayed run's seed and readings for a
+    replay; each reading written to the recording as it is read."""
+    agent, rec = run.agent, run.rec
+    config, replayer = agent.recording, agent.replayer
+    seed = replayer.seed if replayer is not None else None
+    if seed is None:
+        seed = config.seed if config is not None and config.seed is not None else new_seed()
+    record = None
+    if rec.enabled:
+        loop = asyncio.get_running_loop()
+
+        def emit(by: str, value: str) -> None:
+            if rec.enabled:
+                rec.event(_clock_read(by=by, value=value), flush=False)
+
+        def record(by: str, value: str) -> None:
+            # A tool on its own thread reads the clock: the writer is the loop's.
+            if threading.get_ident() == run.loop_thread:
+                emit(by, value)
+                return
+            try:
+                loop.call_soon_threadsafe(emit, by, value)
+            except RuntimeError:
+                pass  # the run is over: a tool it abandoned reads for no one
+
+    return Sources(
+        seed=seed,
+        now=config.now if config is not None else _utc_now,
+        record=record,
+        served=replayer.clock if replayer is not None else None,
+    )
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _session_link(run: RunState) -> SessionLink | None:
@@ -534,15 +588,18 @@ async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
     else:
         run.calls += 1
         n = run.calls
-        run.record_call(rsid, n, request, window, extra)
+        sent = run.record_call(rsid, n, request, window, extra)
+        provider = agent.provider
+        if agent.replayer is not None:
+            provider = agent.replayer.provider(provider, n, sent, None)
         clock = agent.recording.clock if agent.recording else time.perf_counter
         t0 = clock()
         try:
-            response = await agent.provider.complete(request, on_stream=run.stream)
+            response = await provider.complete(request, on_stream=run.stream)
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as e:
-            error = provider_error(e, agent.provider.name, n)
+            error = provider_error(e, provider.name, n)
             rec.event(_error(rsid=rsid, iter=run.iteration, call=n, error=error_info(error)))
             if error is e:
                 raise
@@ -657,7 +714,10 @@ async def run_tools(
     turn = run.turn
     assert turn is not None
     turn.last_tool_results = {}
+    replayer = run.agent.replayer
     for (call, k, rsid, d), (result, status, ms, ruled) in zip(jobs, outcomes, strict=True):
+        if replayer is not None:
+            result = replayer.tool_done(call, k, result, status)
         write = run.remember(result, rsid)
         turn.last_tool_results[call.name] = result.content
         run.result_keys[call.name] = write["key"]
@@ -716,7 +776,7 @@ def _record_interrupted(
 async def _run_tool(
     run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, *, validated: bool
 ) -> _Outcome:
-    result, status, ms = await _dispatch(run, call, rsid, concurrent, validated)
+    result, status, ms = await _dispatch(run, call, k, rsid, concurrent, validated)
     if not run.agent.governance.on_result:
         return result, status, ms, None
     result, status, ruled = await govern_result(run, call, k, result, status)
@@ -724,7 +784,7 @@ async def _run_tool(
 
 
 async def _dispatch(
-    run: RunState, call: ToolCall, rsid: str, concurrent: bool, validated: bool
+    run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, validated: bool
 ) -> tuple[ToolResultMessage, ToolStatus, float]:
     agent = run.agent
     rec = run.rec
@@ -756,6 +816,12 @@ async def _dispatch(
                     "rejected",
                     (clock() - t0) * 1000,
                 )
+    if agent.replayer is not None:
+        served = agent.replayer.tool(call, k)
+        if served is not None:  # the recorded result: the tool does not run
+            return served[0], served[1], (clock() - t0) * 1000
+    sources, by = run.sources, f"tool:{call.name}#{k}"
+    assert sources is not None
     ctx = ToolContext(
         run_id=run.run_id,
         iteration=run.iteration,
@@ -763,6 +829,8 @@ async def _dispatch(
         tool=call.name,
         state=run.state,
         _progress=_progress_reporter(run, rsid),
+        _now=lambda: sources.now(by),
+        _random=lambda: sources.random(by),
     )
     try:
         value = await _execute(tool, dict(call.args), ctx, in_thread=concurrent)

@@ -3,7 +3,8 @@ ends: the ground the loop's stages (``_run``, ``_attempts``, ``_window``) share.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -14,10 +15,19 @@ from afcore.governance._rules import Governance
 from afcore.injections._engine import Composition, Decision, InjectionEngine, TurnState
 from afcore.injections._model import ConfigureContext
 from afcore.loop._conversation import Conversation
-from afcore.messages import Message, Request, Source, SystemSegment, Usage
+from afcore.loop._sources import Sources
+from afcore.messages import (
+    Message,
+    Request,
+    Source,
+    SystemSegment,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+)
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
-from afcore.recording._models import AttemptInfo, Line
+from afcore.recording._models import AttemptInfo, Line, ReplayLink, ToolStatus
 from afcore.recording._writer import Recorder, Watchers
 from afcore.reliability._policy import Reliability
 from afcore.tools._tool import Tool, ToolValidation
@@ -28,6 +38,7 @@ from afcore.window._turns import LiveMessage
 __all__ = [
     "AgentParts",
     "Output",
+    "Replayer",
     "RunResult",
     "RunState",
     "RunStatus",
@@ -36,6 +47,44 @@ __all__ = [
 ]
 
 RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
+
+
+class Replayer(Protocol):
+    """A replay's hold on the run it re-runs (made by ``afcore.replay``): every model call
+    is answered from a recording, and what the run does is checked against it. The loop
+    asks it where the provider is chosen and where a tool runs; anything it finds
+    different, it raises as a ``ReplayDivergedError`` there, or goes live."""
+
+    link: ReplayLink
+    """What the replay's header says it replays."""
+    seed: int | None
+    """The recorded run's seed (None: it had none, and this run draws its own)."""
+    clock: MutableMapping[str, deque[str]]
+    """The recorded clock readings still to serve back, by reader."""
+    live: bool
+    """True once the replay went on with the agent's own providers (``then_live``)."""
+
+    def start(self, recording: Path | None) -> None:
+        """A run begins, writing ``recording``: the replay starts over."""
+
+    def provider(
+        self, provider: Provider, call: int, hash: str, attempt: AttemptInfo | None
+    ) -> Provider:
+        """The provider that answers call ``call``, just recorded with ``hash``, which the
+        loop meant to send to ``provider``."""
+
+    def tool(self, call: ToolCall, k: int) -> tuple[ToolResultMessage, ToolStatus] | None:
+        """The recorded outcome of the k-th call of ``call.name``, to serve instead of
+        running it (None: run it)."""
+
+    def tool_done(
+        self, call: ToolCall, k: int, result: ToolResultMessage, status: ToolStatus
+    ) -> ToolResultMessage:
+        """A tool call's outcome, to compare with the recorded one; returns the result to
+        keep."""
+
+    def finished(self, status: RunStatus) -> None:
+        """The run ended as ``status``: what is still different is raised now."""
 
 
 class AgentParts(Protocol):
@@ -57,6 +106,7 @@ class AgentParts(Protocol):
     reliability: Reliability | None
     governance: Governance
     watchers: Watchers
+    replayer: Replayer | None
 
 
 @dataclass(frozen=True)
@@ -175,6 +225,8 @@ class RunState:
         if self.keep is not None and keep:
             self.keep(message)
         return write
+    sources: Sources | None = None
+    """The run's recorded clock and random source."""
 
     def record_call(
         self,
@@ -184,9 +236,9 @@ class RunState:
         window: list[tuple[int, int]] | None,
         extra: list[int],
         attempt: AttemptInfo | None = None,
-    ) -> None:
-        """Record call ``n`` as it is about to be sent."""
-        self.rec.call(
+    ) -> str:
+        """Record call ``n`` as it is about to be sent; return its hash."""
+        return self.rec.call(
             rsid,
             self.iteration,
             n,

@@ -209,7 +209,7 @@ async def _summarize(
     system = _SUMMARIZER_SEGMENTS
     run.calls += 1
     call = run.calls
-    rec.call(
+    sent = rec.call(
         rsid,
         run.iteration,
         call,
@@ -226,6 +226,8 @@ async def _summarize(
     request = Request(
         model=model, system=system, messages=[ask], tools=(), params=_NO_PARAMS, cache=()
     )
+    if run.agent.replayer is not None:
+        summarizer = run.agent.replayer.provider(summarizer, call, sent, None)
     try:
         response = await summarizer.complete(request)
     except Exception as e:  # a failed summary refuses the fold; the run goes on

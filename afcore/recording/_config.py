@@ -30,4 +30,8 @@ class RecordingConfig:
     clock: Callable[[], float] = time.perf_counter
     """Seconds on a monotonic clock, for the durations in the file."""
     now: Callable[[], datetime] = _utc_now
-    """The wall clock, for the run's start time and id."""
+    """The wall clock, for the run's start time and id, and the clock rules and tools read
+    (``s.now()``, ``ctx.now()``), whose readings are recorded."""
+    seed: int | None = None
+    """The seed of the run's random source (``ctx.random``, ``s.random``), written in the
+    header; None draws a fresh one for each run."""

@@ -60,6 +60,7 @@ __all__ = [
     "Call",
     "CallTool",
     "Commit",
+    "ClockRead",
     "ContextEvicted",
     "ErrorEvent",
     "ErrorInfo",
@@ -76,6 +77,7 @@ __all__ = [
     "RedactionInfo",
     "ReliabilityInfo",
     "ReliabilityRuleInfo",
+    "ReplayLink",
     "Reply",
     "ReplyToolCall",
     "RunConfig",
@@ -421,6 +423,9 @@ class ErrorInfo(_Model):
     details: Sparse[dict[str, Any] | None] = None
     """For a provider error: the other fields of the vendor's error object, as it sent them
     (a code, `failed_generation`, `metadata`, ...). (Since 1.1.)"""
+    retry_after: Sparse[float | None] = None
+    """For a provider error: the seconds the vendor asked to wait before trying again
+    (`retry-after`), which reliability rules may read. (Since 1.1.)"""
 
 
 class AttemptDecision(_Model):
@@ -672,6 +677,21 @@ class SessionLink(_Model):
     """The run id of the session's turn before this one (None for its first)."""
 
 
+class ReplayLink(_Model):
+    """The run a replay re-ran (`af replay`): its recording is this one's reference."""
+
+    run_id: str
+    """The run id of the recording replayed."""
+    file: str
+    """The name of that recording's file (its name only: no folder of the machine)."""
+    tools: Literal["run", "recorded"] = "run"
+    """`run`: the tools ran again and their results were compared with the recorded ones;
+    `recorded`: the recorded results were served and no tool ran."""
+    then_live: Sparse[bool] = False
+    """True when the replay went on past its first difference with the agent's own
+    provider (`--then-live`)."""
+
+
 class Header(_Model):
     """The first line of every recording: what ran."""
 
@@ -704,6 +724,12 @@ class Header(_Model):
     """The redaction policy every value in the file went through."""
     session: Sparse[SessionLink | None] = None
     """For a turn of a session: the session and the turn."""
+    seed: Sparse[int | None] = None
+    """The seed of the run's random source (`ctx.random`, `s.random`): each reader's
+    generator is seeded from it and the reader's name, so a replay draws the same numbers.
+    (Since 1.1.)"""
+    replay_of: Sparse[ReplayLink | None] = None
+    """For a replay (`af replay`): the run it re-ran. (Since 1.1.)"""
 
 
 class Blob(_Model):
@@ -876,6 +902,19 @@ class ContextEvicted(_Model):
     """The message's number."""
     hash: str
     """The message's content hash (its blob id)."""
+
+
+class ClockRead(_Model):
+    """A reading of the run's clock by a rule, a fact or a tool (`s.now()`, `ctx.now()`),
+    written when it is read, so that a replay serves the same instant back. (Since 1.1.)"""
+
+    t: Literal["clock"] = "clock"
+    by: str
+    """Who read it: `tool:<name>#<k>` (the k-th call of a tool), or `iteration:<i>` (the
+    rules and facts decided before the i-th call). A reader's readings are served back in
+    the order they were read."""
+    value: str
+    """The instant read: ISO 8601 in UTC, to the microsecond."""
 
 
 class ErrorEvent(_Model):
@@ -1078,6 +1117,7 @@ Record = Annotated[
     | ToolProgress
     | ArgsInvalid
     | ContextEvicted
+    | ClockRead
     | ErrorEvent
     | RunEnd
     | Pause
@@ -1099,6 +1139,7 @@ KNOWN_TYPES = frozenset(
         ToolProgress,
         ArgsInvalid,
         ContextEvicted,
+        ClockRead,
         ErrorEvent,
         RunEnd,
         Pause,

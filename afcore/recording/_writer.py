@@ -1023,6 +1023,7 @@ def error_info(
         error_type=error.error_type,
         request_id=error.request_id,
         details=error.details or None,
+        retry_after=error.retry_after,
     )
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_PATTERNS",
     "Redaction",
     "Redactor",
+    "as_recorded",
     "redact_url",
     "screening",
     "shorten",
@@ -369,6 +370,20 @@ def screening(redactor: Redactor | None) -> Iterator[None]:
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+def as_recorded(value: Any) -> Any:
+    """``value`` as the recording of the run in progress holds it, redacted by its policy
+    (as it is outside a run): what a replay compares with the recorded value. Counts no
+    replacement: nothing is written."""
+    redactor = _ACTIVE.get()
+    if redactor is None:
+        return value
+    count = redactor.count
+    try:
+        return redactor.redact(value)
+    finally:
+        redactor.count = count
 
 
 def shorten(text: str, limit: int) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
 import jsonschema
@@ -32,10 +34,23 @@ class ToolContext:
     state: dict[str, Any]
     """Values the application shares across the run (the same dict for every tool call)."""
     _progress: Callable[[str], None] = field(repr=False, default=lambda _m: None)
+    _now: Callable[[], datetime] = field(repr=False, default=lambda: datetime.now(UTC))
+    _random: Callable[[], random.Random] = field(repr=False, default=random.Random)
 
     def progress(self, message: str) -> None:
         """Report progress of a long-running tool; recorded as a tool_progress event."""
         self._progress(str(message))
+
+    def now(self) -> datetime:
+        """The time, in UTC, from the run's recorded clock: written to the recording when
+        read, and served back by a replay (``time.time()`` would make a replay differ)."""
+        return self._now()
+
+    @property
+    def random(self) -> random.Random:
+        """This call's random source, seeded from the run's recorded seed: a replay draws
+        the same numbers (the global ``random`` would make it differ)."""
+        return self._random()
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,14 @@ def write_agent(
 
 
 def normalized(path: Path) -> list[dict[str, Any]]:
-    """The recording's records without what differs between runs: ids and timings."""
+    """The recording's records without what differs between runs: ids, timings and the
+    seed of the random source."""
     out = []
     for line in path.read_text().splitlines():
         record = json.loads(line)
         if record["t"] == "seal":
             continue  # a seal covers the timings too
-        for key in ("run_id", "started_at", "ms"):
+        for key in ("run_id", "started_at", "ms", "seed"):
             record.pop(key, None)
         if isinstance(record.get("tool"), dict):
             record["tool"].pop("ms", None)

@@ -185,6 +185,7 @@ def test_the_header_says_what_ran(tmp_path: Path) -> None:
     with rec.open_recording(agent.last_recording) as r:
         h = r.header
     assert (h.format, h.version, h.run_id) == ("af.recording", "1.1", "test-run")
+    assert h.seed == 7 and h.replay_of is None
     assert h.started_at == "2026-01-02T03:04:05.678+00:00"
     assert h.agent.source is not None and h.agent.source.startswith("tests.afcore.test_recording:")
     assert h.provider == {"name": "mock", "mode": "respond"}
@@ -192,7 +193,7 @@ def test_the_header_says_what_ran(tmp_path: Path) -> None:
     assert [t.name for t in h.config.tools] == ["weather"]
 
 
-def test_a_fixed_clock_and_run_id_give_byte_identical_files(tmp_path: Path) -> None:
+def test_a_fixed_clock_seed_and_run_id_give_byte_identical_files(tmp_path: Path) -> None:
     a, _ = weather_agent(tmp_path / "a")
     b, _ = weather_agent(tmp_path / "b", record=fixed_recording(tmp_path / "b"))
     a.run("weather?")

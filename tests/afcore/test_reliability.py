@@ -128,6 +128,7 @@ def test_a_retry_after_a_rate_limit_then_the_answer(tmp_path: Path) -> None:
         "message": "too many requests",
         "reason": "rate_limited",
         "status": 429,
+        "retry_after": 0.0,
     }
     assert error["decision"] == {"verb": "retry", "rule": "transient"}
     (reply,) = replies
