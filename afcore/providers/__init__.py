@@ -1,6 +1,6 @@
-"""Model providers: the interface, the scripted mock, Anthropic and OpenAI-compatible
-servers (with presets for OpenAI, OpenRouter, Gemini, Ollama and LM Studio), and model ids
-as ``provider:model``."""
+"""Model providers: the interface, the scripted mock, the replay (answers from a recording),
+Anthropic and OpenAI-compatible servers (with presets for OpenAI, OpenRouter, Gemini, Ollama
+and LM Studio), and model ids as ``provider:model``."""
 
 from afcore.providers._anthropic import AnthropicProvider, anthropic
 from afcore.providers._base import (
@@ -10,6 +10,7 @@ from afcore.providers._base import (
     TextDelta,
     ThinkingDelta,
     ToolCallStart,
+    keys_when_called,
 )
 from afcore.providers._ids import MODEL_ID_PREFIXES, from_model_id
 from afcore.providers._mock import MockProvider, mock
@@ -23,6 +24,7 @@ from afcore.providers._openai import (
     openai_compatible,
     openrouter,
 )
+from afcore.providers._replay import ReplayProvider
 
 __all__ = [
     "MODEL_ID_PREFIXES",
@@ -30,6 +32,7 @@ __all__ = [
     "MockProvider",
     "OpenAICompatibleProvider",
     "Provider",
+    "ReplayProvider",
     "StreamEvent",
     "StreamHandler",
     "TextDelta",
@@ -39,6 +42,7 @@ __all__ = [
     "anthropic",
     "from_model_id",
     "gemini",
+    "keys_when_called",
     "lmstudio",
     "mock",
     "ollama",

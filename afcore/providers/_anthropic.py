@@ -38,6 +38,7 @@ from afcore.providers._base import (
     TextDelta,
     ThinkingDelta,
     ToolCallStart,
+    keyless,
 )
 from afcore.providers._wire import (
     PerLoop,
@@ -90,15 +91,16 @@ def anthropic(
     given (``{"type": "enabled", "budget_tokens": 2048}``).
     """
     key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+    missing = None
     if not key:
-        raise MissingKeyError("Anthropic", API_KEY_ENV, "anthropic")
+        missing = keyless(MissingKeyError("Anthropic", API_KEY_ENV, "anthropic"))
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise UsageError(
             f"anthropic(max_tokens=...) must be a positive integer, got {max_tokens!r}"
         )
-    return AnthropicProvider(
+    provider = AnthropicProvider(
         model=model,
-        api_key=key,
+        api_key=key or "",
         base_url=base_url or DEFAULT_BASE_URL,
         max_tokens=max_tokens,
         stream=stream,
@@ -106,6 +108,8 @@ def anthropic(
         max_retries=max_retries,
         http_client=http_client,
     )
+    provider.missing_key = missing
+    return provider
 
 
 class AnthropicProvider(Provider):
@@ -146,7 +150,7 @@ class AnthropicProvider(Provider):
         return out
 
     def secrets(self) -> list[str]:
-        return [self._api_key, *url_passwords(self.base_url)]
+        return [*([self._api_key] if self._api_key else []), *url_passwords(self.base_url)]
 
     def _make_client(self) -> sdk.AsyncAnthropic:
         import anthropic as sdk
@@ -197,6 +201,8 @@ class AnthropicProvider(Provider):
         import anthropic as sdk
         import httpx2
 
+        if self.missing_key is not None:
+            raise self.missing_key
         streaming = self._stream if self._stream is not None else on_stream is not None
         body = self.build_request(request, stream=streaming)
         core = {

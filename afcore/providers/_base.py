@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from afcore.errors import MissingKeyError
 from afcore.messages import Request, Response
 
 __all__ = [
     "Provider",
+    "keys_when_called",
+    "keyless",
     "StreamEvent",
     "StreamHandler",
     "TextDelta",
@@ -45,6 +50,30 @@ StreamEvent = TextDelta | ThinkingDelta | ToolCallStart
 StreamHandler = Callable[[StreamEvent], None]
 
 
+_KEYLESS: ContextVar[bool] = ContextVar("af_keyless", default=False)
+
+
+@contextmanager
+def keys_when_called() -> Iterator[None]:
+    """Within this block, a provider made without its API key is made all the same, and
+    asks for the key only if it is called (:class:`MissingKeyError` then): for loading an
+    agent whose calls will be answered from a recording (``af replay``), where no key is
+    needed and none may be at hand."""
+    token = _KEYLESS.set(True)
+    try:
+        yield
+    finally:
+        _KEYLESS.reset(token)
+
+
+def keyless(missing: MissingKeyError) -> MissingKeyError | None:
+    """For a provider factory that found no key: ``missing`` to keep for the first call,
+    within :func:`keys_when_called`; raised at once otherwise."""
+    if not _KEYLESS.get():
+        raise missing
+    return missing
+
+
 class Provider(ABC):
     """Turns a provider-neutral :class:`Request` into one vendor's call and back.
 
@@ -53,6 +82,9 @@ class Provider(ABC):
     """
 
     name: str = "provider"
+    missing_key: MissingKeyError | None = None
+    """Set on a provider made without its key (see :func:`keys_when_called`): what its
+    first call raises instead of reaching the vendor."""
 
     @abstractmethod
     async def complete(

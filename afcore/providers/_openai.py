@@ -41,6 +41,7 @@ from afcore.providers._base import (
     TextDelta,
     ThinkingDelta,
     ToolCallStart,
+    keyless,
 )
 from afcore.providers._wire import (
     PerLoop,
@@ -146,14 +147,24 @@ def openai_compatible(
     )
 
 
-def _key(api_key: str | None, env: str, vendor: str, factory: str, *more: str) -> str:
+def _key(
+    api_key: str | None, env: str, vendor: str, factory: str, *more: str
+) -> tuple[str, MissingKeyError | None]:
+    """The key, and (made without one, see ``keys_when_called``) what to raise instead."""
     if api_key is not None:
         key: str | None = api_key
     else:
         key = next((os.environ[v] for v in (env, *more) if os.environ.get(v)), None)
     if not key:
-        raise MissingKeyError(vendor, env, factory)
-    return key
+        return "", keyless(MissingKeyError(vendor, env, factory))
+    return key, None
+
+
+def _keyed(
+    provider: OpenAICompatibleProvider, missing: MissingKeyError | None
+) -> OpenAICompatibleProvider:
+    provider.missing_key = missing
+    return provider
 
 
 def openai(
@@ -167,9 +178,9 @@ def openai(
     reasoning models take no thinking budget (say ``reasoning_effort`` in the params), so
     an agent asking for one is refused when it is built. Other options as for
     :func:`openai_compatible`."""
-    key = _key(api_key, OPENAI_API_KEY_ENV, "OpenAI", "openai")
+    key, missing = _key(api_key, OPENAI_API_KEY_ENV, "OpenAI", "openai")
     options.setdefault("thinking", False)
-    return openai_compatible(base_url, model, key, name="openai", **options)
+    return _keyed(openai_compatible(base_url, model, key, name="openai", **options), missing)
 
 
 def openrouter(
@@ -183,9 +194,9 @@ def openrouter(
     once. A thinking budget is sent as OpenRouter's ``reasoning: {"max_tokens": N}``; its
     routing fields (``provider``, ``models``, ...) go in the params. Other options as for
     :func:`openai_compatible`."""
-    key = _key(api_key, OPENROUTER_API_KEY_ENV, "OpenRouter", "openrouter")
+    key, missing = _key(api_key, OPENROUTER_API_KEY_ENV, "OpenRouter", "openrouter")
     options.setdefault("thinking", _openrouter_thinking)
-    return openai_compatible(base_url, model, key, name="openrouter", **options)
+    return _keyed(openai_compatible(base_url, model, key, name="openrouter", **options), missing)
 
 
 def gemini(
@@ -199,9 +210,9 @@ def gemini(
     serves), checked at once. A thinking budget is sent as Google's
     ``thinking_config.thinking_budget`` (in the endpoint's ``extra_body.google``). Other
     options as for :func:`openai_compatible`."""
-    key = _key(api_key, GEMINI_API_KEY_ENV, "Gemini", "gemini", "GOOGLE_API_KEY")
+    key, missing = _key(api_key, GEMINI_API_KEY_ENV, "Gemini", "gemini", "GOOGLE_API_KEY")
     options.setdefault("thinking", _gemini_thinking)
-    return openai_compatible(base_url, model, key, name="gemini", **options)
+    return _keyed(openai_compatible(base_url, model, key, name="gemini", **options), missing)
 
 
 def ollama(
@@ -349,6 +360,8 @@ class OpenAICompatibleProvider(Provider):
     ) -> Response:
         import httpx2
 
+        if self.missing_key is not None:
+            raise self.missing_key
         streaming = self._stream if self._stream is not None else on_stream is not None
         content = orjson.dumps(self.build_request(request, stream=streaming))
         unsent = self._unsent(request.params)
