@@ -14,6 +14,8 @@
 - a fold of the window, checked field by field;
 - a session as its turns' recordings in order (:func:`session_runs`), and where a message
   a turn continued from was written (:func:`history_origin`);
+- two runs side by side (:func:`diff_runs`, :func:`diff_call`): what differs, call by call,
+  slot by slot, in the replies, the tool results and the ending;
 - plain text both front ends need: :func:`safe` display of hostile text, cuts that say what
   they cut, plurals, token usage, tool arguments and parameters.
 
@@ -34,6 +36,16 @@ if TYPE_CHECKING:
         call_detail,
     )
     from afcore.readmodel._callview import EVENT_LIMIT, CallView, call_view, walk_lines
+    from afcore.readmodel._diff import (
+        SLOTS,
+        CallDiff,
+        Change,
+        RunDiff,
+        RunSide,
+        diff_call,
+        diff_runs,
+        first_difference,
+    )
     from afcore.readmodel._folds import (
         SUMMARIZER,
         checked,
@@ -118,6 +130,16 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "call_view",
         "walk_lines",
     ),
+    "afcore.readmodel._diff": (
+        "SLOTS",
+        "CallDiff",
+        "Change",
+        "RunDiff",
+        "RunSide",
+        "diff_call",
+        "diff_runs",
+        "first_difference",
+    ),
     "afcore.readmodel._folds": (
         "SUMMARIZER",
         "checked",
@@ -194,7 +216,15 @@ _WHERE: dict[str, tuple[str, ...]] = {
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
+    "SLOTS",
     "Attempt",
+    "CallDiff",
+    "Change",
+    "RunDiff",
+    "RunSide",
+    "diff_call",
+    "diff_runs",
+    "first_difference",
     "CallError",
     "CallSummary",
     "Decision",
