@@ -1,0 +1,136 @@
+"""What a replay found: identical, or where it first departed from the recording."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from afcore.readmodel import Change
+
+__all__ = ["Divergence", "ReplayReport", "ReplayStatus"]
+
+ReplayStatus = Literal["identical", "diverged", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """The first place a replay departed from the recording."""
+
+    call: int
+    """The call it is at: the call whose request differs, or whose reply asked for the tool
+    whose result differs."""
+    slot: str
+    """``model``, ``system``, ``messages``, ``tools``, ``params``, ``cache``, ``attempt``,
+    ``tool_result``, or ``run`` (a call one side has and the other has not, the ending)."""
+    path: str
+    """Where in the slot: ``segment 3 (instruction currency)``, ``message 7: content``,
+    ``tool weather: input_schema.properties.city.type``, ``params.temperature``,
+    ``tool:find_places#1``, ``status``."""
+    kind: Literal["added", "removed", "changed"]
+    recorded: Any
+    """The value the recording holds there (None: the replay added it)."""
+    replayed: Any
+    """The value the replay has there (None: the replay left it out)."""
+    why_key: str | None
+    """The ``af why`` key that explains the recorded side (with ``--at call:<call>``)."""
+    where: dict[str, Any] = field(default_factory=dict)
+    """The place as data: ``segment``, ``injection``, ``message``, ``tool``, ``field``,
+    ``param``."""
+    others: int = 0
+    """How many more differences the same call has (``af diff`` lists them)."""
+
+    @classmethod
+    def of(cls, call: int, change: Change, others: int = 0) -> Divergence:
+        return cls(
+            call=call,
+            slot=change.slot,
+            path=change.path,
+            kind=change.kind,
+            recorded=change.a,
+            replayed=change.b,
+            why_key=change.why_key,
+            where=dict(change.where),
+            others=others,
+        )
+
+    def describe(self) -> str:
+        """One line: where, and what happened there."""
+        what = {"added": "only in the replay", "removed": "only in the recording"}.get(
+            self.kind, "differs"
+        )
+        slot = {
+            "tool_result": "tool result",
+            "run": "run",
+            "messages": "messages",
+        }.get(self.slot, self.slot)
+        return f"call {self.call}, {slot}, {self.path}: {what}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call": self.call,
+            "slot": self.slot,
+            "path": self.path,
+            "kind": self.kind,
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+            "why_key": self.why_key,
+            "where": self.where,
+            "others": self.others,
+        }
+
+
+@dataclass(slots=True)
+class ReplayReport:
+    """How a replay went."""
+
+    status: ReplayStatus
+    """``identical``: every call the recording holds was sent again exactly, every tool
+    result compared the same and the run ended as it did; ``diverged``: see
+    :attr:`divergence`; ``failed``: the replay could not be run (:attr:`error`)."""
+    calls: int
+    """Calls the replay made (answered from the recording, or live past a divergence)."""
+    identical_calls: int
+    """Calls sent exactly as recorded before the first difference."""
+    replay_of: Path
+    """The recording replayed."""
+    recording: Path | None = None
+    """The replay's own recording (its header's ``replay_of`` names the one replayed)."""
+    divergence: Divergence | None = None
+    live_from: int | None = None
+    """With ``then_live``: the first call the agent's own provider answered."""
+    ended_at: int | None = None
+    """The call at which the recording ends without what the run needed next (its run
+    stopped there): the replay stopped with it, everything before it identical."""
+    error: str | None = None
+    """Why the replay failed, or the error its run ended on."""
+    answer: str | None = None
+    """The replay's answer (the recorded one, for an identical replay)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "identical"
+
+    def summary(self) -> str:
+        """``23 calls, identical``; ``diverged at call 5, ...``; ``failed: ...``."""
+        if self.status == "identical":
+            text = f"{self.calls} call{'s' if self.calls != 1 else ''}, identical"
+            if self.ended_at is not None:
+                text += f" (the recording ends at call {self.ended_at}, before its answer)"
+            return text
+        if self.status == "diverged" and self.divergence is not None:
+            return f"diverged at {self.divergence.describe()}"
+        return f"failed: {self.error}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "calls": self.calls,
+            "identical_calls": self.identical_calls,
+            "divergence": None if self.divergence is None else self.divergence.to_json(),
+            "recording": None if self.recording is None else str(self.recording),
+            "replay_of": str(self.replay_of),
+            "live_from": self.live_from,
+            "ended_at": self.ended_at,
+            "error": self.error,
+        }
