@@ -11,7 +11,20 @@ from typing import Annotated
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
-from afcli.commands import chat, lens, ls, resume, run, schema, sessions, show, verify, why
+from afcli.commands import (
+    chat,
+    diff,
+    lens,
+    ls,
+    replay,
+    resume,
+    run,
+    schema,
+    sessions,
+    show,
+    verify,
+    why,
+)
 
 __all__ = ["app", "main"]
 
@@ -58,6 +71,8 @@ app.command("schema")(schema.schema)
 app.command("why")(why.why)
 app.command("lens")(lens.lens)
 app.command("sessions")(sessions.sessions)
+app.command("replay")(replay.replay)
+app.command("diff")(diff.diff)
 
 
 def main() -> None:

@@ -49,6 +49,16 @@ def lens(
         ),
     ] = None,
     store: StoreOption = None,
+    diff: Annotated[
+        str | None,
+        typer.Option(
+            "--diff",
+            metavar="B",
+            help="Compare with another recording (a path or a run id): the calls that differ "
+            "are marked ≠ on the scrubber, and the selected call's differences are listed.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Open a recording in the Lens: the scrubber, each call's slots as sent, its response.
 
@@ -60,7 +70,8 @@ def lens(
     if session is None:
         if turn is not None or store is not None:
             raise CliError("--turn and --store name a session's turn: give --session ID too")
-        run_lens(newest("af lens") if run is None else resolve(run), follow=follow)
+        path = newest("af lens") if run is None else resolve(run)
+        run_lens(path, follow=follow, against=None if diff is None else resolve(diff))
         return
     if run is not None:
         raise CliError(
@@ -71,15 +82,22 @@ def lens(
     run_lens(session_turn(runs, turn).path, follow=follow, session=runs)
 
 
-def run_lens(path: Path, *, follow: bool = False, session: SessionRuns | None = None) -> None:
+def run_lens(
+    path: Path,
+    *,
+    follow: bool = False,
+    session: SessionRuns | None = None,
+    against: Path | None = None,
+) -> None:
     """Open the Lens on ``path`` in this terminal until it is left: the one place a command
     starts the Lens (``af lens``, ``af run --lens``, ``af chat``'s /lens). ``session``: the
-    turns of the session ``path`` is a turn of, when known."""
+    turns of the session ``path`` is a turn of, when known; ``against``: a recording to
+    compare it with (``--diff``)."""
     from afcore.errors import RecordingError
     from tui import make_lens_app
 
     try:
-        app = make_lens_app(path, follow=follow, session=session)
+        app = make_lens_app(path, follow=follow, session=session, against=against)
     except RecordingError as e:
         raise CliError(str(e), EXIT_FAILED) from None
     app.run()

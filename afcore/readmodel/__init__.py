@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         RunSide,
         diff_call,
         diff_runs,
+        excerpts,
         first_difference,
     )
     from afcore.readmodel._folds import (
@@ -138,6 +139,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "RunSide",
         "diff_call",
         "diff_runs",
+        "excerpts",
         "first_difference",
     ),
     "afcore.readmodel._folds": (
@@ -224,6 +226,7 @@ __all__ = [
     "RunSide",
     "diff_call",
     "diff_runs",
+    "excerpts",
     "first_difference",
     "CallError",
     "CallSummary",

@@ -35,6 +35,7 @@ __all__ = [
     "RunSide",
     "diff_call",
     "diff_runs",
+    "excerpts",
     "first_difference",
 ]
 
@@ -235,6 +236,21 @@ def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | N
             return f"{path}[{i}]", a[i] if i < len(a) else None, b[i] if i < len(b) else None
         return None
     return path, a, b
+
+
+def excerpts(a: str, b: str, width: int) -> tuple[str, str]:
+    """Two texts that differ, each from a little before where they first differ (a cut
+    start marked ``…``), so that a long prompt with one word changed shows that word."""
+    at = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        at += 1
+    lead = max(width // 4, 8)
+    if at <= lead:
+        return a, b
+    start = at - lead
+    return "…" + a[start:], "…" + b[start:]
 
 
 def _join(path: str, key: Any) -> str:
