@@ -28,13 +28,22 @@ PREFIX = 1024 * 1024
 
 
 def make_lens_app(
-    path: Path, *, follow: bool = False, session: SessionRuns | None = None
+    path: Path,
+    *,
+    follow: bool = False,
+    session: SessionRuns | None = None,
+    against: Path | None = None,
 ) -> LensApp:
     """The Lens on ``path``: the one factory, used by ``af lens``, ``af run --lens`` and the
     tests. ``session``: the turns of the session ``path`` is a turn of, when known (else
-    found beside it when first asked for). Raises afcore's RecordingError when the file is
-    not a recording."""
-    return LensApp(open_recording(path, upto=PREFIX), follow=follow, session=session)
+    found beside it when first asked for). ``against``: another recording to compare it
+    with, call by call (``--diff``). Raises afcore's RecordingError when a file is not a
+    recording."""
+    if against is not None:
+        open_recording(against, index=False).close()  # not a recording: said now
+    return LensApp(
+        open_recording(path, upto=PREFIX), follow=follow, session=session, against=against
+    )
 
 
 class LensApp(App[None]):
@@ -43,16 +52,22 @@ class LensApp(App[None]):
     CSS_PATH = "lens.tcss"
 
     def __init__(
-        self, rec: Recording, *, follow: bool = False, session: SessionRuns | None = None
+        self,
+        rec: Recording,
+        *,
+        follow: bool = False,
+        session: SessionRuns | None = None,
+        against: Path | None = None,
     ) -> None:
         super().__init__()
         self.rec = rec
         self.follow = follow
+        self.against = against
         self._session = session
         self._looked = session is not None
 
     def get_default_screen(self) -> Screen[None]:
-        return LensScreen(self.rec, follow=self.follow)
+        return LensScreen(self.rec, follow=self.follow, against=self.against)
 
     def session_runs(self) -> SessionRuns | None:
         """The session the first recording is a turn of (None: it is no turn of one)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from rich.text import Text
@@ -24,7 +25,9 @@ from textual.worker import get_current_worker
 
 from afcore.errors import RecordingError
 from afcore.readmodel import (
+    CallDiff,
     CallView,
+    RunDiff,
     SessionRuns,
     Timeline,
     build,
@@ -111,10 +114,14 @@ class LensScreen(Screen[None]):
         Binding("q", "app.quit", "Quit", id="lens.quit"),
     ]
 
-    def __init__(self, rec: Recording, *, follow: bool) -> None:
+    def __init__(self, rec: Recording, *, follow: bool, against: Path | None = None) -> None:
         super().__init__()
         self.rec = rec
         self.follow = follow
+        self.against = against
+        """With --diff: the recording this one is compared with."""
+        self.diff: RunDiff | None = None
+        self.differs: dict[int, CallDiff] = {}
         self.timeline = Timeline()
         self.index = 0
         self.typed = ""
@@ -156,6 +163,8 @@ class LensScreen(Screen[None]):
             self.reindex()
         if self.follow:
             self.set_interval(FOLLOW_EVERY, self._look)
+        if self.against is not None:
+            self.compare()
 
     # -- the file ------------------------------------------------------------------------
 
@@ -182,6 +191,29 @@ class LensScreen(Screen[None]):
                 shown = time.monotonic()
                 self.app.call_from_thread(self._progress, done)
         self.app.call_from_thread(self._swap, rec, timeline)
+
+    @work(thread=True, exclusive=True, group="diff")
+    def compare(self) -> None:
+        """Compare the recording with the other one (--diff), off the screen's thread."""
+        from afcore.readmodel import diff_runs
+        from afcore.recording import open_recording
+
+        assert self.against is not None
+        try:
+            with open_recording(self.rec.path) as mine, open_recording(self.against) as other:
+                found = diff_runs(mine, other)
+        except RecordingError as e:
+            self.app.call_from_thread(self._failed, str(e))
+            return
+        self.app.call_from_thread(self._compared, found)
+
+    def _compared(self, found: RunDiff) -> None:
+        self.diff = found
+        self.differs = {c.call: c for c in found.calls}
+        marks = self.timeline.marks
+        self._draw_top()
+        if marks:
+            self._draw_call(marks[self.index].n, force=True)
 
     def _progress(self, done: float) -> None:
         self.indexing = done
@@ -247,7 +279,16 @@ class LensScreen(Screen[None]):
         right = events.size.width or self.app.size.width * 2 // 5
         entries = slot_entries(view, self.rec, self.opened, max(left - 26, 30), self.rows)
         slots.fill(entries, keep=True)
-        events.fill(response_entries(view, max(right, 30)), keep=True)
+        shown = response_entries(view, max(right, 30))
+        if self.diff is not None and self.against is not None:
+            from itertools import chain
+
+            from tui.diff import diff_entries
+
+            found = self.differs.get(n)
+            mine = diff_entries(n, found, self.against.name, max(right, 30))
+            shown = chain(mine, shown)
+        events.fill(shown, keep=True)
         self.shown = n
         self._draw_top()
 
@@ -268,7 +309,8 @@ class LensScreen(Screen[None]):
     def _draw_top(self) -> None:
         self.query_one("#header", Static).update(self._header())
         marks = self.timeline.marks
-        self.query_one(Scrubber).show(marks, self.index, self._position())
+        differing = set(self.differs) if self.diff is not None else None
+        self.query_one(Scrubber).show(marks, self.index, self._position(), differing)
 
     def _header(self) -> Text:
         rec = self.rec
@@ -356,6 +398,13 @@ class LensScreen(Screen[None]):
             text.append(
                 f" · then {plural(mark.folded, 'message')} folded out of the window", style="yellow"
             )
+        if self.against is not None:
+            if self.diff is None:
+                text.append(" · comparing…", style="dim")
+            elif mark.n in self.differs:
+                text.append(f" · differs from {safe(self.against.name)}", style="bold magenta")
+            else:
+                text.append(f" · the same in {safe(self.against.name)}", style="dim")
         if self.indexing is not None:
             text.append(f"  (indexing {self.indexing:.0%})", style="dim")
         if self.typed:

@@ -1,6 +1,7 @@
 """The scrubber: one mark per model call, in the order of the file, grouped by turn, with the
 calls that asked for tools, the summarizer's calls, the folds between calls and the calls that
-ran into trouble marked; under it, where the selection is.
+ran into trouble marked; under it, with ``--diff``, a ``≠`` under each call that differs from
+the other recording; then where the selection is.
 
 A run longer than the screen is wide shows the stretch of calls around the selection.
 """
@@ -28,7 +29,9 @@ LEGEND: list[tuple[str, str, str]] = [
     ("✗", "bold red", "an error at this call (a failed attempt, or what stopped the run)"),
     ("┊", "yellow", "the window was folded here"),
     ("│", "dim", "a new turn (a user message) starts"),
+    ("≠", "bold magenta", "under a call: it differs from the other recording (af lens --diff)"),
 ]
+DIFFERS = ("≠", "bold magenta")
 
 
 def mark_cell(mark: Mark) -> tuple[str, str]:
@@ -58,7 +61,8 @@ class _Cell:
 
 
 class Scrubber(Widget):
-    """Three lines: call numbers and turns, the marks, the position."""
+    """Three lines: call numbers and turns, the marks, the position; four with ``--diff``,
+    the calls that differ marked under their marks."""
 
     class Picked(Message):
         """A mark was clicked."""
@@ -74,11 +78,18 @@ class Scrubber(Widget):
         self.status = Text()
         self._start = 0
         self._cells: list[_Cell] = []
+        self.differing: set[int] | None = None
+        """With --diff, once compared: the numbers of the calls that differ."""
 
-    def show(self, marks: list[Mark], index: int, status: Text) -> None:
+    def show(
+        self, marks: list[Mark], index: int, status: Text, differing: set[int] | None = None
+    ) -> None:
         self.marks = marks
         self.index = index
         self.status = status
+        if differing is not None and self.differing is None:
+            self.styles.height = 4
+        self.differing = differing
         self.refresh()
 
     def _layout(self, width: int) -> list[_Cell]:
@@ -131,7 +142,14 @@ class Scrubber(Widget):
         middle = Text()
         for cell in cells:
             middle.append(cell.char, style=cell.style)
-        out = Text("\n").join([top, middle, self.status])
+        rows = [top, middle]
+        if self.differing is not None:
+            under = Text()
+            for cell in cells:
+                differs = cell.index is not None and self.marks[cell.index].n in self.differing
+                under.append(DIFFERS[0] if differs else " ", style=DIFFERS[1])
+            rows.append(under)
+        out = Text("\n").join([*rows, self.status])
         out.no_wrap = True
         out.overflow = "ellipsis"
         return out
