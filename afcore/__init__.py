@@ -30,6 +30,9 @@ if TYPE_CHECKING:
         RecordingError,
         RefusedError,
         ReliabilityFailFastError,
+        ReplayDivergedError,
+        ReplayEndedError,
+        ReplayError,
         RunError,
         RunPausedError,
         ServerError,
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
     )
     from afcore.recording import RecordingConfig, Redaction
     from afcore.reliability import circuit_breaker, rule
+    from afcore.replay import replay, replaying
     from afcore.sessions import Principal, SendResult, Session, SessionStore
     from afcore.tools import (
         ResultCeiling,
@@ -98,6 +102,9 @@ _WHERE = {
         "RecordingError",
         "RefusedError",
         "ReliabilityFailFastError",
+        "ReplayDivergedError",
+        "ReplayEndedError",
+        "ReplayError",
         "RunError",
         "RunPausedError",
         "ServerError",
@@ -132,6 +139,10 @@ _WHERE = {
     "afcore.recording": (
         "RecordingConfig",
         "Redaction",
+    ),
+    "afcore.replay": (
+        "replay",
+        "replaying",
     ),
     "afcore.reliability": (
         "circuit_breaker",
@@ -187,6 +198,9 @@ __all__ = [
     "Redaction",
     "RefusedError",
     "ReliabilityFailFastError",
+    "ReplayDivergedError",
+    "ReplayEndedError",
+    "ReplayError",
     "ResultCeiling",
     "RunError",
     "RunPausedError",
@@ -224,6 +238,8 @@ __all__ = [
     "openai",
     "openai_compatible",
     "openrouter",
+    "replay",
+    "replaying",
     "rule",
     "sliding_window",
     "summarize_oldest",

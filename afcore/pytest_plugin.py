@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -167,8 +168,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _safe(name: str) -> str:
-    """A test's name as a file name: parametrized ids keep their letters and digits."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "test"
+    """A test's name as a file name: parametrized ids keep their letters and digits, their
+    accents dropped (pytest writes ``São`` in an id as ``S\\xe3o``: read back first)."""
+    try:
+        name = name.encode("ascii", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
+        pass
+    plain = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", plain).strip("-") or "test"
 
 
 def _shown(path: Path) -> str:

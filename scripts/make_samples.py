@@ -1,6 +1,7 @@
 """Writes the sample recordings in recordings/: the built-in demos, run with a fixed run id,
-seed and wall clock and a ticking clock so that the files are reproducible. tests/test_samples.py checks that
-they are current; run this after changing the loop, the recording or a demo.
+seed and wall clock and a ticking clock so that the files are reproducible.
+tests/test_samples.py checks that they are current; run this after changing the loop, the
+recording or a demo.
 
     python -m scripts.make_samples [--out DIR]
 """

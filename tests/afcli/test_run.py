@@ -388,7 +388,9 @@ def test_run_lens_follows_the_recording_as_it_is_written(
             )
 
     monkeypatch.setattr(
-        tui, "make_lens_app", lambda path, follow=False, session=None: Shown(path, follow)
+        tui,
+        "make_lens_app",
+        lambda path, follow=False, session=None, against=None: Shown(path, follow),
     )
     ran = invoke("run", "--lens", "--out", tmp_path)
     assert ran.code == 0, ran.err

@@ -1,0 +1,141 @@
+"""``af replay`` and ``af diff`` as a person runs them: exit codes first, then the JSON, then
+what the text says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.afcli.conftest import Invoke
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIP = ROOT / "recordings" / "sample-trip.jsonl"
+RAIN = ROOT / "recordings" / "sample-trip-rain.jsonl"
+
+CHANGED = """
+import afcore.demos.trip as trip
+
+
+def make():
+    steering, trip.STEERING = trip.STEERING, "Take facts only from your tools."
+    try:
+        return trip.build_agent()
+    finally:
+        trip.STEERING = steering
+"""
+
+
+def changed_agent(tmp_path: Path) -> Path:
+    path = tmp_path / "changed.py"
+    path.write_text(CHANGED)
+    return path
+
+
+def test_a_sample_replays_identical_with_the_agent_its_recording_names(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    ran = invoke("replay", TRIP, "--out", tmp_path)
+    assert ran.code == 0, ran.err
+    assert ran.out.strip() == "5 calls, identical"
+    assert "afcore.demos.trip:build_agent" in ran.err and "recording " in ran.err
+
+
+def test_replay_json_has_the_documented_shape(invoke: Invoke, tmp_path: Path) -> None:
+    ran = invoke("replay", TRIP, "--json", "--out", tmp_path, "--tools", "recorded")
+    assert ran.code == 0, ran.err
+    data: dict[str, Any] = ran.json()
+    assert {"status", "calls", "identical_calls", "divergence", "recording"} <= set(data)
+    assert (data["status"], data["calls"], data["identical_calls"]) == ("identical", 5, 5)
+    assert data["divergence"] is None
+    assert Path(data["recording"]).parent == tmp_path and ran.err == ""
+
+
+def test_a_changed_agent_diverges_and_says_where_and_why(invoke: Invoke, tmp_path: Path) -> None:
+    agent = changed_agent(tmp_path)
+    ran = invoke("replay", TRIP, f"{agent}:make", "--json", "--out", tmp_path / "r")
+    assert ran.code == 1, ran.err
+    data = ran.json()
+    assert data["status"] == "diverged" and data["identical_calls"] == 0
+    d = data["divergence"]
+    assert (d["call"], d["slot"], d["path"]) == (1, "system", "segment 2 (steering facts-only)")
+    assert d["recorded"].endswith("a price or a forecast.")
+    assert d["replayed"] == "Take facts only from your tools."
+    assert d["why_key"] == "system:facts-only"
+
+    ran = invoke("replay", TRIP, f"{agent}:make", "--out", tmp_path / "r")
+    assert ran.code == 1
+    assert ran.out.startswith("diverged at call 1, system")
+    assert "segment 2 (steering facts-only)" in ran.out
+    assert f"af why {TRIP} system:facts-only --at call:1" in ran.out
+    assert "the first call differs" in ran.out
+    assert "every difference: af diff" in ran.err
+
+
+def test_then_live_goes_on_past_the_difference(invoke: Invoke, tmp_path: Path) -> None:
+    agent = changed_agent(tmp_path)
+    ran = invoke("replay", TRIP, f"{agent}:make", "--then-live", "--json", "--out", tmp_path)
+    assert ran.code == 1
+    data = ran.json()
+    assert data["status"] == "diverged" and data["live_from"] == 1 and data["calls"] == 5
+
+
+def test_replay_refuses_what_it_cannot_do(invoke: Invoke, tmp_path: Path) -> None:
+    ran = invoke("replay", TRIP, "--tools", "sometimes")
+    assert ran.code == 2 and "--tools is run or recorded" in ran.err
+    ran = invoke("replay", tmp_path / "nothing.jsonl")
+    assert ran.code == 2
+    # A recording of an agent built where it ran names no agent that can be loaded.
+    lines = TRIP.read_text().splitlines(keepends=True)
+    lines[0] = lines[0].replace("afcore.demos.trip:build_agent", "__main__:12")
+    built = tmp_path / "built.jsonl"
+    built.write_text("".join(lines))
+    ran = invoke("replay", built)
+    assert ran.code == 2
+    assert "__main__:12, which cannot be loaded" in ran.err and "file.py:NAME" in ran.err
+    ran = invoke("replay", built, "afcore.demos.trip:build_agent", "--out", tmp_path)
+    assert ran.code == 0, ran.err
+
+
+def test_a_replay_needs_no_key(invoke: Invoke, tmp_path: Path) -> None:
+    bot = tmp_path / "keyed.py"
+    bot.write_text(
+        "from afcore import anthropic\n"
+        "import afcore.demos.trip as trip\n\n"
+        "def make():\n"
+        "    agent = trip.build_agent()\n"
+        "    agent.provider = anthropic()  # no key in this environment\n"
+        "    return agent\n"
+    )
+    ran = invoke("replay", TRIP, f"{bot}:make", "--out", tmp_path, env={"ANTHROPIC_API_KEY": ""})
+    assert ran.code == 0, ran.err
+    assert ran.out.strip() == "5 calls, identical"
+
+
+def test_diff_of_a_run_and_itself(invoke: Invoke) -> None:
+    ran = invoke("diff", TRIP, TRIP)
+    assert ran.code == 0, ran.err
+    assert "calls 1–5  identical" in ran.out
+    assert "identical: 5 calls, the same ending" in ran.out
+
+
+def test_diff_of_two_runs_lists_what_differs(invoke: Invoke) -> None:
+    ran = invoke("diff", TRIP, RAIN, "--json")
+    assert ran.code == 1
+    data = ran.json()
+    assert data["identical"] is False and data["compared"] == 6
+    assert [c["call"] for c in data["calls"]] == [1, 2, 3, 4, 5, 6]
+    first = data["calls"][0]["changes"][0]
+    assert (first["slot"], first["path"]) == ("messages", "message 1: content")
+    assert data["end"][0]["path"] == "answer"
+
+    ran = invoke("diff", TRIP, RAIN)
+    assert ran.code == 1
+    assert "segment 3 (skill prices)" in ran.out
+    assert "tool:convert_currency#1" in ran.out
+    assert "carried from earlier calls" in ran.out
+    assert "6 of 6 calls differ · the endings differ" in ran.out
+
+
+def test_diff_says_when_a_file_is_not_there(invoke: Invoke, tmp_path: Path) -> None:
+    ran = invoke("diff", TRIP, tmp_path / "missing.jsonl")
+    assert ran.code == 2
