@@ -26,7 +26,7 @@ from afcore.errors import NotPausedError, UsageError
 from afcore.injections._engine import TurnState
 from afcore.loop._conversation import Conversation
 from afcore.loop._govern import ResumeAnswer
-from afcore.loop._run import drive, iterate, run_tools
+from afcore.loop._run import drive, iterate, open_sources, read_sources, run_tools
 from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, last_value
 from afcore.messages import Message, Source, SystemSegment, ToolCall, Usage, message_from_json
 from afcore.providers._base import StreamHandler
@@ -277,6 +277,9 @@ def _restore(
         identity=identity,
     )
     run.turn.active_skills = dict(cp.active_skills)
+    # The same seed: each reader's numbers are the ones it would have drawn unpaused.
+    run.sources = open_sources(run, recorded.header.seed)
+    read_sources(run.sources, run.turn)
     for name, n in cp.last_tool_results.items():
         result = message(n)
         run.turn.last_tool_results[name] = getattr(result, "content", "")

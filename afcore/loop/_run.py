@@ -65,7 +65,14 @@ from afcore.loop._interrupt import (
 )
 from afcore.loop._interrupt import in_thread as run_in_thread
 from afcore.loop._sources import Sources, new_seed
-from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, provider_error
+from afcore.loop._state import (
+    AgentParts,
+    RunResult,
+    RunState,
+    RunStatus,
+    Served,
+    provider_error,
+)
 from afcore.loop._values import as_text
 from afcore.loop._window import visit
 from afcore.messages import (
@@ -111,7 +118,16 @@ from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
 from afcore.window._live import LiveWindowState
 
-__all__ = ["RunResult", "RunStatus", "drive", "iterate", "run_loop", "run_tools"]
+__all__ = [
+    "RunResult",
+    "RunStatus",
+    "drive",
+    "iterate",
+    "open_sources",
+    "read_sources",
+    "run_loop",
+    "run_tools",
+]
 
 
 YIELD_EVERY = 0.005
@@ -336,7 +352,7 @@ async def _start(run: RunState, message: str) -> None:
     governance = agent.governance
     if agent.replayer is not None:
         agent.replayer.start(rec.path if rec.enabled else None)
-    run.sources = _sources(run)
+    run.sources = open_sources(run)
     if rec.enabled:
         redactor = rec.redactor
         # Before anything is written: a secret the inputs name (a state's `password`, a
@@ -420,22 +436,29 @@ async def _start(run: RunState, message: str) -> None:
         state=run.state,
         identity=run.identity,
     )
-    sources = run.sources
-    # The rules and facts of an iteration read as one reader, named after it.
-    turn.clock = lambda: sources.now(f"iteration:{turn.iteration}")
-    turn.random = lambda: sources.random(f"iteration:{turn.iteration}")
+    assert run.sources is not None
+    read_sources(run.sources, turn)
     if agent.engine.trivial:
         run.fixed = agent.engine.compose(run.turn, run.base)
     if conversation is not None:
         run.keep = conversation.keep
 
 
-def _sources(run: RunState) -> Sources:
+def read_sources(sources: Sources, turn: TurnState) -> None:
+    """The rules and facts of an iteration read the run's sources as one reader, named
+    after it."""
+    turn.clock = lambda: sources.now(f"iteration:{turn.iteration}")
+    turn.random = lambda: sources.random(f"iteration:{turn.iteration}")
+
+
+def open_sources(run: RunState, seed: int | None = None) -> Sources:
     """The run's clock and random source: the replayed run's seed and readings for a
-    replay; each reading written to the recording as it is read."""
+    replay, ``seed`` for a continued run (the one its header holds); each reading written
+    to the recording as it is read."""
     agent, rec = run.agent, run.rec
     config, replayer = agent.recording, agent.replayer
-    seed = replayer.seed if replayer is not None else None
+    if seed is None and replayer is not None:
+        seed = replayer.seed
     if seed is None:
         seed = config.seed if config is not None and config.seed is not None else new_seed()
     record = None
@@ -776,7 +799,11 @@ def _record_interrupted(
 async def _run_tool(
     run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, *, validated: bool
 ) -> _Outcome:
-    result, status, ms = await _dispatch(run, call, k, rsid, concurrent, validated)
+    result, status, ms, served = await _dispatch(run, call, k, rsid, concurrent, validated)
+    if served is not None:
+        # A replay served the result as the result chain left it: the chain does not walk
+        # it again, and what it decided then is written again.
+        return result, status, ms, served.ruled
     if not run.agent.governance.on_result:
         return result, status, ms, None
     result, status, ruled = await govern_result(run, call, k, result, status)
@@ -785,7 +812,7 @@ async def _run_tool(
 
 async def _dispatch(
     run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, validated: bool
-) -> tuple[ToolResultMessage, ToolStatus, float]:
+) -> tuple[ToolResultMessage, ToolStatus, float, Served | None]:
     agent = run.agent
     rec = run.rec
     clock = agent.recording.clock if agent.recording else time.perf_counter
@@ -795,7 +822,7 @@ async def _dispatch(
     if tool is None:
         known = ", ".join(visible) or "none"
         text = f"There is no tool named {call.name!r}. The tools you can call: {known}."
-        return _result(call, text, error=True), "unknown_tool", (clock() - t0) * 1000
+        return _result(call, text, error=True), "unknown_tool", (clock() - t0) * 1000, None
     mode = agent.tool_arg_validation
     if mode != "off" and not validated:
         problems = validate_args(tool, call.args)
@@ -815,11 +842,12 @@ async def _dispatch(
                     _result(call, correction(tool, problems), error=True),
                     "rejected",
                     (clock() - t0) * 1000,
+                    None,
                 )
     if agent.replayer is not None:
         served = agent.replayer.tool(call, k)
         if served is not None:  # the recorded result: the tool does not run
-            return served[0], served[1], (clock() - t0) * 1000
+            return served.result, served.status, (clock() - t0) * 1000, served
     sources, by = run.sources, f"tool:{call.name}#{k}"
     assert sources is not None
     ctx = ToolContext(
@@ -838,11 +866,11 @@ async def _dispatch(
         raise
     except RefusedError as e:
         # A declaration the tool could not honour: the model reads the refusal itself.
-        return _result(call, str(e), error=True), "error", (clock() - t0) * 1000
+        return _result(call, str(e), error=True), "error", (clock() - t0) * 1000, None
     except Exception as e:
         text = f"The tool {call.name} failed: {type(e).__name__}: {e}"
-        return _result(call, text, error=True), "error", (clock() - t0) * 1000
-    return _result(call, as_text(value)), "ok", (clock() - t0) * 1000
+        return _result(call, text, error=True), "error", (clock() - t0) * 1000, None
+    return _result(call, as_text(value)), "ok", (clock() - t0) * 1000, None
 
 
 async def _execute(tool: Tool, args: dict[str, Any], ctx: ToolContext, *, in_thread: bool) -> Any:

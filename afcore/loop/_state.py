@@ -27,7 +27,13 @@ from afcore.messages import (
 )
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
-from afcore.recording._models import AttemptInfo, Line, ReplayLink, ToolStatus
+from afcore.recording._models import (
+    AttemptInfo,
+    Line,
+    MiddlewareDecision,
+    ReplayLink,
+    ToolStatus,
+)
 from afcore.recording._writer import Recorder, Watchers
 from afcore.reliability._policy import Reliability
 from afcore.tools._tool import Tool, ToolValidation
@@ -39,6 +45,7 @@ __all__ = [
     "AgentParts",
     "Output",
     "Replayer",
+    "Served",
     "RunResult",
     "RunState",
     "RunStatus",
@@ -47,6 +54,17 @@ __all__ = [
 ]
 
 RunStatus = Literal["answer", "error", "max_iterations", "interrupted", "paused"]
+
+
+@dataclass(frozen=True)
+class Served:
+    """A tool call's recorded outcome, served by a replay in place of running the tool."""
+
+    result: ToolResultMessage
+    """The result as the model read it (after the result chain, for an agent with one)."""
+    status: ToolStatus
+    ruled: MiddlewareDecision | None = None
+    """What the result chain decided then (it does not walk a served result again)."""
 
 
 class Replayer(Protocol):
@@ -73,7 +91,7 @@ class Replayer(Protocol):
         """The provider that answers call ``call``, just recorded with ``hash``, which the
         loop meant to send to ``provider``."""
 
-    def tool(self, call: ToolCall, k: int) -> tuple[ToolResultMessage, ToolStatus] | None:
+    def tool(self, call: ToolCall, k: int) -> Served | None:
         """The recorded outcome of the k-th call of ``call.name``, to serve instead of
         running it (None: run it)."""
 
@@ -225,6 +243,7 @@ class RunState:
         if self.keep is not None and keep:
             self.keep(message)
         return write
+
     sources: Sources | None = None
     """The run's recorded clock and random source."""
 

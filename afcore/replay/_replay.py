@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from afcore.errors import AfError, RecordingError, ReplayDivergedError, ReplayEndedError, UsageError
 from afcore.loop import Conversation
-from afcore.recording import Recording, RecordingConfig
+from afcore.recording import Recording, RecordingConfig, Resume
 from afcore.replay._replayer import Replayer, ToolsMode
 from afcore.replay._report import ReplayReport
 from afcore.replay._tape import Tape
@@ -140,6 +140,34 @@ async def areplay(
             return ReplayReport(
                 "failed", 0, 0, where, error=str(failure) if failure else "the run did not start"
             )
+        answered: list[Resume] = []
+        while result.status == "paused" and result.paused is not None and failure is None:
+            # Paused where the recorded run paused, with the same question: answered as the
+            # person answered it then, and the run goes on in the replay's own file.
+            try:
+                answer = replayer.paused(result.paused)
+            except (ReplayDivergedError, ReplayEndedError):
+                break
+            if answer is None:
+                break
+            answered.append(answer)
+            try:
+                await replayed.aresume_result(
+                    result.paused,
+                    approve=answer.verb == "approve",
+                    why=answer.why,
+                    by=answer.by,
+                    state=state,
+                    identity=identity,
+                    stream=stream,
+                    observe=observe,
+                )
+            except (ReplayDivergedError, ReplayEndedError):
+                pass
+            except Exception as e:
+                failure = e
+            result = replayed.last_result
+            assert result is not None
         try:
             replayer.ended(result.status)
         except ReplayDivergedError:
@@ -156,6 +184,8 @@ async def areplay(
             ended_at=replayer.ended_at,
             error=None if failure is None else f"{type(failure).__name__}: {failure}",
             answer=result.answer or None,
+            resumed=[f"{a.verb}d by {a.by}" + (f": {a.why}" if a.why else "") for a in answered],
+            paused=result.paused.question if result.status == "paused" and result.paused else None,
         )
         if report.status == "identical" and report.ended_at is None:
             report.identical_calls = result.calls

@@ -19,12 +19,20 @@ from typing import Any, Literal
 import orjson
 
 from afcore.errors import RecordingError, ReplayDivergedError, ReplayEndedError
-from afcore.loop._state import RunStatus
+from afcore.governance import Paused
+from afcore.loop._state import RunStatus, Served
 from afcore.messages import ToolCall, ToolResultMessage
 from afcore.providers._base import Provider
 from afcore.providers._replay import ReplayProvider
 from afcore.readmodel import Change, diff_call, first_difference
-from afcore.recording import AttemptInfo, ReplayLink, ToolStatus, open_recording
+from afcore.recording import (
+    AttemptInfo,
+    ReplayLink,
+    Resume,
+    RunEnd,
+    ToolStatus,
+    open_recording,
+)
 from afcore.replay._report import Divergence
 from afcore.replay._tape import Tape
 from afcore.secrets import as_recorded
@@ -65,6 +73,8 @@ class Replayer:
         """calls made"""
         self.identical = 0
         """calls sent exactly as recorded before any difference"""
+        self.segment = 0
+        """pauses answered so far: the run is in the recording's part after as many"""
 
     # -- model calls ---------------------------------------------------------------------
 
@@ -78,9 +88,12 @@ class Replayer:
             held, self.pending = self.pending, None
             self._diverge(held)
             return provider
+        end = self._segment_end()
+        if end is not None and end.status == "paused" and call > end.calls:
+            self._diverge(self._pause_missed(end))
+            return provider
         recorded = self.tape.calls.get(call)
         if recorded is None:
-            end = self.tape.end
             if end is None:
                 self._ends(call, f"the recording ends after call {call - 1}")
             self._diverge(
@@ -139,18 +152,44 @@ class Replayer:
 
     # -- tools ---------------------------------------------------------------------------
 
-    def tool(self, call: ToolCall, k: int) -> tuple[ToolResultMessage, ToolStatus] | None:
+    def tool(self, call: ToolCall, k: int) -> Served | None:
         if self.live or self.tools_mode != "recorded":
             return None
-        found = self.tape.tool_result(f"{call.name}#{k}")
+        key = f"{call.name}#{k}"
+        found = self.tape.tool_result(key)
         if found is None:
             return None  # past what the recording holds: tool_done says so
         status, message = found
-        if status in ("rejected", "unknown_tool"):
+        ran_with = self.tape.tool_args(key)
+        if ran_with is not None and not _same_args(ran_with[0], call.args):
+            # Not the call the result answered: no result to serve.
+            self._hold(self._args_divergence(call, k, ran_with[0], ran_with[1]))
+            if self.live:
+                return None
+        if status in ("rejected", "unknown_tool", "denied"):
             # It did not run in the recorded run, and is not to run now: nothing to serve.
             text = f"not run: the recording holds no result for {call.name} (it was {status})"
-            return ToolResultMessage(call.id, call.name, text, is_error=True), "error"
-        return _result(call, message), status
+            return Served(ToolResultMessage(call.id, call.name, text, is_error=True), "error")
+        return Served(_result(call, message), status, self.tape.result_decision(key))
+
+    def _args_divergence(
+        self, call: ToolCall, k: int, recorded: dict[str, Any], why_key: str
+    ) -> Divergence:
+        key = f"{call.name}#{k}"
+        path, a, b = f"tool:{key}: args", recorded, dict(call.args)
+        inside = first_difference(recorded, dict(call.args))
+        if inside is not None and inside[0]:
+            path, a, b = f"{path}.{inside[0]}", inside[1], inside[2]
+        return Divergence(
+            call=self.calls,
+            slot="tool_args",
+            path=path,
+            kind="changed",
+            recorded=a,
+            replayed=b,
+            why_key=why_key,
+            where={"tool": call.name, "k": k, "field": "args"},
+        )
 
     def tool_done(
         self, call: ToolCall, k: int, result: ToolResultMessage, status: ToolStatus
@@ -161,7 +200,7 @@ class Replayer:
         found = self.tape.tool_result(key)
         at = self.calls
         if found is None:
-            if self.tape.end is None and at >= self.tape.call_count:
+            if self._segment_end() is None and at >= self.tape.call_count:
                 self._ends(at, f"the recording ends at call {at}, before the result of {key}")
             self._hold(
                 Divergence(
@@ -237,6 +276,10 @@ class Replayer:
             held, self.pending = self.pending, None
             self._diverge(held)
             return
+        end = self._segment_end()
+        if end is not None and end.status == "paused":
+            self._diverge(self._pause_missed(end))
+            return
         count = self.tape.call_count
         if self.calls < count:
             self._diverge(
@@ -252,13 +295,13 @@ class Replayer:
                 )
             )
             return
-        end = self.tape.end
+        end = self._segment_end()
         if end is not None and end.status != status:
             self.ended(status)
 
     def ended(self, status: str) -> None:
         """The run ended as ``status``: a difference when the recorded run ended otherwise."""
-        end = self.tape.end
+        end = self._segment_end()
         if self.live or self.divergence is not None or self.ended_at is not None or end is None:
             return
         if end.status != status:
@@ -273,6 +316,96 @@ class Replayer:
                     why_key="answer" if end.status == "answer" else f"call:{self.calls}",
                 )
             )
+
+    # -- a pause for a person ------------------------------------------------------------
+
+    def paused(self, asked: Paused) -> Resume | None:
+        """The run paused with ``asked``: a difference unless the recorded run paused here
+        with the same question. Returns the answer the recorded run was given, for the
+        replay to resume with (None: the recording ends paused here)."""
+        if self.live or self.divergence is not None or self.ended_at is not None:
+            return None
+        end = self._segment_end()
+        pause = self.tape.pauses[self.segment] if self.segment < len(self.tape.pauses) else None
+        key = f"govern:{asked.tool}#{asked.k}"
+        if end is None and pause is None:  # every part of a run ends: this one was cut
+            self._ends(self.calls, f"the recording ends at call {self.calls}, before this pause")
+        if pause is None or (end is not None and end.status != "paused"):
+            self._diverge(
+                Divergence(
+                    call=self.calls,
+                    slot="run",
+                    path=f"pause: {asked.link} asks",
+                    kind="added",
+                    recorded=None,
+                    replayed=asked.question,
+                    why_key=key,
+                    where={"tool": asked.tool, "k": asked.k, "link": asked.link},
+                )
+            )
+            return None
+        cp = pause.checkpoint
+        recorded = next((c for c in cp.calls if c.state == "asked"), None)
+        mine = (asked.link, asked.tool, asked.k, asked.question)
+        theirs = (cp.link, recorded.name if recorded else "", recorded.k if recorded else 0)
+        at = cp.model_calls
+        if mine[:3] != theirs or asked.question != cp.question or at != self.calls:
+            field, a, b = next(
+                (f, x, y)
+                for f, x, y in (
+                    ("call", at, self.calls),
+                    ("link", cp.link, asked.link),
+                    ("tool", f"{theirs[1]}#{theirs[2]}", f"{asked.tool}#{asked.k}"),
+                    ("question", cp.question, asked.question),
+                )
+                if x != y
+            )
+            self._diverge(
+                Divergence(
+                    call=self.calls,
+                    slot="run",
+                    path=f"pause: {field}",
+                    kind="changed",
+                    recorded=a,
+                    replayed=b,
+                    why_key=f"govern:{theirs[1]}#{theirs[2]}" if recorded else key,
+                    where={"tool": asked.tool, "k": asked.k, "link": asked.link},
+                )
+            )
+            if self.live:
+                return None
+        self.identical = self.calls
+        answer = self.tape.resumes[self.segment] if self.segment < len(self.tape.resumes) else None
+        if answer is not None:
+            self.segment += 1
+        return answer
+
+    def _pause_missed(self, end: RunEnd) -> Divergence:
+        """The recorded run paused here for a person; the replay went on without asking."""
+        pause = self.tape.pauses[self.segment] if self.segment < len(self.tape.pauses) else None
+        question, key, where = "a question", None, {}
+        if pause is not None:
+            cp = pause.checkpoint
+            question = cp.question
+            asked = next((c for c in cp.calls if c.state == "asked"), None)
+            if asked is not None:
+                key = f"govern:{asked.name}#{asked.k}"
+                where = {"tool": asked.name, "k": asked.k, "link": cp.link}
+        return Divergence(
+            call=end.calls,
+            slot="run",
+            path="pause" if pause is None else f"pause: {pause.checkpoint.link} asks",
+            kind="removed",
+            recorded=question,
+            replayed=None,
+            why_key=key,
+            where=where,
+        )
+
+    def _segment_end(self) -> RunEnd | None:
+        """How the recorded run ended the part the replay is in (None: it did not end)."""
+        ends = self.tape.ends
+        return ends[self.segment] if self.segment < len(ends) else None
 
     # -- stopping ------------------------------------------------------------------------
 
@@ -313,6 +446,13 @@ def _result(call: ToolCall, message: dict[str, Any]) -> ToolResultMessage:
         content=str(message.get("content", "")),
         is_error=bool(message.get("is_error", False)),
     )
+
+
+def _same_args(recorded: dict[str, Any], args: Any) -> bool:
+    """The arguments a tool is called with now, and the recorded ones: the same once
+    redacted as the recording is."""
+    now = dict(args)
+    return recorded == now or recorded == as_recorded(now)
 
 
 def _attempt_json(attempt: AttemptInfo | None) -> Any:

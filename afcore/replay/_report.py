@@ -106,6 +106,12 @@ class ReplayReport:
     """Why the replay failed, or the error its run ended on."""
     answer: str | None = None
     """The replay's answer (the recorded one, for an identical replay)."""
+    resumed: list[str] = field(default_factory=list)
+    """Each pause for a person the replay met where the recorded run did, answered as the
+    person answered it then (``approved by jo: known customer``)."""
+    paused: str | None = None
+    """The question the replay ends paused on, as the recorded run did (nobody answered it
+    in the recording)."""
 
     @property
     def ok(self) -> bool:
@@ -117,6 +123,11 @@ class ReplayReport:
             text = f"{self.calls} call{'s' if self.calls != 1 else ''}, identical"
             if self.ended_at is not None:
                 text += f" (the recording ends at call {self.ended_at}, before its answer)"
+            notes = [f"paused and {how}" for how in self.resumed]
+            if self.paused is not None:
+                notes.append(f"paused, as recorded: {self.paused}")
+            if notes:
+                text += "; " + "; ".join(notes)
             return text
         if self.status == "diverged" and self.divergence is not None:
             return f"diverged at {self.divergence.describe()}"
@@ -133,4 +144,6 @@ class ReplayReport:
             "live_from": self.live_from,
             "ended_at": self.ended_at,
             "error": self.error,
+            "resumed": self.resumed,
+            "paused": self.paused,
         }

@@ -18,8 +18,11 @@ from afcore.recording import (
     ClockRead,
     Commit,
     ErrorEvent,
+    MiddlewareDecision,
+    Pause,
     Recording,
     Reply,
+    Resume,
     RunEnd,
     ToolStatus,
     open_recording,
@@ -51,12 +54,25 @@ class Tape:
     calls: dict[int, RecordedCall] = field(default_factory=dict)
     tools: dict[str, tuple[ToolStatus, str]] = field(default_factory=dict)
     """`name#k` -> (its status, the hash of its result message)."""
+    asked: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """`name#k` -> the call whose reply asked for it, and the tool call's id."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """`name#k` -> the write of the arguments a tool middleware link changed them to."""
+    ruled: dict[str, Any] = field(default_factory=dict)
+    """`name#k` -> the write of what the result chain decided (agents with result links)."""
     clock: dict[str, list[str]] = field(default_factory=dict)
     """Clock readings by reader, in the order they were read."""
     user_message: str | None = None
     history: list[tuple[Message, Source]] = field(default_factory=list)
     """The conversation the run continued, with where each message came from."""
     end: RunEnd | None = None
+    """How the run ended last (after its last resume)."""
+    ends: list[RunEnd] = field(default_factory=list)
+    """Each ending, in order: a paused run that was resumed ends once per pause, then once."""
+    pauses: list[Pause] = field(default_factory=list)
+    """Each pause for a person, in order."""
+    resumes: list[Resume] = field(default_factory=list)
+    """Each person's answer to a pause, in order."""
 
     @classmethod
     def read(cls, path: str | Path | Recording) -> Tape:
@@ -83,8 +99,20 @@ class Tape:
                     found.reply = record
             elif isinstance(record, Commit):
                 if record.tool is not None:
+                    key = f"{record.tool.name}#{record.tool.k}"
                     ref = next((w.ref for w in record.writes if w.key.startswith("message:")), "")
-                    tools[f"{record.tool.name}#{record.tool.k}"] = (record.tool.status, ref or "")
+                    tools[key] = (record.tool.status, ref or "")
+                    ruled = f"govern:{key}.result"
+                    for w in record.writes:
+                        if w.key == ruled:
+                            self.ruled[key] = w
+                    reply = next((r for r, _ in record.reads if r.startswith("reply:")), None)
+                    if reply is not None and reply[6:].isdigit():
+                        self.asked[key] = (int(reply[6:]), record.tool.call_id)
+                elif record.stage.startswith("govern:"):
+                    for w in record.writes:
+                        if w.key.startswith("tool:") and w.key.endswith(".args"):
+                            self.args[w.key[5:-5]] = w
                 elif record.stage == "seed":
                     for w in record.writes:
                         if w.key == "user_message":
@@ -106,6 +134,11 @@ class Tape:
                 clock.setdefault(record.by, []).append(record.value)
             elif isinstance(record, RunEnd):
                 self.end = record
+                self.ends.append(record)
+            elif isinstance(record, Pause):
+                self.pauses.append(record)
+            elif isinstance(record, Resume):
+                self.resumes.append(record)
         if self.user_message is None:
             raise RecordingFormatError(
                 f"{self.rec.path.name} holds no user message (no seed stage): there is no "
@@ -144,6 +177,30 @@ class Tape:
             return None
         value = self.rec.blob(found[1])
         return found[0], value if isinstance(value, dict) else {}
+
+    def tool_args(self, key: str) -> tuple[dict[str, Any], str] | None:
+        """The arguments the k-th call of a tool (``name#k``) ran with, and the key that
+        says why (the reply that asked, or a link's change); None when not recorded."""
+        changed = self.args.get(key)
+        if changed is not None:
+            value = self.rec.value(changed)
+            return (value if isinstance(value, dict) else {}), f"tool:{key}.args"
+        found = self.asked.get(key)
+        reply = self.rec.reply(found[0]) if found is not None else None
+        if found is None or reply is None or not reply.writes:
+            return None
+        message = message_from_json(self.rec.value(reply.writes[0]))
+        for call in getattr(message, "tool_calls", ()):
+            if call.id == found[1]:
+                return dict(call.args), f"reply:{found[0]}"
+        return None
+
+    def result_decision(self, key: str) -> MiddlewareDecision | None:
+        """What the result chain decided about the k-th call of a tool (``name#k``)."""
+        found = self.ruled.get(key)
+        if found is None:
+            return None
+        return MiddlewareDecision.model_validate(self.rec.value(found))
 
     @property
     def seed(self) -> int | None:
