@@ -93,6 +93,7 @@ def replay(
     try:
         spec = agent or tape.rec.header.agent.source or ""
         loaded = _load(spec, agent is None, run)
+        made_by = tape.rec.header.agent.name
     finally:
         tape.close()
     if out is not None and out.exists() and not out.is_dir():
@@ -102,10 +103,21 @@ def replay(
 
         from afcore.readmodel import safe
 
-        err_console().print(
+        err = err_console()
+        err.print(
             Text.assemble(("replaying ", "dim"), safe(path.name), (" with ", "dim"), safe(spec)),
             soft_wrap=True,
         )
+        if loaded.name != made_by:
+            # Not an error (a renamed agent replays), but the likely cause of what follows.
+            err.print(
+                Text.assemble(
+                    ("note: ", "yellow"),
+                    f"the recording was made by agent {safe(made_by)!r}; this one is "
+                    f"{safe(loaded.name)!r}",
+                ),
+                soft_wrap=True,
+            )
     report = run_replay(path, loaded, tools=mode, then_live=then_live, out=out)
     if json_output:
         print_json(report.to_json())

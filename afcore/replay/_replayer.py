@@ -114,10 +114,10 @@ class Replayer:
         if recorded.hash != hash or not self._same_attempt(call, attempt):
             self._diverge(self._request_divergence(call, recorded.hash, hash))
             return provider
+        self.identical = call  # sent as recorded, whether or not an answer was recorded
         outcome = self.tape.outcome(call)
         if outcome is None:
             self._ends(call, f"the recording ends at call {call}, before its answer")
-        self.identical = call
         assert outcome is not None
         return ReplayProvider([outcome], name=provider.name, describe=provider.describe())
 

@@ -139,3 +139,79 @@ def test_diff_of_two_runs_lists_what_differs(invoke: Invoke) -> None:
 def test_diff_says_when_a_file_is_not_there(invoke: Invoke, tmp_path: Path) -> None:
     ran = invoke("diff", TRIP, tmp_path / "missing.jsonl")
     assert ran.code == 2
+
+
+# -- hostile inputs -------------------------------------------------------------------------------
+
+
+def test_a_recording_torn_mid_line_replays_up_to_the_tear(invoke: Invoke, tmp_path: Path) -> None:
+    data = TRIP.read_bytes()
+    lines = data.splitlines(keepends=True)
+    # Cut inside the reply to call 3: the complete lines before it are the recording.
+    at = next(i for i, x in enumerate(lines) if b'"t":"reply"' in x and b'"call":3' in x)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"".join(lines[:at]) + lines[at][: len(lines[at]) // 2])
+    ran = invoke("replay", torn, "--json", "--out", tmp_path / "r")
+    assert ran.code == 0, ran.err
+    data_ = ran.json()
+    assert (data_["status"], data_["ended_at"], data_["identical_calls"]) == ("identical", 3, 3)
+    ran = invoke("replay", torn, "--out", tmp_path / "r")
+    assert ran.out.strip() == "3 calls, identical (the recording ends at call 3, before its answer)"
+
+
+def test_records_of_a_kind_this_af_does_not_know_are_passed_over(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    out = []
+    for raw in TRIP.read_text().splitlines():
+        out.append(raw)
+        out.append('{"t":"hologram","from":"a later af","payload":[1,{"x":"\\u001b[2J"}]}')
+    odd = tmp_path / "later.jsonl"
+    odd.write_text("\n".join(out) + "\n")
+    ran = invoke("replay", odd, "--out", tmp_path / "r")
+    assert ran.code == 0, ran.err
+    assert ran.out.strip() == "5 calls, identical"
+    ran = invoke("diff", odd, TRIP)
+    assert ran.code == 0 and "identical: 5 calls, the same ending" in ran.out
+
+
+def test_a_recording_of_another_agent_diverges_at_its_first_call(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    ran = invoke("replay", TRIP, "afcore.demos.compaction:build_agent", "--out", tmp_path)
+    assert ran.code == 1
+    assert (
+        "note: the recording was made by agent 'trip-demo'; this one is 'research-demo'" in ran.err
+    )
+    assert ran.out.startswith("diverged at call 1, model")
+    assert "'mock-trip'" in ran.out and "'mock-research'" in ran.out
+    assert "the first call differs" in ran.out
+
+
+def test_a_file_that_is_not_a_recording_fails_in_a_sentence(invoke: Invoke, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"\x00\x01binary\xff\n" + b'{"t":"header"}\n')
+    ran = invoke("replay", junk, "--out", tmp_path)
+    assert ran.code == 1 and "junk.jsonl is not an af recording" in ran.err
+    assert "Traceback" not in ran.err
+    ran = invoke("diff", junk, TRIP)
+    assert ran.code != 0 and "not an af recording" in ran.err
+
+
+def test_escape_sequences_and_markup_in_a_difference_are_shown_inert(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    bot = tmp_path / "hostile.py"
+    bot.write_text(
+        "import afcore.demos.trip as trip\n\n"
+        "def make():\n"
+        "    saved, trip.STEERING = trip.STEERING, '[bold red]boom[/] \\x1b[2J\\x1b]0;pwned\\x07'\n"
+        "    try:\n"
+        "        return trip.build_agent()\n"
+        "    finally:\n"
+        "        trip.STEERING = saved\n"
+    )
+    ran = invoke("replay", TRIP, f"{bot}:make", "--out", tmp_path / "r")
+    assert ran.code == 1
+    assert "\x1b" not in ran.out and "\x07" not in ran.out
+    assert "[bold red]boom[/]" in ran.out  # the text as it is, not as markup

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -472,17 +473,20 @@ class FailsOnUse:
 
 
 def country_agent(provider: Provider, record: RecordingConfig | Path) -> Agent:
-    tool = define_tool(
+    builder = Agent.create(provider=provider, model="claude-sonnet-4-0", record=record).tool(
+        country_tool()
+    )
+    if provider.name != "openai":  # its reasoning models take no budget
+        builder = builder.thinking(budget=3000)
+    return builder.build()
+
+
+def country_tool() -> Any:
+    return define_tool(
         name="get_user_country",
         description="The user's country.",
         input_schema={"type": "object", "properties": {}},
         execute=lambda args, ctx: "Mexico",
-    )
-    return (
-        Agent.create(provider=provider, model="claude-sonnet-4-0", record=record)
-        .tool(tool)
-        .thinking(budget=3000)
-        .build()
     )
 
 
@@ -516,6 +520,71 @@ def test_a_replay_sends_no_http_request_and_needs_no_key(
     with rec.open_recording(path) as theirs, rec.open_recording(report.recording) as mine:  # type: ignore[arg-type]
         assert mine.message(2) == theirs.message(2)  # the signature sent back as it came
         assert mine.reply(1).response_id == theirs.reply(1).response_id  # type: ignore[union-attr]
+
+
+class NoNetwork:
+    """Every way out of the process refused: sockets connecting, names resolved, and any
+    httpx2 client sending. Each attempt is kept, then fails."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.attempts: list[str] = []
+        for owner, name in (
+            (socket.socket, "connect"),
+            (socket.socket, "connect_ex"),
+            (socket, "create_connection"),
+            (socket, "getaddrinfo"),
+            (httpx2.AsyncClient, "send"),
+            (httpx2.Client, "send"),
+        ):
+            monkeypatch.setattr(
+                owner, name, self._refuse(f"{getattr(owner, '__name__', owner)}.{name}")
+            )
+
+    def _refuse(self, what: str) -> Callable[..., Any]:
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            self.attempts.append(what)
+            raise OSError(f"the network is off in this test ({what})")
+
+        return refuse
+
+
+@pytest.mark.parametrize("vendor", ["anthropic", "openai"])
+def test_a_replay_opens_no_socket_with_the_providers_own_clients(
+    vendor: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afcore import openai
+
+    # Recorded through a transport that answers with what the vendor sent once.
+    folder = "anthropic" if vendor == "anthropic" else "openai"
+    name = "tool_with_thinking" if vendor == "anthropic" else "openai_tool_output"
+    interactions = load(folder, name)
+    served = iter([recorded_response(i) for i in interactions])
+    wire = httpx2.AsyncClient(transport=httpx2.MockTransport(lambda request: next(served)))
+    make = anthropic if vendor == "anthropic" else openai
+    agent = country_agent(make(api_key="sk-test-key-000", http_client=wire), tmp_path / "run")
+    agent.max_iterations = 2  # OpenAI's second reply calls a tool of another program
+    agent.run("What is the largest city in the user country?")
+    path = agent.last_recording
+    assert path is not None
+
+    network = NoNetwork(monkeypatch)
+    # The guard holds: the provider as a live run makes it (its own client) reaches for the
+    # network, and is refused.
+    live = country_agent(make(api_key="sk-test-key-000"), tmp_path / "live")
+    with pytest.raises(Exception):  # noqa: B017 - whichever error the SDK wraps it in
+        live.run("What is the largest city in the user country?")
+    assert network.attempts
+    network.attempts.clear()
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with keys_when_called():
+        keyless = make()  # its own default HTTP client, and no key
+    again = country_agent(keyless, tmp_path / "x")
+    again.max_iterations = 2
+    report = replay(path, again, out=tmp_path / "r")
+    assert report.status == "identical", report.summary()
+    assert report.calls == 2 and network.attempts == []
 
 
 def test_a_keyless_provider_asks_for_its_key_only_when_called(
