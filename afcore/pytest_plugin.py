@@ -118,7 +118,9 @@ class Cassettes:
             lines.append(f"  recorded  {d.recorded!r}")
             lines.append(f"  replayed  {d.replayed!r}")
             if d.why_key:
-                lines.append(f"  why       af why {_shown(path)} {d.why_key}")
+                # A segment is asked about at the call (the other keys name their place).
+                at = f" --at call:{d.call}" if d.why_key.startswith("system:") else ""
+                lines.append(f"  why       af why {_shown(path)} {d.why_key}{at}")
             if mine is not None:
                 lines.append(f"  all of it af diff {_shown(path)} {mine}")
             lines.append("  if the change is meant: record it again with --af-record=all")

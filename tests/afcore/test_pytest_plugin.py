@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
+import afcore.replay  # noqa: F401
+from afcore import Agent, anthropic, define_tool, mock  # noqa: F401
 from afcore import recording as rec
+
+# Imported here, before any inner run: pytester's in-process runs forget the modules first
+# imported inside them, and a second run would import afcore's error classes anew, which the
+# loop imported in the first would not catch.
 
 pytest_plugins = ["pytester"]
 
