@@ -17,7 +17,7 @@ so a diff of two long runs says what each call changes, not the same thing a tho
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -278,6 +278,10 @@ class _Side:
         """line -> its writes by key"""
         self._lists: dict[str, list[Any]] = {}
         self._count = rec.message_count
+        self._refs: dict[int, str] = {}
+        self._all: list[str] | None = None
+        """message number -> its hash: a window is read as hashes at every call, and a
+        long run's windows hold most of its messages"""
 
     def call(self, n: int) -> Call:
         return self.rec.call(n)
@@ -295,7 +299,10 @@ class _Side:
         return as_dict(writes.get(f"message:{n}"))
 
     def message_ref(self, n: int) -> str:
-        return as_text(self._write(n).get("ref"))
+        found = self._refs.get(n)
+        if found is None:
+            found = self._refs[n] = as_text(self._write(n).get("ref"))
+        return found
 
     def message_source(self, n: int) -> dict[str, Any]:
         return as_dict(self._write(n).get("source"))
@@ -308,6 +315,19 @@ class _Side:
 
     def window(self, call: Call) -> list[int]:
         return list(window_numbers(call.window, self._count))
+
+    def window_refs(self, call: Call) -> list[str]:
+        """The hashes of a call's window, in order: slices of the run's list of message
+        hashes, one per range (a long run's windows are a range or two of thousands)."""
+        if self._all is None:
+            self._all = [self.message_ref(n) for n in range(1, self._count + 1)]
+        out: list[str] = []
+        for r in call.window if isinstance(call.window, list | tuple) else ():
+            if isinstance(r, list | tuple) and len(r) == 2:
+                a, b = r
+                if isinstance(a, int) and isinstance(b, int):
+                    out += self._all[max(a, 1) - 1 : min(b, self._count)]
+        return out
 
     def _listed(self, ref: str) -> list[Any]:
         found = self._lists.get(ref)
@@ -460,10 +480,10 @@ def _owner(seg: Segment) -> str | None:
 
 
 def _messages(a: _Side, b: _Side, ca: Call, cb: Call, n: int, out: list[Change]) -> None:
-    wa, wb = a.window(ca), b.window(cb)
-    ra, rb = [a.message_ref(x) for x in wa], [b.message_ref(x) for x in wb]
+    ra, rb = a.window_refs(ca), b.window_refs(cb)
     if ra == rb:
         return
+    wa, wb = a.window(ca), b.window(cb)
     for tag, i, j in _aligned(ra, rb):
         na = wa[i] if i is not None else None
         nb = wb[j] if j is not None else None
@@ -693,6 +713,18 @@ def _diff_end(a: _Side, b: _Side) -> list[Change]:
 # -- aligning two sequences ---------------------------------------------------------------
 
 
+def _longest(most: int, same: Callable[[int], bool]) -> int:
+    """The largest k <= most for which ``same(k)`` holds (it holds for every smaller k)."""
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if same(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _aligned(
     a: list[str],
     b: list[str],
@@ -703,12 +735,11 @@ def _aligned(
     head and tail are skipped at once, the middle aligned by difflib. Items replaced in
     place are paired (by owner first, when owners are given: a segment with the segment of
     the same injection), the rest are added or removed."""
-    head = 0
-    while head < len(a) and head < len(b) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    # Found by halving, each step one comparison of slices: a window of thousands of
+    # messages that differs near its end costs a few list comparisons, not a loop.
+    head = _longest(min(len(a), len(b)), lambda k: a[:k] == b[:k])
+    most = min(len(a), len(b)) - head
+    tail = _longest(most, lambda k: a[len(a) - k :] == b[len(b) - k :])
     mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
     matcher = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
