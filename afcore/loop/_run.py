@@ -209,6 +209,8 @@ async def drive(
     except PauseRun as pause:
         status = "paused"
         paused = pause_here(run, pause, run.ms_before + (clock() - started) * 1000)
+        if agent.replayer is not None and paused is not None:
+            agent.replayer.paused(paused)  # the same question as the recorded run's?
     except (asyncio.CancelledError, KeyboardInterrupt) as e:
         status, failure, raised = "interrupted", e, e
     except AfError as e:

@@ -104,6 +104,10 @@ class Replayer(Protocol):
     def finished(self, status: RunStatus) -> None:
         """The run ended as ``status``: what is still different is raised now."""
 
+    def paused(self, asked: Paused) -> None:
+        """The run paused for a person with ``asked``: compared with the recorded pause
+        (a difference is held until the run goes on)."""
+
 
 class AgentParts(Protocol):
     """What the loop reads of the agent it runs (an :class:`~afcore.Agent` has them all)."""

@@ -141,15 +141,10 @@ async def areplay(
                 "failed", 0, 0, where, error=str(failure) if failure else "the run did not start"
             )
         answered: list[Resume] = []
-        while result.status == "paused" and result.paused is not None and failure is None:
+        while result.paused is not None and replayer.answer is not None and failure is None:
             # Paused where the recorded run paused, with the same question: answered as the
             # person answered it then, and the run goes on in the replay's own file.
-            try:
-                answer = replayer.paused(result.paused)
-            except (ReplayDivergedError, ReplayEndedError):
-                break
-            if answer is None:
-                break
+            answer, replayer.answer = replayer.answer, None
             answered.append(answer)
             try:
                 await replayed.aresume_result(
@@ -168,6 +163,7 @@ async def areplay(
                 failure = e
             result = replayed.last_result
             assert result is not None
+        replayer.settle()
         try:
             replayer.ended(result.status)
         except ReplayDivergedError:

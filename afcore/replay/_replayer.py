@@ -75,6 +75,8 @@ class Replayer:
         """calls sent exactly as recorded before any difference"""
         self.segment = 0
         """pauses answered so far: the run is in the recording's part after as many"""
+        self.answer: Resume | None = None
+        """the answer to the pause the run just made, as the recorded run was given it"""
 
     # -- model calls ---------------------------------------------------------------------
 
@@ -319,19 +321,24 @@ class Replayer:
 
     # -- a pause for a person ------------------------------------------------------------
 
-    def paused(self, asked: Paused) -> Resume | None:
-        """The run paused with ``asked``: a difference unless the recorded run paused here
-        with the same question. Returns the answer the recorded run was given, for the
-        replay to resume with (None: the recording ends paused here)."""
-        if self.live or self.divergence is not None or self.ended_at is not None:
-            return None
+    def paused(self, asked: Paused) -> None:
+        """The run paused with ``asked`` (the loop says so as it records the pause): a
+        difference unless the recorded run paused here with the same question, held until
+        the run goes on or the replay ends. When it is the recorded pause, :attr:`answer`
+        is what the person answered then, for the replay to resume with (None: the
+        recording ends paused here)."""
+        self.answer = None
+        if self.live or self.divergence or self.pending or self.ended_at is not None:
+            return
         end = self._segment_end()
         pause = self.tape.pauses[self.segment] if self.segment < len(self.tape.pauses) else None
         key = f"govern:{asked.tool}#{asked.k}"
+        where = {"tool": asked.tool, "k": asked.k, "link": asked.link}
         if end is None and pause is None:  # every part of a run ends: this one was cut
-            self._ends(self.calls, f"the recording ends at call {self.calls}, before this pause")
+            self.ended_at = self.calls
+            return
         if pause is None or (end is not None and end.status != "paused"):
-            self._diverge(
+            self._hold(
                 Divergence(
                     call=self.calls,
                     slot="run",
@@ -340,45 +347,49 @@ class Replayer:
                     recorded=None,
                     replayed=asked.question,
                     why_key=key,
-                    where={"tool": asked.tool, "k": asked.k, "link": asked.link},
+                    where=where,
                 )
             )
-            return None
+            return
         cp = pause.checkpoint
         recorded = next((c for c in cp.calls if c.state == "asked"), None)
-        mine = (asked.link, asked.tool, asked.k, asked.question)
         theirs = (cp.link, recorded.name if recorded else "", recorded.k if recorded else 0)
-        at = cp.model_calls
-        if mine[:3] != theirs or asked.question != cp.question or at != self.calls:
-            field, a, b = next(
+        found = next(
+            (
                 (f, x, y)
                 for f, x, y in (
-                    ("call", at, self.calls),
+                    ("call", cp.model_calls, self.calls),
                     ("link", cp.link, asked.link),
                     ("tool", f"{theirs[1]}#{theirs[2]}", f"{asked.tool}#{asked.k}"),
                     ("question", cp.question, asked.question),
                 )
                 if x != y
-            )
-            self._diverge(
+            ),
+            None,
+        )
+        if found is not None:
+            self._hold(
                 Divergence(
                     call=self.calls,
                     slot="run",
-                    path=f"pause: {field}",
+                    path=f"pause: {found[0]}",
                     kind="changed",
-                    recorded=a,
-                    replayed=b,
+                    recorded=found[1],
+                    replayed=found[2],
                     why_key=f"govern:{theirs[1]}#{theirs[2]}" if recorded else key,
-                    where={"tool": asked.tool, "k": asked.k, "link": asked.link},
+                    where=where,
                 )
             )
-            if self.live:
-                return None
+            return
         self.identical = self.calls
-        answer = self.tape.resumes[self.segment] if self.segment < len(self.tape.resumes) else None
-        if answer is not None:
+        if self.segment < len(self.tape.resumes):
+            self.answer = self.tape.resumes[self.segment]
             self.segment += 1
-        return answer
+
+    def settle(self) -> None:
+        """The replay is over: a difference still held is the one it found."""
+        if self.pending is not None and self.divergence is None:
+            self.divergence, self.pending = self.pending, None
 
     def _pause_missed(self, end: RunEnd) -> Divergence:
         """The recorded run paused here for a person; the replay went on without asking."""

@@ -234,3 +234,31 @@ def test_a_changed_question_stops_the_replay_at_the_pause(approved: Path, tmp_pa
     d = replay(approved, agent).divergence
     assert d is not None and (d.call, d.slot, d.path) == (1, "run", "pause: question")
     assert (d.recorded, d.replayed) == ("Refund 250?", "Refund 250 EUR?")
+
+
+def test_code_that_resumes_a_replaying_agent_itself_replays_through_the_pause(
+    approved: Path, tmp_path: Path
+) -> None:
+    # As a test with af_cassette does: the code runs, gets the pause, and answers it.
+    from afcore.replay import replaying
+
+    agent = replaying(refunds(fresh(tmp_path, "x"), [], approval()), approved, tools="recorded")
+    paused = agent.run("refund")
+    assert isinstance(paused, Paused) and paused.question == "Refund 250?"
+    assert str(agent.resume(paused, approve=True, by="jo")).startswith("read: refunded 250")
+    assert agent.replayer is not None and agent.replayer.divergence is None  # type: ignore[attr-defined]
+
+
+def test_code_that_pauses_where_the_recording_did_not_fails_when_it_goes_on(
+    tmp_path: Path,
+) -> None:
+    from afcore import ReplayDivergedError
+    from afcore.replay import replaying
+
+    plain = refunds(fresh(tmp_path, "run"), [])
+    plain.run("refund")
+    agent = replaying(refunds(fresh(tmp_path, "x"), [], approval()), plain.last_recording)  # type: ignore[arg-type]
+    paused = agent.run("refund")
+    assert isinstance(paused, Paused)
+    with pytest.raises(ReplayDivergedError, match="pause: approval asks"):
+        agent.resume(paused, approve=True)
