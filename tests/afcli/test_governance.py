@@ -125,6 +125,20 @@ def test_a_paused_run_is_resumed_by_another_process(tmp_path: Path) -> None:
     assert root["stage"] == "govern:refund"
     assert "ceiling changed the arguments: capped at the ceiling of 100" in root["decisions"]
 
+    # Replayed in a third process: through the ceiling and the pause, answered as jo did.
+    replayed = af(
+        "replay", run_id, "--tools", "recorded", "--out", "replays", cwd=tmp_path, env=env
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.strip() == (
+        "2 calls, identical; paused and approved by jo: known customer"
+    )
+    assert (tmp_path / "paid.log").read_text() == "100\n"  # served: nothing paid again
+    replayed = af("replay", run_id, "--json", "--out", "replays", cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["resumed"] == ["approved by jo: known customer"]
+    assert (tmp_path / "paid.log").read_text() == "100\n100\n"  # the tool ran again
+
 
 def test_decline_through_the_command_and_show_json(tmp_path: Path, invoke: Invoke) -> None:
     (tmp_path / "bot.py").write_text(BOT)
