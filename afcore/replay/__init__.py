@@ -10,7 +10,10 @@ the recorded side (``af replay``).
 - what legitimately varies between runs is served back, not compared: the recorded clock
   and random source (``ctx.now()``, ``ctx.random``, ``s.now()``, ``s.random``), ids a
   provider made, the order of a tool result's keys. Values taken from anywhere else make
-  the replay differ where they are used.
+  the replay differ where they are used;
+- a governed run replays through its middleware (a served result keeps what the result
+  chain decided then), and through each pause for a person: the same question at the same
+  call, answered as the person answered it then.
 """
 
 from afcore.replay._replay import areplay, replay, replaying
