@@ -23,6 +23,7 @@ SLOT_NAMES = {
     "attempt": "attempt",
     "reply": "reply",
     "tool_result": "tool result",
+    "tool_args": "tool arguments",
     "run": "run",
     "request": "request",
 }

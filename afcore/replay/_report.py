@@ -22,7 +22,9 @@ class Divergence:
     whose result differs."""
     slot: str
     """``model``, ``system``, ``messages``, ``tools``, ``params``, ``cache``, ``attempt``,
-    ``tool_result``, or ``run`` (a call one side has and the other has not, the ending)."""
+    ``tool_result``, ``tool_args`` (with served tool results: the arguments a tool would
+    run with), or ``run`` (a call one side has and the other has not, the ending, a pause
+    for a person)."""
     path: str
     """Where in the slot: ``segment 3 (instruction currency)``, ``message 7: content``,
     ``tool weather: input_schema.properties.city.type``, ``params.temperature``,
@@ -61,6 +63,7 @@ class Divergence:
         )
         slot = {
             "tool_result": "tool result",
+            "tool_args": "tool arguments",
             "run": "run",
             "messages": "messages",
         }.get(self.slot, self.slot)

@@ -144,6 +144,9 @@ def test_a_changed_link_stops_a_replay_with_served_results_at_the_arguments(
     assert report.status == "diverged" and d is not None
     assert (d.call, d.slot, d.path) == (1, "tool_args", "tool:refund#1: args.amount")
     assert (d.recorded, d.replayed, d.why_key) == (100, 50, "tool:refund#1.args")
+    assert report.summary() == (
+        "diverged at call 1, tool arguments, tool:refund#1: args.amount: differs"
+    )
     assert paid == []
 
 
