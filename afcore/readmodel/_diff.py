@@ -301,7 +301,11 @@ class _Side:
     def message_ref(self, n: int) -> str:
         found = self._refs.get(n)
         if found is None:
-            found = self._refs[n] = as_text(self._write(n).get("ref"))
+            try:
+                found = self.rec.message_ref(n)
+            except (IndexError, KeyError):
+                found = ""
+            self._refs[n] = found
         return found
 
     def message_source(self, n: int) -> dict[str, Any]:
@@ -369,9 +373,25 @@ class _Side:
         if line is None:
             return None
         commit = self.rec.tool_commit(line)
-        ref = next((w.ref for w in commit.writes if w.key.startswith("message:")), None)
+        write = next((w for w in commit.writes if w.key.startswith("message:")), None)
         status = commit.tool.status if commit.tool is not None else "?"
-        return status, ref or "", self.blob(ref) if ref else None
+        if write is None:
+            return status, "", None
+        return status, _write_id(write, self.value(write)), self.value(write)
+
+    def value(self, write: Any) -> Any:
+        """A write's value, held inline (1.1) or in a blob."""
+        try:
+            return self.rec.value(write)
+        except (KeyError, ValueError):
+            return None
+
+
+def _write_id(write: Any, value: Any) -> str:
+    """What tells two writes' values apart: the blob's id, or an inline value's hash."""
+    from afcore.recording import content_hash
+
+    return str(write.ref) if write.ref is not None else content_hash(value)
 
 
 def _segment_hash(seg: Segment) -> str:
@@ -615,7 +635,7 @@ def _reply(a: _Side, b: _Side, n: int, m: int, out: list[Change]) -> None:
         shown = rb if ra is None else ra
         assert shown is not None
         side = b if ra is None else a
-        value = side.blob(shown.writes[0].ref or "") if shown.writes else None
+        value = side.value(shown.writes[0]) if shown.writes else None
         out.append(
             Change(
                 "reply",
@@ -628,10 +648,10 @@ def _reply(a: _Side, b: _Side, n: int, m: int, out: list[Change]) -> None:
             )
         )
         return
-    ref_a = ra.writes[0].ref if ra.writes else None
-    ref_b = rb.writes[0].ref if rb.writes else None
-    if ref_a != ref_b:
-        found = first_difference(a.blob(ref_a or ""), b.blob(ref_b or ""))
+    va = a.value(ra.writes[0]) if ra.writes else None
+    vb = b.value(rb.writes[0]) if rb.writes else None
+    if va != vb:
+        found = first_difference(va, vb)
         if found is not None:
             path = f"reply: {found[0]}" if found[0] else "reply"
             out.append(Change("reply", path, "changed", found[1], found[2], {}, f"call:{n}"))

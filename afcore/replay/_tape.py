@@ -52,8 +52,8 @@ class Tape:
 
     rec: Recording
     calls: dict[int, RecordedCall] = field(default_factory=dict)
-    tools: dict[str, tuple[ToolStatus, str]] = field(default_factory=dict)
-    """`name#k` -> (its status, the hash of its result message)."""
+    tools: dict[str, tuple[ToolStatus, Any]] = field(default_factory=dict)
+    """`name#k` -> (its status, the write of its result message)."""
     asked: dict[str, tuple[int, str]] = field(default_factory=dict)
     """`name#k` -> the call whose reply asked for it, and the tool call's id."""
     args: dict[str, Any] = field(default_factory=dict)
@@ -100,8 +100,8 @@ class Tape:
             elif isinstance(record, Commit):
                 if record.tool is not None:
                     key = f"{record.tool.name}#{record.tool.k}"
-                    ref = next((w.ref for w in record.writes if w.key.startswith("message:")), "")
-                    tools[key] = (record.tool.status, ref or "")
+                    write = next((w for w in record.writes if w.key.startswith("message:")), None)
+                    tools[key] = (record.tool.status, write)
                     ruled = f"govern:{key}.result"
                     for w in record.writes:
                         if w.key == ruled:
@@ -119,14 +119,14 @@ class Tape:
                             self.user_message = str(self.rec.value(w))
                 elif record.stage == "history":
                     for w in record.writes:
-                        if w.key.startswith("message:") and w.ref:
+                        if w.key.startswith("message:"):
                             src = w.source
                             source = (
                                 Source(kind=src.kind, id=src.id, reason=src.reason)
                                 if src is not None
                                 else Source(kind="history")
                             )
-                            self.history.append((message_from_json(self.rec.blob(w.ref)), source))
+                            self.history.append((message_from_json(self.rec.value(w)), source))
             elif isinstance(record, ErrorEvent):
                 if record.call is not None and record.call in calls:
                     calls[record.call].error = record.error.model_dump(exclude_none=True)
@@ -156,8 +156,7 @@ class Tape:
             return None
         reply = found.reply
         if reply is not None:
-            ref = reply.writes[0].ref if reply.writes else None
-            message = self.rec.blob(ref) if ref else {"content": []}
+            message = self.rec.value(reply.writes[0]) if reply.writes else {"content": []}
             return recorded_response(
                 message,
                 stop_reason=reply.stop_reason,
@@ -173,9 +172,9 @@ class Tape:
     def tool_result(self, key: str) -> tuple[ToolStatus, dict[str, Any]] | None:
         """The k-th call of a tool (``name#k``): its status and its result message."""
         found = self.tools.get(key)
-        if found is None or not found[1]:
+        if found is None or found[1] is None:
             return None
-        value = self.rec.blob(found[1])
+        value = self.rec.value(found[1])
         return found[0], value if isinstance(value, dict) else {}
 
     def tool_args(self, key: str) -> tuple[dict[str, Any], str] | None:

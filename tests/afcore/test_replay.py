@@ -698,7 +698,7 @@ def test_a_recording_cut_off_mid_run_replays_up_to_where_it_stops(
 
 
 def test_a_file_with_no_run_in_it_fails_the_replay(tmp_path: Path) -> None:
-    path = ROOT / "tests" / "fixtures" / "valid.jsonl"
+    path = ROOT / "tests" / "fixtures" / "v1.1" / "valid.jsonl"
     header_only = tmp_path / "header.jsonl"
     header_only.write_bytes(path.read_bytes().splitlines(keepends=True)[0])
     report = replay(header_only, trip.build_agent(), out=tmp_path)
