@@ -290,7 +290,8 @@ def test_compaction_is_summarize_oldest_to_the_byte(tmp_path: Path) -> None:
         a.run("research")
         paths.append(a.last_recording)
     assert folds(paths[0])
-    assert paths[0].read_bytes() == paths[1].read_bytes()
+    # The same records; where the writes (and so their seals) fall depends on timing.
+    assert unsealed(paths[0]) == unsealed(paths[1])
 
 
 def test_without_a_strategy_nothing_changes(tmp_path: Path) -> None:
@@ -430,3 +431,8 @@ def test_verify_finds_a_call_sent_a_window_the_folds_do_not_explain(tmp_path: Pa
     with rec.open_recording(cut) as r:
         problems = [p.message for p in rec.verify(r).problems]
     assert any("its window differs from what the folds before it leave" in p for p in problems)
+
+
+def unsealed(path: Path) -> list[bytes]:
+    """The file's lines as written, without the seals that close each write."""
+    return [line for line in path.read_bytes().splitlines() if not line.startswith(b'{"t":"seal"')]

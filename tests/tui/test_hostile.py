@@ -6,7 +6,6 @@ naming more messages than the file holds is refused, not expanded."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import orjson
@@ -80,11 +79,9 @@ async def test_a_1_mb_line_is_cut_and_opens_whole(hostile: Path) -> None:
         await pilot.pause()
         slots = main(app).query_one("#slots", ItemList)
         assert slots.go_to("msg:3")
-        started = time.perf_counter()
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, Viewer)
-        assert time.perf_counter() - started < 3
         await pilot.press("end")
         await pilot.pause()
         await pilot.press("escape")
@@ -133,14 +130,12 @@ async def test_a_window_naming_too_many_messages_is_refused(
     lines[at] = json.dumps(call, separators=(",", ":")).encode() + b"\n"  # orjson stops at 2**64
     path = tmp_path / "huge-window.jsonl"
     path.write_bytes(b"".join(lines))
-    started = time.perf_counter()
     async with lens(path) as (app, pilot):
         assert said in screen_text(app)
         assert "✗ cannot be read" in position(app)
         await pilot.press("right")
         await pilot.pause()
         assert position(app).startswith("call 2/5 · iteration 2 · turn 1 · ✓ verified")
-    assert time.perf_counter() - started < 5
 
 
 async def test_a_call_that_does_not_verify_is_marked(tmp_path: Path) -> None:
