@@ -14,9 +14,11 @@ from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
 from afcli.commands import (
     chat,
     diff,
+    export,
     lens,
     ls,
     replay,
+    report,
     resume,
     run,
     schema,
@@ -73,6 +75,8 @@ app.command("lens")(lens.lens)
 app.command("sessions")(sessions.sessions)
 app.command("replay")(replay.replay)
 app.command("diff")(diff.diff)
+app.command("export")(export.export)
+app.command("report")(report.report)
 
 
 def main() -> None:

@@ -116,7 +116,7 @@ def show(
             if json_output:
                 print_json(data.to_json())
             else:
-                _print_call(out_console(), data, rec.path.name)
+                _print_call(out_console(), data, rec.origin.name)
             return
         if json_output:
             _print_run_json(rec)

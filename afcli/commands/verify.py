@@ -46,11 +46,11 @@ def verify(
             report = check(rec)
         except ValidationError as e:
             # A record the checker reads directly (the run_end) breaks the format.
-            message = f"{rec.path} has a malformed record: {_first_error(e)}"
+            message = f"{rec.origin} has a malformed record: {_first_error(e)}"
             if json_output:
                 print_json(_unopenable(message, line=0))
             raise CliError(message, EXIT_FAILED) from None
-        data = {"path": str(rec.path), **report.to_json()}
+        data = {"path": str(rec.origin), **report.to_json()}
     if json_output:
         print_json(data)
     else:

@@ -158,7 +158,9 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     numbers = rec.call_numbers
     if n not in numbers:
         have = f"calls {numbers[0]} to {numbers[-1]}" if numbers else "it has no calls"
-        raise CallNotFoundError(f"call {n} is not in {Path(rec.path).name} ({have})", path=rec.path)
+        raise CallNotFoundError(
+            f"call {n} is not in {Path(rec.origin).name} ({have})", path=rec.path
+        )
     try:
         call = rec.call(n)
         check = rec.check_call(n)

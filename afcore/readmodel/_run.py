@@ -104,7 +104,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
         "header",
         RunHead(
             run_id=header.run_id,
-            path=str(rec.path),
+            path=str(rec.origin),
             started_at=header.started_at,
             agent=header.agent.model_dump(),
             model=header.model,

@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from afcore.recording._bundled import BUNDLE_RECORDING, is_bundle, recording_path
     from afcore.recording._config import RecordingConfig
     from afcore.recording._hashing import canonical, content_hash, seal, short_id, unseal
     from afcore.recording._models import (
@@ -84,11 +85,13 @@ if TYPE_CHECKING:
         open_recording,
     )
     from afcore.recording._redaction import Redaction
+    from afcore.recording._rewrite import Leaf, Rewritten, content_leaves, rewrite
     from afcore.recording._verify import VerifyReport, verify
     from afcore.recording._writer import Recorder, wait_for_syncs
 
 # Imported when first used: reading a recording loads neither the writer nor redaction.
 _WHERE: dict[str, tuple[str, ...]] = {
+    "afcore.recording._bundled": ("BUNDLE_RECORDING", "is_bundle", "recording_path"),
     "afcore.recording._config": ("RecordingConfig",),
     "afcore.recording._hashing": (
         "canonical",
@@ -173,6 +176,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "open_recording",
     ),
     "afcore.recording._redaction": ("Redaction",),
+    "afcore.recording._rewrite": ("Leaf", "Rewritten", "content_leaves", "rewrite"),
     "afcore.recording._verify": (
         "VerifyReport",
         "verify",
@@ -182,6 +186,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
+    "BUNDLE_RECORDING",
     "FORMAT",
     "FORMAT_VERSION",
     "MAX_LINE",
@@ -219,6 +224,7 @@ __all__ = [
     "InjectionDecision",
     "InjectionDecisions",
     "InjectionInfo",
+    "Leaf",
     "Problem",
     "Record",
     "Recorder",
@@ -231,6 +237,7 @@ __all__ = [
     "ReplayLink",
     "Reply",
     "ReplyToolCall",
+    "Rewritten",
     "RunConfig",
     "RunEnd",
     "Seal",
@@ -255,11 +262,15 @@ __all__ = [
     "Write",
     "canonical",
     "content_hash",
+    "content_leaves",
     "default_dir",
+    "is_bundle",
     "new_run_id",
     "open_recording",
     "record_schema",
+    "recording_path",
     "resolve_run",
+    "rewrite",
     "verify",
     "wait_for_syncs",
 ]

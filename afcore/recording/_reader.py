@@ -275,8 +275,13 @@ def open_recording(
     the first calls of a big file at once, then opens it whole: :meth:`Recording.reopen`).
     ``index=False``: read only the header now; the index grows as :meth:`Recording.records`
     walks the file, so that a reader going through it once (``af show``, ``af verify``) parses
-    each line once, for the index and for itself alike."""
-    return Recording(Path(path), max_line=max_line, upto=upto, index=index)
+    each line once, for the index and for itself alike.
+    A bundle (``af export``) opens as the recording it holds."""
+    from afcore.recording._bundled import recording_path
+
+    rec = Recording(recording_path(path), max_line=max_line, upto=upto, index=index)
+    rec.origin = Path(path)
+    return rec
 
 
 class Recording:
@@ -298,6 +303,8 @@ class Recording:
         index: bool = True,
     ) -> None:
         self.path = path
+        self.origin = path
+        """The path the reader was given: a bundle's, when ``path`` is the recording in it."""
         self.max_line = max_line
         self.upto = upto
         self.problems: list[Problem] = []
@@ -686,7 +693,9 @@ class Recording:
     def reopen(self) -> Recording:
         """The file as it is now, indexed whole: for a file that grew, or that was opened
         as a prefix. This Recording stays as it was (another thread may be reading it)."""
-        return Recording(self.path, max_line=self.max_line)
+        rec = Recording(self.path, max_line=self.max_line)
+        rec.origin = self.origin
+        return rec
 
     def _bytes(self, i: int) -> bytes:
         starts = self._index.starts

@@ -20,7 +20,7 @@ from afcore.secrets._redaction import (
     shorten,
     url_passwords,
 )
-from afcore.secrets._scanner import Hit, scan, scan_recording
+from afcore.secrets._scanner import Hit, place, scan, scan_recording
 
 __all__ = [
     "DEFAULT_FIELDS",
@@ -35,4 +35,5 @@ __all__ = [
     "screening",
     "shorten",
     "url_passwords",
+    "place",
 ]

@@ -31,7 +31,7 @@ from afcore.secrets._rules import (
     norm_key,
 )
 
-__all__ = ["Hit", "scan", "scan_recording"]
+__all__ = ["Hit", "place", "scan", "scan_recording"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,3 +271,24 @@ def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]
                 h = replace(h, message=place[0], call=place[1], slot=place[2])
         out.append(h)
     return out
+
+
+def place(path: str | os.PathLike[str], hits: list[Hit]) -> list[Hit]:
+    """``hits`` found in the recording at ``path`` by other means (each with its line and
+    record), with the message, call and slot they are in named as :func:`scan_recording`
+    names them."""
+    path = Path(path)
+    wanted = {h.line for h in hits if h.record == "blob" and h.line is not None}
+    if not wanted:
+        return hits
+    blob_lines: dict[str, int] = {}
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, start=1):
+            if n in wanted:
+                try:
+                    record = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("id"), str):
+                    blob_lines[record["id"]] = n
+    return _place(path, hits, blob_lines)

@@ -1,0 +1,207 @@
+"""``af export`` and ``af report``, and every reading command opening a bundle directly."""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from afcore import Agent, define_tool, mock
+from tests.afcli.conftest import Invoke
+from tests.afcore.secrets_corpus import KEY_SHAPES, rng
+from tests.conftest import fixed_recording
+
+SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
+EMAIL = "ada@example.com"
+
+
+@pytest.fixture(params=sorted(p.name for p in SAMPLES.glob("sample-*.jsonl")))
+def bundle(request: pytest.FixtureRequest, tmp_path: Path, invoke: Invoke) -> Path:
+    out = tmp_path / f"{Path(request.param).stem}.afz"
+    ran = invoke("export", SAMPLES / request.param, "-o", out)
+    assert ran.code == 0, ran.err
+    assert "calls verify" in ran.err and f"wrote {out}" in ran.err.replace("\n", "")
+    return out
+
+
+def test_every_command_opens_a_bundle_of_every_sample(bundle: Path, invoke: Invoke) -> None:
+    original = SAMPLES / f"{bundle.stem}.jsonl"
+
+    ran = invoke("verify", bundle, "--json")
+    assert ran.code == 0, ran.out
+    assert ran.json()["ok"] is True
+    assert ran.json()["path"] == str(bundle)
+
+    shown, before = invoke("show", bundle, "--json"), invoke("show", original, "--json")
+    assert shown.code == 0 and before.code == 0
+    a, b = shown.json(), before.json()
+    assert a.pop("path") == str(bundle) and b.pop("path") == str(original)
+    assert a == b
+
+    why = invoke("why", bundle, "answer", "--json")
+    assert why.code == 0, why.err
+    assert why.json() == invoke("why", original, "answer", "--json").json()
+
+    call = invoke("show", bundle, "--call", "1", "--json")
+    assert call.code == 0 and call.json()["verified"] is True
+
+
+def test_the_lens_opens_a_bundle(tmp_path: Path, invoke: Invoke) -> None:
+    import asyncio
+
+    from tui.app import make_lens_app
+
+    out = tmp_path / "trip.afz"
+    assert invoke("export", SAMPLES / "sample-trip.jsonl", "-o", out).code == 0
+
+    async def look() -> str:
+        app = make_lens_app(out)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("right")
+            await pilot.pause()
+            from tests.tui.conftest import position
+
+            return position(app)
+
+    assert asyncio.run(look()).startswith("call 2/5")
+
+
+def test_export_json_and_report_of_a_run_with_personal_data(tmp_path: Path, invoke: Invoke) -> None:
+    agent = (
+        Agent.create(
+            provider=mock(
+                replies=[
+                    {"tool_calls": [{"id": "c1", "name": "who", "args": {"email": EMAIL}}]},
+                    f"{EMAIL} is on the Pro plan.",
+                ]
+            ),
+            model="mock-a",
+            name="plans",
+            record=fixed_recording(tmp_path, "plans-run"),
+        )
+        .tool(define_tool("who", "Who.", {"type": "object"}, lambda a, c: f"{EMAIL}: Pro"))
+        .build()
+    )
+    agent.run(f"Which plan is {EMAIL} on?")
+    out = tmp_path / "plans.afz"
+    ran = invoke("export", agent.last_recording, "-o", out, "--json")
+    assert ran.code == 0, ran.err
+    data = ran.json()
+    assert data["ok"] and data["bundle"] == str(out)
+    assert data["manifest"]["redactions"] == data["report"]["rules"][0]["count"] >= 4
+    assert EMAIL.encode() not in zipfile.ZipFile(out).read("recording.jsonl")
+
+    report = invoke("report", out)
+    assert report.code == 0, report.err
+    md = report.out
+    assert "### af run plans-run: answered" in md
+    assert "| Verification | ✓ 2/2 calls rebuild to their hashes |" in md
+    assert "values redacted at export" in md
+    assert "[redacted:email:1] is on the Pro plan." in md
+    assert "af lens plans.afz" in md
+    assert EMAIL not in md
+
+    # Of a plain recording, the report says how to make the bundle.
+    plain = invoke("report", agent.last_recording)
+    assert plain.code == 0
+    assert "af export plans-run -o report.afz" in plain.out
+
+
+def test_export_options_name_and_field_and_policy(tmp_path: Path, invoke: Invoke) -> None:
+    policy = tmp_path / "p.json"
+    policy.write_text(json.dumps({"patterns": {"city": "Lisbon"}}))
+    out = tmp_path / "t.afz"
+    ran = invoke(
+        "export",
+        SAMPLES / "sample-trip.jsonl",
+        "-o",
+        out,
+        "--policy",
+        policy,
+        "--redact",
+        "museum=Gulbenkian",
+        "--redact-field",
+        "kind",
+        "--json",
+    )
+    assert ran.code == 0, ran.err
+    rules = {r["rule"]: r for r in ran.json()["report"]["rules"]}
+    assert set(rules) == {"city", "museum", "field:kind"}
+    text = zipfile.ZipFile(out).read("recording.jsonl").decode()
+    assert "Lisbon" not in text and "Gulbenkian" not in text
+    assert "[redacted:city:1]" in text
+    assert invoke("verify", out).code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ((), "say where to write"),
+        (("-o", "x.afz", "--calls", "1-2"), "--calls is for --html"),
+        (("--html", "x.html", "--calls", "3-1"), "A at most B"),
+        (("-o", "x.afz", "--redact", "bad=("), "not a regular expression"),
+        (("-o", "x.afz", "--keep", "phone"), "no built-in rule named 'phone'"),
+        (("-o", "x.afz", "--redact-field", "..."), "not a field path"),
+    ],
+)
+def test_export_usage_errors_are_one_sentence(
+    args: tuple[str, ...], words: str, invoke: Invoke, tmp_path: Path
+) -> None:
+    ran = invoke("export", SAMPLES / "sample-trip.jsonl", *args)
+    assert ran.code == 2
+    assert words in ran.err
+    assert "Traceback" not in ran.err
+
+
+def test_a_secret_refuses_the_export_and_force_overrides(tmp_path: Path, invoke: Invoke) -> None:
+    from afcore.recording import rewrite
+
+    key = KEY_SHAPES["openai_project"](rng(1))
+    planted = tmp_path / "planted.jsonl"
+    rewrite(
+        SAMPLES / "sample-trip.jsonl",
+        planted,
+        lambda v, leaf: v.replace("Lisbon", f"Lisbon {key}") if isinstance(v, str) else v,
+    )
+    out = tmp_path / "x.afz"
+    ran = invoke("export", planted, "-o", out, "--html", tmp_path / "x.html")
+    assert ran.code == 1
+    assert not out.exists() and not (tmp_path / "x.html").exists()
+    assert "refused" in ran.err and "openai_key" in ran.err
+    assert re.search(r"line \d+", ran.err) and "call 1" in ran.err
+    assert key[:10] not in ran.err + ran.out
+
+    forced = invoke("export", planted, "-o", out, "--force", "--json")
+    assert forced.code == 0
+    data = forced.json()
+    assert data["manifest"]["forced"] is True and data["report"]["secrets"]
+    assert key[:10] not in forced.out
+    report = invoke("report", out)
+    assert "exported with \\-\\-force" in report.out or "exported with --force" in report.out
+
+
+def test_report_cells_are_inert_markdown(tmp_path: Path, invoke: Invoke) -> None:
+    nasty = "| x | <img src=x onerror=alert(1)> [link](javascript:alert(2)) ``` `code` \x1b[31m"
+    agent = Agent.create(
+        provider=mock(replies=[nasty]),
+        model="m|<b>",
+        name="<script>alert(3)</script>",
+        record=fixed_recording(tmp_path, "nasty"),
+    ).build()
+    agent.run("hi")
+    ran = invoke("report", agent.last_recording)
+    assert ran.code == 0
+    md = ran.out
+    assert "\x1b" not in md
+    head, fenced, tail = md.partition("````text\n" + nasty.replace("\x1b", "\\x1b") + "\n````")
+    # The answer is whole, in a fence longer than any run of backticks in it.
+    assert fenced
+    for outside in (head, tail):
+        assert "<img" not in outside and "<script>" not in outside and "<b>" not in outside
+    # Every table row keeps its columns.
+    for row in [line for line in (head + tail).splitlines() if line.startswith("|")]:
+        assert len(re.findall(r"(?<!\\)\|", row)) in (3, 10), row
