@@ -129,13 +129,23 @@ def _load(browser: Any, url: str) -> None:
     )
 
 
+_BROWSERS_OWN = ("chrome://", "chrome-untrusted://", "devtools://", "chrome-extension://")
+"""Chromium's own pages (a new tab's resources), which are not the page's requests."""
+
+
 def _requested(browser: Any) -> list[str]:
     """Every URL the page asked for since it was loaded (from the DevTools log)."""
     urls = []
     for entry in browser.get_log("performance"):
         message = json.loads(entry["message"])["message"]
         if message["method"] == "Network.requestWillBeSent":
-            urls.append(message["params"]["request"]["url"])
+            params = message["params"]
+            url = str(params["request"]["url"])
+            if str(params.get("documentURL", "")).startswith(_BROWSERS_OWN) or url.startswith(
+                _BROWSERS_OWN
+            ):
+                continue  # a page cannot load these: they are the browser's own
+            urls.append(url)
     return urls
 
 
