@@ -153,10 +153,10 @@ def sizes(folder: Path, mbs: list[float], repeats: int, peer: Any) -> None:
         out = folder / f"big-{mb}.afz"
         t_export = t_scan_af = t_scan_peer = float("inf")
         for _ in range(repeats):  # interleaved: af's export, af's scan, the peer's scan
-            t_export = min(t_export, _best(lambda: export_bundle(rec, out), 1))
-            t_scan_af = min(t_scan_af, _best(lambda: scan_recording(rec), 1))
+            t_export = min(t_export, _best(lambda r=rec, o=out: export_bundle(r, o), 1))
+            t_scan_af = min(t_scan_af, _best(lambda r=rec: scan_recording(r), 1))
             if peer is not None:
-                t_scan_peer = min(t_scan_peer, _best(lambda: peer(rec), 1))
+                t_scan_peer = min(t_scan_peer, _best(lambda r=rec: peer(r), 1))
         start = time.perf_counter()
         page = render_page(page_data(rec))
         t_page = time.perf_counter() - start
