@@ -68,8 +68,11 @@ def page_data(
     manifest: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the page shows, as one JSON-ready dict."""
+    from pydantic import ValidationError
+
     from afcore import __version__
-    from afcore.readmodel import call_detail, overview, seam_text
+    from afcore.errors import AfError
+    from afcore.readmodel import Timeline, build, call_detail, overview, seam_text, walk_lines
     from afcore.recording import open_recording, verify
 
     with open_recording(recording, index=False) as rec:
@@ -90,8 +93,21 @@ def page_data(
         system_list: list[dict[str, Any]] = []
         tool_list: list[dict[str, Any]] = []
         out_calls: list[dict[str, Any]] = []
+        # As the Lens does: each call walks only the lines it depends on, not the file from
+        # the top, so the page costs the file once, not once per call.
+        timeline = Timeline()
+        for _ in build(rec, timeline):
+            pass
         for n in numbers:
-            detail = call_detail(rec, n)
+            mark = timeline.at(n)
+            lines = None
+            if mark is not None:
+                lines = walk_lines(rec, timeline, mark, timeline.previous_agent(mark))
+            try:
+                detail = call_detail(rec, n, lines=lines)
+            except (AfError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
+                out_calls.append(_unreadable(n, f"call {n} cannot be read: {e}"))
+                continue
             d = detail.to_json()
             entry: dict[str, Any] = {
                 "call": n,
@@ -135,6 +151,17 @@ def page_data(
             ]
             entry["invalid_args"] = summary.get("invalid_args", [])
             out_calls.append(entry)
+        # A tool result is the message the next call sends: named by its number, not
+        # stored twice.
+        by_call_id = {
+            m.get("tool_call_id"): n for n, m in messages.items() if m.get("tool_call_id")
+        }
+        for entry in out_calls:
+            for r in entry["results"]:
+                number = by_call_id.get(r.get("call_id"))
+                if number is not None:
+                    r["message"] = number
+                    r.pop("content", None)
         why_lines = _why(rec)
     head = {k: run.get(k) for k in ("run_id", "started_at", "agent", "model", "provider")}
     outcome = {k: run.get(k) for k in ("status", "iterations", "answer", "usage", "error")}
@@ -154,6 +181,26 @@ def page_data(
         "system": system_list,
         "tools": tool_list,
         "why": why_lines,
+    }
+
+
+def _unreadable(n: int, problem: str) -> dict[str, Any]:
+    return {
+        "call": n,
+        "iteration": None,
+        "kind": "agent",
+        "model": "",
+        "verified": False,
+        "problem": problem,
+        "response": None,
+        "errors": [],
+        "system": None,
+        "messages": None,
+        "tools": None,
+        "seams": [],
+        "results": [],
+        "governed": [],
+        "invalid_args": [],
     }
 
 

@@ -244,7 +244,9 @@
       for (const tr of c.results) {
         const box = el("div", "entry" + (tr.is_error ? " error" : ""));
         add(box, el("div", "prov", "← " + tr.name + " · " + tr.status + (tr.ms ? " · " + tr.ms + " ms" : "")));
-        add(box, textOrJson(String(tr.content)));
+        const sent = tr.message !== undefined ? data.messages[String(tr.message)] : null;
+        if (sent) add(box, el("div", "prov", "message #" + tr.message));
+        add(box, sent ? content(sent.content) : textOrJson(String(tr.content)));
         resp.appendChild(box);
       }
     }

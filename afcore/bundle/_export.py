@@ -276,7 +276,7 @@ def prepare_export(
         header = rec.header
 
     learner = _Learner(policy)
-    ids: set[str] = set()
+    ids: dict[str, str] = {}
     with open(src, "rb") as f:
         for n, raw in enumerate(f, start=1):
             try:
@@ -285,7 +285,7 @@ def prepare_export(
                 continue
             if isinstance(record, dict) and record.get("t") == "blob":
                 if isinstance(record.get("id"), str):
-                    ids.add(record["id"])
+                    ids[record["id"]] = record["id"]
             for value, leaf in content_leaves(record, n, ids):
                 learner.visit(value, leaf)
 

@@ -12,7 +12,7 @@ stage ids, state keys, sequence numbers) is never given to the function.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,11 +65,14 @@ class Rewritten:
     """Calls whose request could not be rebuilt after the rewrite (they keep their hash)."""
 
 
-def content_leaves(record: Any, line: int, ids: Iterable[str] = ()) -> list[tuple[Any, Leaf]]:
+def content_leaves(
+    record: Any, line: int, ids: Mapping[str, str] | None = None
+) -> list[tuple[Any, Leaf]]:
     """Every piece of content in a parsed record (a blob: its value), with where it is.
-    ``ids``: the blob ids met so far (a string that is one is a ref, not content)."""
+    ``ids``: the blob ids met so far, each mapped to itself (a string that is one is a ref,
+    not content); the caller keeps it as it reads, so each record costs its own size."""
     found: list[tuple[Any, Leaf]] = []
-    refs = {i: i for i in ids}
+    refs = ids if ids is not None else {}
 
     def note(value: Any, leaf: Leaf) -> Any:
         found.append((value, leaf))
@@ -95,7 +98,7 @@ def _bookkeeping(path: tuple[str | int, ...]) -> bool:
 
 
 def _apply(
-    record: Any, line: int, transform: Transform, refs: dict[str, str], kind: str | None = None
+    record: Any, line: int, transform: Transform, refs: Mapping[str, str], kind: str | None = None
 ) -> Any:
     if kind is None:
         t = record.get("t") if isinstance(record, dict) else None
@@ -133,7 +136,7 @@ def _apply(
     return visit(record, ())
 
 
-def _refs_only(value: Any, refs: dict[str, str]) -> Any:
+def _refs_only(value: Any, refs: Mapping[str, str]) -> Any:
     if isinstance(value, str):
         return refs.get(value, value)
     if isinstance(value, list):
