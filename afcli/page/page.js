@@ -6,10 +6,17 @@
   const app = document.getElementById("app");
   const calls = data.calls;
 
+  // Control characters (an escape sequence's ESC) spelled out, as the terminal views do.
+  const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+  function visible(text) {
+    return String(text).replace(CONTROL, function (c) {
+      return "\\x" + c.charCodeAt(0).toString(16).padStart(2, "0");
+    });
+  }
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (text !== undefined && text !== null) node.textContent = visible(text);
     return node;
   }
   function add(parent, ...children) {

@@ -264,6 +264,7 @@ def test_hostile_text_from_a_model_a_tool_and_a_user_stays_text(
         shown = browser.execute_script("return document.body.textContent")
         for sample in HOSTILE[:8]:
             assert sample in shown, sample
+        assert "\\x1b[31mred\\x1b[0m [bold red]markup[/]" in shown  # spelled out
     assert serve.requests == ["/page.html"]
     assert [u for u in _requested(browser) if not u.startswith(("http://127.0.0.1", "file:"))] == []
 
