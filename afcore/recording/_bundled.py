@@ -64,6 +64,13 @@ def _extract(bundle: Path, target: Path) -> None:
                 raise RecordingFormatError(
                     f"{bundle} is a zip without {BUNDLE_RECORDING}: not an af bundle", path=bundle
                 ) from None
+            free = shutil.disk_usage(target.parent).free
+            if info.file_size > free:
+                raise RecordingFormatError(
+                    f"{bundle}'s recording would take {info.file_size:,} bytes unpacked, more "
+                    f"than the {free:,} free in {target.parent}",
+                    path=bundle,
+                )
             with z.open(info) as src, open(target, "wb") as out:
                 shutil.copyfileobj(src, out, 1 << 20)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as e:

@@ -281,3 +281,17 @@ def test_a_zip_that_is_not_a_bundle_is_one_clear_error(tmp_path: Path) -> None:
     broken.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
     with pytest.raises(RecordingFormatError, match="not a readable bundle"):
         open_recording(broken)
+
+
+def test_a_bundle_too_big_to_unpack_here_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    from collections import namedtuple
+
+    out = tmp_path / "t.afz"
+    export_bundle(SAMPLES / "sample-trip.jsonl", out)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: usage(100, 90, 10))
+    with pytest.raises(RecordingFormatError, match="more than the 10 free"):
+        open_recording(out)
