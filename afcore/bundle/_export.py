@@ -176,9 +176,13 @@ class _Replacer:
             if exact is not None:
                 self._count(value, leaf, 1)
                 return exact
-            if self.rx is None:
-                return value
-            return self.rx.sub(lambda m: self._sub(m.group(0), leaf), value)
+            # Each value learned, wherever it stands (the longest first); then where a rule
+            # matches as the first pass found it (inside text a word boundary misreads).
+            if self.rx is not None:
+                value = self.rx.sub(lambda m: self._sub(m.group(0), leaf), value)
+            for _, rx in self.learner.rules:
+                value = rx.sub(lambda m: self._rule_sub(m.group(0), leaf), value)
+            return value
         if self.learner.fields and not leaf.is_key:
             text = str(value)
             if text in self.placeholder and self.learner.field_of(_keys(leaf.path)) is not None:
@@ -192,6 +196,11 @@ class _Replacer:
                 return self.placeholder[text]
         return value
 
+    def _rule_sub(self, found: str, leaf: Leaf) -> str:
+        if found not in self.placeholder:
+            return found  # turned down in the first pass (a card number failing Luhn)
+        return self._sub(found, leaf)
+
     def _sub(self, found: str, leaf: Leaf) -> str:
         self._count(found, leaf, 1)
         return self.placeholder[found]
@@ -202,10 +211,11 @@ class _Replacer:
 
 
 def _bounded(word: str) -> str:
-    """``word`` as an expression that does not match inside a longer word."""
+    """``word`` as an expression that does not match inside a longer word (text that holds
+    JSON counts ``\\n`` before a word as a break, not as a letter)."""
     rx = re.escape(word)
     if word[:1].isalnum() or word[:1] == "_":
-        rx = r"(?<!\w)" + rx
+        rx = r"(?:(?<!\w)|(?<=\\[nrt]))" + rx
     if word[-1:].isalnum() or word[-1:] == "_":
         rx += r"(?!\w)"
     return rx

@@ -98,10 +98,11 @@ class ExportPolicy:
         return [(n, re.compile(rx)) for n, rx in (*builtin, *self.patterns)]
 
     def describe(self) -> dict[str, Any]:
-        """The policy as the report states it (names and paths; patterns are the user's)."""
+        """The policy as the report states it: field paths, and patterns by name only (an
+        expression may spell the very value it hides: ``--redact hunter2``)."""
         return {
             "fields": list(self.fields),
-            "patterns": [{"name": n, "pattern": rx} for n, rx in self.patterns],
+            "patterns": [n for n, _ in self.patterns],
             "builtin": [n for n in BUILTIN_RULES if n not in self.keep],
         }
 

@@ -19,12 +19,26 @@ from typing import Any
 
 import orjson
 
-from afcore.recording._hashing import content_hash
+from afcore.recording._hashing import SCHEMES, V10, Scheme, seal, short_id
 
 __all__ = ["Leaf", "Rewritten", "content_leaves", "rewrite"]
 
 _STRUCTURAL = frozenset(
-    {"t", "id", "ref", "hash", "seq", "rsid", "stage", "iter", "call", "key", "reads", "window"}
+    {
+        "t",
+        "id",
+        "ref",
+        "hash",
+        "h",
+        "seq",
+        "rsid",
+        "stage",
+        "iter",
+        "call",
+        "key",
+        "reads",
+        "window",
+    }
 )
 """Keys whose values are the file's own bookkeeping, never content."""
 _NESTED = frozenset({"key", "ref", "rsid", "hash", "t", "stage"})
@@ -156,6 +170,9 @@ def rewrite(
 
     src, dst = Path(src), Path(dst)
     done = Rewritten()
+    scheme: Scheme = V10
+    seals: list[int] = []
+    """the places in ``out`` of the seal lines (1.1), made anew once the rest is final"""
     refs: dict[str, str] = {}
     written: set[str] = set()
     call_lines: dict[int, int] = {}
@@ -171,16 +188,22 @@ def rewrite(
             except orjson.JSONDecodeError:
                 done.dropped.append(n)
                 continue
+            if isinstance(record, dict) and record.get("t") == "header" and not out:
+                scheme = SCHEMES.get(str(record.get("hash")), V10)
+            if isinstance(record, dict) and record.get("t") == "seal":
+                seals.append(len(out))
             if isinstance(record, dict) and record.get("t") == "blob" and "id" in record:
                 value = _apply(record.get("value"), n, transform, refs, kind="blob")
-                new_id = content_hash(value)
+                new_id = scheme.content(value)
                 refs[record["id"]] = new_id
                 if new_id in written:
                     continue  # two values redacted alike: the blob is stored once
                 written.add(new_id)
                 record = {**record, "id": new_id, "value": value}
             else:
+                before = record
                 record = _apply(record, n, transform, refs)
+                _inline_ids(before, record, scheme, refs)
                 if isinstance(record, dict) and record.get("t") == "call":
                     if isinstance(record.get("call"), int):
                         call_lines[record["call"]] = len(out)
@@ -194,8 +217,7 @@ def rewrite(
             for number in call_lines:
                 try:
                     check = rec.check_call(number)
-                except (KeyError, IndexError, ValueError) as e:
-                    del e
+                except (KeyError, IndexError, ValueError):
                     done.unrebuilt.append(number)
                     continue
                 if check.rebuilt is None:
@@ -205,9 +227,36 @@ def rewrite(
         for number, at in call_lines.items():
             if number in hashes:
                 record = orjson.loads(out[at])
-                if record["hash"] != hashes[number]:
+                if record.get("hash") != hashes[number]:
                     record["hash"] = hashes[number]
                     out[at] = orjson.dumps(record)
                 done.calls_rehashed += 1
-        dst.write_bytes(b"".join(line + b"\n" for line in out))
+    if seals:
+        _reseal(out, seals)
+    dst.write_bytes(b"".join(line + b"\n" for line in out))
     return done
+
+
+def _inline_ids(before: Any, after: Any, scheme: Scheme, refs: dict[str, str]) -> None:
+    """A message written inline (1.1) is named by the id of its value, as a blob is (an
+    eviction names it so): its old id now stands for the new one."""
+    if not isinstance(before, dict) or before.get("t") not in ("commit", "reply"):
+        return
+    old, new = before.get("writes"), after.get("writes")
+    if not isinstance(old, list) or not isinstance(new, list) or len(old) != len(new):
+        return
+    for a, b in zip(old, new, strict=True):
+        if isinstance(a, dict) and isinstance(b, dict) and "value" in a and "ref" not in a:
+            if a["value"] != b.get("value"):
+                refs[scheme.content(a["value"])] = scheme.content(b.get("value"))
+
+
+def _reseal(out: list[bytes], seals: list[int]) -> None:
+    """The hash chain of a 1.1 file made anew over the lines as they are now: each seal of
+    the seal before and of every byte after it, up to its own line."""
+    chain = b""
+    start = 0
+    for at in seals:
+        chain = seal(chain, b"".join(line + b"\n" for line in out[start:at]))
+        out[at] = b'{"t":"seal","h":"' + short_id(chain).encode() + b'"}'
+        start = at + 1

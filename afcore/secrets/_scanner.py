@@ -278,10 +278,11 @@ def place(path: str | os.PathLike[str], hits: list[Hit]) -> list[Hit]:
     record), with the message, call and slot they are in named as :func:`scan_recording`
     names them."""
     path = Path(path)
-    wanted = {h.line for h in hits if h.record == "blob" and h.line is not None}
+    wanted = {h.line for h in hits if h.record in ("blob", "commit", "reply") and h.line}
     if not wanted:
         return hits
     blob_lines: dict[str, int] = {}
+    records: dict[int, dict[str, Any]] = {}
     with path.open("rb") as f:
         for n, raw in enumerate(f, start=1):
             if n in wanted:
@@ -289,6 +290,15 @@ def place(path: str | os.PathLike[str], hits: list[Hit]) -> list[Hit]:
                     record = orjson.loads(raw)
                 except orjson.JSONDecodeError:
                     continue
-                if isinstance(record, dict) and isinstance(record.get("id"), str):
+                if not isinstance(record, dict):
+                    continue
+                records[n] = record
+                if record.get("t") == "blob" and isinstance(record.get("id"), str):
                     blob_lines[record["id"]] = n
+    hits = [
+        replace(h, message=_inline_message(records[h.line], h.path))
+        if h.record in ("commit", "reply") and h.line in records
+        else h
+        for h in hits
+    ]
     return _place(path, hits, blob_lines)
