@@ -205,3 +205,33 @@ def test_report_cells_are_inert_markdown(tmp_path: Path, invoke: Invoke) -> None
     # Every table row keeps its columns.
     for row in [line for line in (head + tail).splitlines() if line.startswith("|")]:
         assert len(re.findall(r"(?<!\\)\|", row)) in (3, 10), row
+
+
+def test_a_bundle_replays_with_recorded_tools_and_diffs(
+    bundle: Path, invoke: Invoke, tmp_path: Path
+) -> None:
+    """A bundle of each sample replays with its tools' results served from it exactly as the
+    original does (a sample whose facts come from its tools' side effects departs at the
+    same place either way), and af diff reads it against the original."""
+    original = SAMPLES / f"{bundle.stem}.jsonl"
+    ran = invoke("replay", bundle, "--tools", "recorded", "--out", tmp_path / "a", "--json")
+    before = invoke("replay", original, "--tools", "recorded", "--out", tmp_path / "b", "--json")
+    assert ran.code == before.code
+    a, b = ran.json(), before.json()
+    assert a["status"] == b["status"]
+    if bundle.stem == "sample-trip":
+        assert a["status"] == "identical"
+    diff = invoke("diff", bundle, original, "--json")
+    assert diff.code == 0, diff.err
+
+
+def test_a_redacted_bundle_replays_where_the_redacted_value_does_not_steer(
+    tmp_path: Path, invoke: Invoke
+) -> None:
+    out = tmp_path / "trip.afz"
+    ran = invoke("export", SAMPLES / "sample-trip.jsonl", "-o", out, "--redact", "city=Lisbon")
+    assert ran.code == 0
+    assert b"Lisbon" not in zipfile.ZipFile(out).read("recording.jsonl")
+    replayed = invoke("replay", out, "--tools", "recorded", "--out", tmp_path / "r", "--json")
+    assert replayed.code == 0, replayed.err
+    assert replayed.json()["status"] == "identical"
