@@ -235,8 +235,38 @@ class Agent:
         """Like :meth:`arun`, returning the whole :class:`RunResult`. ``typed``: the caller
         wants the typed value (``result.output.value``): an answer that fails the output
         schema goes through the fallback tiers."""
+        result, raised = await self._execute(
+            message,
+            state=state,
+            identity=identity,
+            observe=observe,
+            stream=stream,
+            history=history,
+            typed=typed,
+        )
+        self.last_result = result
+        if raised is not None:
+            raise raised
+        return result
+
+    async def _execute(
+        self,
+        message: str,
+        *,
+        state: dict[str, Any] | None = None,
+        identity: Any = None,
+        observe: RecordObserver | None = None,
+        stream: StreamHandler | None = None,
+        history: History | None = None,
+        typed: bool = False,
+        recording: RecordingConfig | None = None,
+    ) -> tuple[RunResult, BaseException | None]:
+        """One run, whatever happens: how it ended, and what to raise for it. A flow runs
+        its agents this way (the same agent may run in two branches at once, so the result
+        is not left in ``last_result``), with ``recording`` saying where the run is written
+        (in place of the agent's own choice)."""
         conversation = as_conversation(history)
-        config = self.recording
+        config = recording if recording is not None else self.recording
         if config is None and observe is not None:
             raise UsageError("observe= sees the records a run writes; this agent records nothing")
         if config is None and self.watchers.observers:
@@ -274,10 +304,7 @@ class Agent:
                 conversation,
                 typed=typed,
             )
-        self.last_result = result
-        if raised is not None:
-            raise raised
-        return result
+        return result, raised
 
     # -- typed answers ------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random as _random
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -50,10 +50,15 @@ def _json(value: Any) -> str:
         return repr(value)
 
 
-class _Tracked(Mapping[str, Any]):
-    """A read-only mapping whose reads are noted as `<prefix>.<key>`."""
+class _Noting(Protocol):
+    def _note(self, key: str, value: Any) -> None: ...
 
-    def __init__(self, view: RunView, prefix: str, data: Mapping[str, Any]) -> None:
+
+class _Tracked(Mapping[str, Any]):
+    """A read-only mapping whose reads are noted as `<prefix>.<key>` by ``view`` (a rule's
+    :class:`RunView`, or a flow's view of its state)."""
+
+    def __init__(self, view: _Noting, prefix: str, data: Mapping[str, Any]) -> None:
         self._view = view
         self._prefix = prefix
         self._data = data

@@ -22,6 +22,7 @@ its thread. Two ways keep Ctrl-C working:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import signal
 import threading
@@ -117,10 +118,12 @@ def sigint_reaches_tools() -> Iterator[None]:
 
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` on a daemon worker thread. Cancelled, the await ends at once and the
-    thread is left to finish on its own; what it returns then is dropped."""
+    thread is left to finish on its own; what it returns then is dropped. It runs in a
+    copy of the caller's context (a flow's step attributes the state a tool writes)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
-    _POOL.submit(lambda: fn(*args), loop, future)
+    context = contextvars.copy_context()
+    _POOL.submit(lambda: context.run(fn, *args), loop, future)
     return await future
 
 
