@@ -12,6 +12,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from afcore.recording._bundled import BUNDLE_RECORDING, is_bundle, recording_path
     from afcore.recording._config import RecordingConfig
+    from afcore.recording._flows import (
+        FLOW_TYPES,
+        FlowEnd,
+        FlowHeader,
+        FlowNode,
+        StepDecision,
+        StepEnd,
+        StepMerge,
+        StepStart,
+        VerdictInfo,
+    )
     from afcore.recording._hashing import canonical, content_hash, seal, short_id, unseal
     from afcore.recording._models import (
         FORMAT,
@@ -93,6 +104,17 @@ if TYPE_CHECKING:
 _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.recording._bundled": ("BUNDLE_RECORDING", "is_bundle", "recording_path"),
     "afcore.recording._config": ("RecordingConfig",),
+    "afcore.recording._flows": (
+        "FLOW_TYPES",
+        "FlowEnd",
+        "FlowHeader",
+        "FlowNode",
+        "StepDecision",
+        "StepEnd",
+        "StepMerge",
+        "StepStart",
+        "VerdictInfo",
+    ),
     "afcore.recording._hashing": (
         "canonical",
         "content_hash",
@@ -187,6 +209,15 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 __all__ = [
     "BUNDLE_RECORDING",
+    "FLOW_TYPES",
+    "FlowEnd",
+    "FlowHeader",
+    "FlowNode",
+    "StepDecision",
+    "StepEnd",
+    "StepMerge",
+    "StepStart",
+    "VerdictInfo",
     "FORMAT",
     "FORMAT_VERSION",
     "MAX_LINE",

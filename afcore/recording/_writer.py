@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
+from afcore.recording._flows import FlowHeader, FlowRecord
 from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
 from afcore.recording._lossless import lossless
 from afcore.recording._models import (
@@ -423,7 +424,7 @@ class Recorder:
 
     # -- records -------------------------------------------------------------------------
 
-    def header(self, header: Line | Header) -> None:
+    def header(self, header: Line | Header | FlowHeader) -> None:
         """The first line, screened whole: the agent's name, the provider's URL, the params."""
         self.event(header, flush=False)
 
@@ -830,7 +831,7 @@ class Recorder:
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
 
-    def event(self, record: Line | Record, *, flush: bool = True) -> None:
+    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> None:
         """An event (what the loop saw: an error, a tool starting, a message leaving the
         window), screened by the redaction policy as a whole."""
         raw = _dumps(record, default=as_json)
@@ -1088,7 +1089,7 @@ class NullRecorder(Recorder):
     def _emit(self, record: Line | Record) -> None:
         pass
 
-    def header(self, header: Line | Header) -> None:
+    def header(self, header: Line | Header | FlowHeader) -> None:
         pass
 
     def message(
@@ -1114,7 +1115,7 @@ class NullRecorder(Recorder):
     def reply(self, rsid: str, iteration: int, call: int, **_: Any) -> int:
         return 0
 
-    def event(self, record: Line | Record, *, flush: bool = True) -> None:
+    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> None:
         pass
 
     def flush(self) -> None:

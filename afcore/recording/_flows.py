@@ -1,0 +1,164 @@
+"""The records of a flow's recording: a composed run (Sequence, Parallel, Conditional,
+Loop) written as one log of its steps, its decisions with their evidence, its merges and
+loop turns, each agent step naming the recording of its agent's run.
+
+A flow's recording is ``<run_id>.jsonl`` and, beside it, the folder ``<run_id>/`` holding
+each agent step's run as an ordinary recording (every call in it rebuilds and verifies as an
+agent's does). Branches that run at the same time write to their own files, and the flow's
+own records are written by one writer on the event loop, each line whole: nothing
+interleaves inside a line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from afcore.recording._models import (
+    FORMAT_VERSION,
+    ErrorInfo,
+    RedactionInfo,
+    Sparse,
+    UsageInfo,
+    _Model,
+)
+
+__all__ = [
+    "FLOW_TYPES",
+    "FlowEnd",
+    "FlowRecord",
+    "FlowHeader",
+    "FlowNode",
+    "StepDecision",
+    "StepEnd",
+    "StepMerge",
+    "StepStart",
+    "VerdictInfo",
+]
+
+
+class FlowNode(_Model):
+    """A step of the composition as it was built."""
+
+    name: str
+    kind: Literal["sequence", "parallel", "conditional", "loop", "agent", "function"]
+    steps: Sparse[list[Any]] = []
+    """A flow's steps, branches or body, in the order given: each a `FlowNode`."""
+    agent: Sparse[str | None] = None
+    """For an agent's step: the agent's name."""
+    source: Sparse[str | None] = None
+    """For a function, its qualified name; for an agent, where it was built."""
+
+
+class FlowHeader(_Model):
+    """The first line of a flow's recording."""
+
+    t: Literal["flow"] = "flow"
+    format: Literal["af.recording"] = "af.recording"
+    version: str = FORMAT_VERSION
+    run_id: str
+    started_at: str
+    af_version: str
+    python: str
+    flow: FlowNode
+    """The composition: the top flow and everything under it."""
+    redaction: RedactionInfo
+    """The policy the flow's own records went through (the agents' files name their own)."""
+
+
+class StepStart(_Model):
+    """A step began (written before it runs: a crash inside a step leaves a trace)."""
+
+    t: Literal["step_start"] = "step_start"
+    path: str
+    """The step's place: names from the top joined by `/`, a loop body's turn after `@`
+    (`review/draft@2`); the top flow is `""`."""
+    kind: str
+    input: Any = None
+    """The message it was given."""
+
+
+class StepEnd(_Model):
+    """A step ended."""
+
+    t: Literal["step_end"] = "step_end"
+    path: str
+    status: Literal["ok", "error", "max_iterations", "interrupted", "paused"]
+    output: Any = None
+    """Its output (an agent's answer, a function's value, a flow's last step's)."""
+    ms: float = 0.0
+    produced_by: Sparse[str | None] = None
+    """The path of the step whose output this output is."""
+    writes: Sparse[dict[str, Any]] = {}
+    """The state keys it wrote and the last value written to each (its own name among
+    them; a key it removed: null)."""
+    reads: Sparse[list[tuple[str, Any]]] = []
+    """For a function, the values it read through `s`: `[key, value]`, values cut to a line."""
+    run: Sparse[str | None] = None
+    """For an agent's step: its run's recording, relative to this file's folder."""
+    run_id: Sparse[str | None] = None
+    calls: Sparse[int] = 0
+    usage: Sparse[UsageInfo | None] = None
+    error: Sparse[ErrorInfo | None] = None
+
+
+class VerdictInfo(_Model):
+    name: str
+    """The branch the predicate guards; `until` for a loop's."""
+    fired: bool
+    reason: str
+    reads: list[tuple[str, Any]] = []
+    """The evidence: every value the predicate read, `[key, value]`."""
+    error: Sparse[str | None] = None
+
+
+class StepDecision(_Model):
+    """Where a Conditional went, or whether a Loop goes round again, and why."""
+
+    t: Literal["decision"] = "decision"
+    path: str
+    """The Conditional's or the Loop's path."""
+    chosen: str | None
+    """A Conditional's branch (null: none held, no otherwise, the message passed through);
+    a loop's `again`, `done` or `limit`; null when a predicate could not decide."""
+    verdicts: list[VerdictInfo] = []
+    turn: Sparse[int | None] = None
+    """For a loop, the turn after which it was asked."""
+
+
+class StepMerge(_Model):
+    """A Parallel's merge: what it read, wrote and made of its branches."""
+
+    t: Literal["merge"] = "merge"
+    path: str
+    branches: dict[str, str]
+    """Each branch's status."""
+    reads: list[tuple[str, Any]] = []
+    writes: Sparse[dict[str, Any]] = {}
+    output: Any = None
+    error: Sparse[ErrorInfo | None] = None
+
+
+class FlowEnd(_Model):
+    """The last line of a flow's recording."""
+
+    t: Literal["flow_end"] = "flow_end"
+    status: Literal["answer", "error", "interrupted", "paused"]
+    answer: str = ""
+    produced_by: str | None = None
+    """The path of the step whose output is the answer."""
+    calls: int = 0
+    iterations: int = 0
+    usage: UsageInfo
+    duration_ms: float = 0.0
+    error: Sparse[ErrorInfo | None] = None
+    paused: Sparse[str | None] = None
+    """For status `paused`: the path of the step that asked a person."""
+
+
+FlowRecord = FlowHeader | StepStart | StepEnd | StepDecision | StepMerge | FlowEnd
+
+FLOW_TYPES = {
+    m.model_fields["t"].default: m
+    for m in (FlowHeader, StepStart, StepEnd, StepDecision, StepMerge, FlowEnd)
+}
+"""Record type -> its model, for the records of a flow's recording."""
