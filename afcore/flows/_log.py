@@ -1,0 +1,206 @@
+"""A flow's recording, written as the flow runs: its steps, decisions, merges and turns
+through the recording package's writer, and each agent step's run as its own recording in
+the folder beside it (see :mod:`afcore.recording._flows`)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from afcore._version import __version__
+from afcore.agent._agent import Agent
+from afcore.flows._result import FlowDecision, FlowResult, StepResult
+from afcore.recording._config import RecordingConfig
+from afcore.recording._flows import (
+    FlowEnd,
+    FlowHeader,
+    FlowNode,
+    StepDecision,
+    StepEnd,
+    StepMerge,
+    StepStart,
+    VerdictInfo,
+)
+from afcore.recording._models import RedactionInfo
+from afcore.recording._paths import SUFFIX, default_dir, new_run_id
+from afcore.recording._writer import Recorder, error_info, usage_info
+
+if TYPE_CHECKING:
+    from afcore.flows._flow import Flow
+
+__all__ = ["FlowLog", "describe", "open_log"]
+
+
+def describe(runnable: Any, name: str) -> FlowNode:
+    """The composition under ``runnable`` as the header holds it."""
+    from afcore.flows._flow import Conditional, Flow, Loop, Parallel, Sequence
+
+    if isinstance(runnable, Agent):
+        return FlowNode(name=name, kind="agent", agent=runnable.name, source=runnable.source)
+    if not isinstance(runnable, Flow):
+        return FlowNode(name=name, kind="function", source=getattr(runnable, "__qualname__", None))
+    steps: list[FlowNode] = []
+    if isinstance(runnable, Sequence):
+        steps = [describe(r, n) for n, r in runnable.steps]
+    elif isinstance(runnable, Parallel):
+        steps = [describe(r, n) for n, r in runnable.branches]
+    elif isinstance(runnable, Conditional):
+        steps = [describe(r, n) for n, _, r in runnable.whens]
+        if runnable.otherwise is not None:
+            steps.append(describe(runnable.otherwise[1], runnable.otherwise[0]))
+    elif isinstance(runnable, Loop):
+        steps = [describe(runnable.body[1], runnable.body[0])]
+    return FlowNode(name=name, kind=runnable.kind, steps=steps)
+
+
+def _slug(path: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in path) or "step"
+
+
+class FlowLog:
+    """The writer of one flow run's recording."""
+
+    def __init__(self, flow: Flow, message: str, config: RecordingConfig) -> None:
+        self.config = config
+        self.run_id = config.run_id or new_run_id(config.now())
+        folder = config.dir or default_dir()
+        self.path = folder / f"{self.run_id}{SUFFIX}"
+        self.runs = folder / self.run_id
+        """The folder of the agents' runs."""
+        redactor = config.redaction.compile()
+        self.rec = Recorder(self.path, run_id=self.run_id, redactor=redactor, clock=config.clock)
+        self.rec.header(
+            FlowHeader(
+                run_id=self.run_id,
+                started_at=config.now().isoformat(timespec="milliseconds"),
+                af_version=__version__,
+                python=".".join(map(str, sys.version_info[:3])),
+                flow=describe(flow, flow.name),
+                redaction=RedactionInfo(
+                    fields=list(redactor.policy.fields),
+                    patterns=redactor.pattern_names,
+                    env=redactor.env_names,
+                ),
+            )
+        )
+        self._runs: dict[str, tuple[str, str]] = {}
+        """step path -> its agent run's file (relative) and run id"""
+
+    def agent_recording(self, agent: Agent, path: str, n: int) -> RecordingConfig:
+        """Where the agent step at ``path`` records its run: the flow's folder of runs, as
+        the agent's own redaction policy (or, recording nothing itself, the flow's) says."""
+        own = agent.recording
+        run_id = f"{n:03d}-{_slug(path)}"
+        self._runs[path] = (f"{self.run_id}/{run_id}{SUFFIX}", run_id)
+        return replace(own if own is not None else self.config, dir=self.runs, run_id=run_id)
+
+    def step_start(self, path: str, name: str, kind: str, message: Any) -> None:
+        self.rec.event(StepStart(path=path, kind=kind, input=message))
+
+    def step_end(self, step: StepResult, writes: dict[str, Any]) -> None:
+        from afcore.injections._view import MISSING
+
+        run, run_id = (
+            self._runs.get(step.path, (None, None)) if step.kind == "agent" else (None, None)
+        )
+        self.rec.event(
+            StepEnd(
+                path=step.path,
+                status=step.status,
+                output=None if step.status == "paused" else step.output,
+                ms=round(step.ms, 3),
+                produced_by=step.produced_by,
+                writes={k: (None if v is MISSING else v) for k, v in writes.items()},
+                reads=list(step.reads),
+                run=run,
+                run_id=run_id,
+                calls=step.run.calls if step.run is not None else 0,
+                usage=usage_info(step.run.usage) if step.run is not None else None,
+                error=error_info(step.error) if step.error is not None and not step.steps else None,
+            )
+        )
+
+    def decision(self, path: str, decision: FlowDecision) -> None:
+        self.rec.event(
+            StepDecision(
+                path=path,
+                chosen=decision.chosen,
+                verdicts=[
+                    VerdictInfo(
+                        name=v.name,
+                        fired=v.fired,
+                        reason=v.reason,
+                        reads=list(v.reads),
+                        error=v.error,
+                    )
+                    for v in decision.verdicts
+                ],
+                turn=decision.turn,
+            )
+        )
+
+    def merge(
+        self,
+        path: str,
+        branches: dict[str, str],
+        reads: tuple[tuple[str, Any], ...],
+        writes: dict[str, Any],
+        output: Any,
+        error: BaseException | None,
+    ) -> None:
+        self.rec.event(
+            StepMerge(
+                path=path,
+                branches=branches,
+                reads=list(reads),
+                writes=writes,
+                output=output,
+                error=error_info(error) if error is not None else None,
+            )
+        )
+
+    def end(self, result: FlowResult) -> None:
+        paused = None
+        if result.status == "paused":
+            paused = next(
+                (s.path for s in result.steps.walk() if s.status == "paused" and not s.steps), None
+            )
+        self.rec.event(
+            FlowEnd(
+                status=result.status,
+                answer=result.answer,
+                produced_by=result.produced_by,
+                calls=result.calls,
+                iterations=result.iterations,
+                usage=usage_info(result.usage),
+                duration_ms=round(result.seconds * 1000, 3),
+                error=error_info(result.error) if result.error is not None else None,
+                paused=paused,
+            )
+        )
+        self.rec.close()
+
+    def abort(self, error: BaseException) -> None:
+        """The flow was stopped from outside (cancelled, interrupted)."""
+        self.rec.event(
+            FlowEnd(status="interrupted", usage=usage_info_zero(), error=error_info(error))
+        )
+        self.rec.close()
+
+
+def usage_info_zero() -> Any:
+    from afcore.messages import Usage
+
+    return usage_info(Usage())
+
+
+def open_log(flow: Flow, message: str, scope: Any) -> FlowLog:
+    assert flow.recording is not None
+    return FlowLog(flow, message, flow.recording)
+
+
+def runs_folder(path: Path) -> Path:
+    """The folder of a flow recording's agents' runs."""
+    return path.with_suffix("")

@@ -1,0 +1,485 @@
+"""The four control flows: what each step is given and gives, the state as a read-tracking
+scope, branches at the same time with their failures, a step that pauses, and the one
+recording a composed run leaves (every agent's run in it verifies)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from afcore import Agent, Paused, ToolMiddleware, UsageError, ask, define_tool, mock
+from afcore import recording as rec
+from afcore.flows import (
+    BranchesFailedError,
+    Conditional,
+    FlowError,
+    FlowView,
+    Loop,
+    Parallel,
+    Sequence,
+    StepResult,
+)
+from afcore.recording import FLOW_TYPES, RecordingConfig
+
+
+def agent(name: str, reply: Any = None, *, record: Any = False, **kw: Any) -> Agent:
+    provider = mock(reply=reply) if reply is not None else mock(**kw)
+    return Agent.create(provider=provider, model="m", name=name, record=record).build()
+
+
+def flow_records(path: Path | None) -> list[dict[str, Any]]:
+    assert path is not None
+    out = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    for record in out:  # each line is one of the flow's typed records
+        FLOW_TYPES[record["t"]].model_validate(record)
+    return out
+
+
+def of_type(records: list[dict[str, Any]], t: str) -> list[dict[str, Any]]:
+    return [r for r in records if r["t"] == t]
+
+
+def verified(path: Path) -> rec.VerifyReport:
+    with rec.open_recording(path) as r:
+        report = rec.verify(r)
+    assert report.ok, report.problems
+    return report
+
+
+# -- Sequence -----------------------------------------------------------------------------
+
+
+def test_a_sequence_hands_each_step_the_output_before_it(tmp_path: Path) -> None:
+    seen: list[Any] = []
+
+    def shout(s: FlowView) -> str:
+        seen.append(s.message)
+        return str(s.message).upper()
+
+    async def count(s: FlowView) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return {"text": s.message, "n": len(s.message)}
+
+    flow = (
+        Sequence.create("pipe", record=tmp_path)
+        .step("echo", agent("echo", "hello there"))
+        .step("shout", shout)
+        .step("count", count)
+        .build()
+    )
+    answer = flow.run("hi")
+    assert seen == ["hello there"]
+    assert orjson.loads(answer) == {"n": 11, "text": "HELLO THERE"}
+    result = flow.last_result
+    assert result is not None and result.status == "answer"
+    assert result.state["echo"] == "hello there" and result.state["shout"] == "HELLO THERE"
+    assert result.produced_by == "count"
+    assert [s.path for s in result.steps.walk()] == ["", "echo", "shout", "count"]
+    assert result.calls == 1
+
+
+def test_a_function_that_returns_nothing_passes_the_message_on(tmp_path: Path) -> None:
+    def note(s: FlowView) -> None:
+        s["seen"] = s.message
+
+    flow = Sequence.create(record=False).step("note", note).step("again", note).build()
+    assert flow.run("m") == "m"
+    assert flow.last_result is not None and flow.last_result.state["seen"] == "m"
+
+
+def test_a_failing_step_stops_the_sequence_and_is_raised_naming_it(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    def boom(s: FlowView) -> str:
+        raise ValueError("no stock")
+
+    flow = (
+        Sequence.create("order", record=tmp_path)
+        .step("check", boom)
+        .step("ship", lambda s: ran.append("ship"))
+        .build()
+    )
+    with pytest.raises(FlowError, match="'check' failed: ValueError: no stock") as info:
+        flow.run("x")
+    assert isinstance(info.value.__cause__, ValueError) and info.value.path == "check"
+    assert ran == []
+    result = flow.last_result
+    assert result is not None and result.status == "error"
+    records = flow_records(result.recording)
+    end = of_type(records, "flow_end")[0]
+    assert end["status"] == "error" and end["error"]["kind"] == "ValueError"
+    failed = [r for r in of_type(records, "step_end") if r["path"] == "check"][0]
+    assert failed["status"] == "error" and failed["error"]["message"] == "no stock"
+
+
+# -- Conditional --------------------------------------------------------------------------
+
+
+def router(tmp_path: Path) -> Sequence:
+    def classify(s: FlowView) -> None:
+        s["intent"] = "billing" if "invoice" in s.message else "tech"
+
+    route = (
+        Conditional.create("route")
+        .when("billing", lambda s: s["intent"] == "billing", agent("billing", "refund sent"))
+        .when("urgent", lambda s: s.get("priority") == "high", agent("urgent", "paged"))
+        .otherwise("tech", agent("tech", "reboot it"))
+        .build()
+    )
+    return (
+        Sequence.create("support", record=tmp_path)
+        .step("classify", classify)
+        .step("route", route)
+        .build()
+    )
+
+
+def test_a_conditional_takes_the_first_branch_that_holds_with_its_evidence(
+    tmp_path: Path,
+) -> None:
+    flow = router(tmp_path)
+    assert flow.run("my invoice is wrong") == "refund sent"
+    result = flow.last_result
+    assert result is not None
+    route = result.steps.find("route")
+    assert route is not None
+    (decision,) = route.decisions
+    assert decision.chosen == "billing"
+    assert [(v.name, v.fired, v.reads) for v in decision.verdicts] == [
+        ("billing", True, (("state.intent", "billing"),))
+    ]
+    assert result.produced_by == "route/billing"
+    (recorded,) = of_type(flow_records(result.recording), "decision")
+    assert recorded["chosen"] == "billing"
+    assert recorded["verdicts"][0]["reads"] == [["state.intent", "billing"]]
+
+
+def test_otherwise_runs_when_no_predicate_holds_and_every_asked_one_is_evidence(
+    tmp_path: Path,
+) -> None:
+    flow = router(tmp_path)
+    assert flow.run("the screen is black", state={"priority": "low"}) == "reboot it"
+    assert flow.last_result is not None
+    route = flow.last_result.steps.find("route")
+    assert route is not None
+    (decision,) = route.decisions
+    assert decision.chosen == "tech"
+    assert [(v.name, v.fired, v.reads) for v in decision.verdicts] == [
+        ("billing", False, (("state.intent", "tech"),)),
+        ("urgent", False, (("state.priority", "low"),)),
+    ]
+
+
+def test_without_otherwise_a_message_no_branch_takes_passes_through() -> None:
+    flow = Conditional.create(record=False).when("never", lambda s: False, agent("a", "x")).build()
+    assert flow.run("as is") == "as is"
+    assert flow.last_result is not None
+    assert flow.last_result.steps.decisions[0].chosen is None
+
+
+def test_a_predicate_that_does_not_answer_a_bool_fails_the_flow_with_what_it_read(
+    tmp_path: Path,
+) -> None:
+    flow = (
+        Conditional.create("c", record=tmp_path)
+        .when("odd", lambda s: s.get("n"), agent("a", "x"))
+        .build()
+    )
+    with pytest.raises(FlowError, match="could not decide"):
+        flow.run("m", state={"n": 3})
+    (decision,) = of_type(flow_records(flow.last_result.recording), "decision")  # type: ignore[union-attr]
+    assert decision["chosen"] is None
+    assert decision["verdicts"][0]["reads"] == [["state.n", 3]]
+    assert "returns True or False" in decision["verdicts"][0]["error"]
+
+
+def test_a_predicate_only_reads() -> None:
+    def writes(s: FlowView) -> bool:
+        s["x"] = 1
+        return True
+
+    flow = Conditional.create(record=False).when("w", writes, agent("a", "x")).build()
+    with pytest.raises(FlowError, match="UsageError"):
+        flow.run("m")
+
+
+# -- Loop ---------------------------------------------------------------------------------
+
+
+def test_a_loop_goes_round_until_its_predicate_holds(tmp_path: Path) -> None:
+    def draft(s: FlowView) -> str:
+        s["drafts"] = s.get("drafts", 0) + 1
+        return f"{s.message}+"
+
+    flow = (
+        Loop.create("polish", record=tmp_path)
+        .repeat(draft)
+        .until(lambda s: s["drafts"] >= 3)
+        .max_iterations(5)
+        .build()
+    )
+    assert flow.run("d") == "d+++"
+    result = flow.last_result
+    assert result is not None
+    assert [s.path for s in result.steps.steps] == ["draft@1", "draft@2", "draft@3"]
+    assert [d.chosen for d in result.steps.decisions] == ["again", "again", "done"]
+    assert result.steps.decisions[-1].verdicts[0].reads == (("state.drafts", 3),)
+    turns = of_type(flow_records(result.recording), "decision")
+    assert [(t["turn"], t["chosen"]) for t in turns] == [(1, "again"), (2, "again"), (3, "done")]
+
+
+def test_a_loop_at_its_limit_ends_max_iterations_and_the_flow_goes_on() -> None:
+    loop = (
+        Loop.create("l").repeat(lambda s: s.turn, name="t").until(lambda s: False).max_iterations(2)
+    ).build()
+    flow = Sequence.create(record=False).step("l", loop).step("after", lambda s: "went on").build()
+    assert flow.run("m") == "went on"
+    assert flow.last_result is not None
+    step = flow.last_result.steps.find("l")
+    assert step is not None and step.status == "max_iterations" and step.output == 2
+    assert step.decisions[-1].chosen == "limit"
+
+
+def test_flows_nest_and_their_paths_say_where_each_step_ran(tmp_path: Path) -> None:
+    body = (
+        Sequence.create("round")
+        .step("plan", lambda s: f"plan {s.turn}")
+        .step("act", lambda s: f"{s.message} done")
+        .build()
+    )
+    flow = Loop.create("work", record=tmp_path).repeat(body).until(lambda s: s.turn == 2).build()
+    assert flow.run("go") == "plan 2 done"
+    result = flow.last_result
+    assert result is not None
+    paths = [s.path for s in result.steps.walk()]
+    assert paths == [
+        "",
+        "round@1",
+        "round@1/plan",
+        "round@1/act",
+        "round@2",
+        "round@2/plan",
+        "round@2/act",
+    ]
+    found = result.steps.find("round/act")
+    assert found is not None and found.path == "round@2/act"
+    starts = [r["path"] for r in of_type(flow_records(result.recording), "step_start")]
+    assert starts == paths
+
+
+# -- Parallel -----------------------------------------------------------------------------
+
+
+def test_branches_run_at_the_same_time() -> None:
+    # Each branch waits for the other to have started: only concurrent branches finish.
+    started = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    def branch(me: str, other: str) -> Any:
+        async def run(s: FlowView) -> str:
+            started[me].set()
+            await asyncio.wait_for(started[other].wait(), timeout=5)
+            return me
+
+        return run
+
+    flow = (
+        Parallel.create(record=False)
+        .branch("a", branch("a", "b"))
+        .branch("b", branch("b", "a"))
+        .build()
+    )
+    assert orjson.loads(flow.run("m")) == {"a": "a", "b": "b"}
+
+
+def test_a_failed_branch_is_recorded_and_the_merge_decides(tmp_path: Path) -> None:
+    def broken(s: FlowView) -> str:
+        raise ConnectionError("docs index down")
+
+    seen: dict[str, StepResult] = {}
+
+    def merge(s: FlowView, branches: dict[str, StepResult]) -> str:
+        seen.update(branches)
+        ok = [b.output for b in branches.values() if b.status == "ok"]
+        s["partial"] = len(ok) < len(branches)
+        return " | ".join(ok)
+
+    flow = (
+        Parallel.create("search", record=tmp_path)
+        .branch("web", agent("web", "web says 42"))
+        .branch("docs", broken)
+        .merge_with(merge)
+        .build()
+    )
+    assert flow.run("q") == "web says 42"
+    assert seen["docs"].status == "error" and isinstance(seen["docs"].error, ConnectionError)
+    result = flow.last_result
+    assert result is not None and result.state["partial"] is True
+    records = flow_records(result.recording)
+    docs = [r for r in of_type(records, "step_end") if r["path"] == "docs"][0]
+    assert docs["status"] == "error" and docs["error"]["kind"] == "ConnectionError"
+    (merge_record,) = of_type(records, "merge")
+    assert merge_record["branches"] == {"web": "ok", "docs": "error"}
+    assert merge_record["writes"] == {"partial": True}
+    assert merge_record["output"] == "web says 42"
+
+
+def test_without_a_merge_any_failed_branch_fails_the_parallel() -> None:
+    flow = (
+        Parallel.create(record=False)
+        .branch("ok", lambda s: "fine")
+        .branch("bad", lambda s: 1 / 0)
+        .build()
+    )
+    with pytest.raises(BranchesFailedError, match="1 of 2 branches failed: bad") as info:
+        flow.run("m")
+    assert set(info.value.failed) == {"bad"}
+
+
+def test_each_branch_s_writes_are_its_own_even_from_an_agent_s_tools(tmp_path: Path) -> None:
+    def tool_writing(key: str) -> Any:
+        def execute(args: dict[str, Any], ctx: Any) -> str:
+            ctx.state[key] = args["v"]
+            return "noted"
+
+        schema = {"type": "object", "properties": {"v": {"type": "string"}}, "required": ["v"]}
+        return define_tool("note", "Note a value.", schema, execute)
+
+    def noter(name: str, key: str) -> Agent:
+        script = mock(
+            replies=[{"tool_calls": [{"id": "t1", "name": "note", "args": {"v": name}}]}, "done"]
+        )
+        return (
+            Agent.create(provider=script, model="m", name=name, record=False)
+            .tool(tool_writing(key))
+            .build()
+        )
+
+    flow = (
+        Parallel.create("both", record=tmp_path)
+        .branch("left", noter("left", "l"))
+        .branch("right", noter("right", "r"))
+        .build()
+    )
+    flow.run("go")
+    result = flow.last_result
+    assert result is not None
+    left, right = result.steps.steps
+    assert left.writes == ("l", "left") and right.writes == ("r", "right")
+    ends = {r["path"]: r for r in of_type(flow_records(result.recording), "step_end")}
+    assert ends["left"]["writes"] == {"l": "left", "left": "done"}
+
+
+# -- a step that pauses ---------------------------------------------------------------------
+
+
+def test_a_step_that_pauses_ends_the_flow_with_its_paused_run(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"amount": {"type": "number"}}}
+    refund = define_tool("refund", "Refund.", schema, lambda args, ctx: "refunded")
+    asks = ToolMiddleware("approval", on_tool_call=lambda c: ask("Refund?"))
+    refunds = (
+        Agent.create(
+            provider=mock(
+                replies=[{"tool_calls": [{"id": "t1", "name": "refund", "args": {"amount": 5}}]}]
+            ),
+            model="m",
+            name="refunds",
+        )
+        .tool(refund)
+        .tool_middleware(asks)
+        .build()
+    )
+    after: list[str] = []
+    flow = (
+        Sequence.create("support", record=tmp_path)
+        .step("refund", refunds)
+        .step("thank", lambda s: after.append("thank"))
+        .build()
+    )
+    out = flow.run("refund me")
+    assert isinstance(out, Paused) and out.question == "Refund?"
+    assert after == []
+    result = flow.last_result
+    assert result is not None and result.status == "paused" and result.paused is out
+    # The paused run is the agent's recording in the flow's folder: resumable as any.
+    assert out.recording.parent == tmp_path / result.run_id
+    end = of_type(flow_records(result.recording), "flow_end")[0]
+    assert end["status"] == "paused" and end["paused"] == "refund"
+
+
+# -- the recording ------------------------------------------------------------------------
+
+
+def test_every_agent_s_run_is_a_recording_of_its_own_that_verifies(tmp_path: Path) -> None:
+    same = agent("voter", replies=["yes", "no"])
+    flow = (
+        Sequence.create("debate", record=RecordingConfig(dir=tmp_path))
+        .step(
+            "votes",
+            Parallel.create().branch("pro", same).branch("con", same).build(),
+        )
+        .step("judge", agent("judge", "pro wins"))
+        .build()
+    )
+    assert flow.run("is it?") == "pro wins"
+    result = flow.last_result
+    assert result is not None and result.calls == 3
+    records = flow_records(result.recording)
+    assert records[0]["t"] == "flow" and records[-1]["t"] == "flow_end"
+    header = records[0]["flow"]
+    assert [s["name"] for s in header["steps"]] == ["votes", "judge"]
+    runs = {r["path"]: r["run"] for r in of_type(records, "step_end") if r.get("run")}
+    assert set(runs) == {"votes/pro", "votes/con", "judge"}
+    for path, run in runs.items():
+        file = tmp_path / run
+        verified(file)
+        with rec.open_recording(file) as r:
+            assert r.header.agent.name == ("judge" if path == "judge" else "voter")
+    # the same agent in two branches at once: two runs, one answer each
+    answers = {r["path"]: r["output"] for r in of_type(records, "step_end")}
+    assert sorted([answers["votes/pro"], answers["votes/con"]]) == ["no", "yes"]
+
+
+def test_a_flow_that_records_nothing_writes_nothing(tmp_path: Path) -> None:
+    flow = Sequence.create(record=False).step("a", agent("a", "x", record=tmp_path)).build()
+    assert flow.run("m") == "x"
+    assert flow.last_result is not None and flow.last_result.recording is None
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "said"),
+    [
+        (lambda: Sequence.create().build(), "at least one step"),
+        (lambda: Sequence.create().step("a", len).step("a", len), "already in this flow"),
+        (lambda: Sequence.create().step("a/b", len), "no '/' or '@'"),
+        (lambda: Sequence.create().step("a", 3), "an agent, a flow or a function"),
+        (lambda: Parallel.create().build(), "at least one branch"),
+        (lambda: Parallel.create().branch("a", len).merge_with("x"), "takes a function"),
+        (lambda: Conditional.create().otherwise("o", len).build(), "at least one when"),
+        (lambda: Loop.create().build(), "needs repeat"),
+        (lambda: Loop.create().repeat(len).max_iterations(0), "at least 1"),
+        (lambda: Sequence.create(record=3), "record= takes"),
+    ],
+)
+def test_a_flow_built_wrong_says_how(build: Any, said: str) -> None:
+    with pytest.raises(UsageError, match=said):
+        build()
+
+
+def test_run_takes_a_string_and_refuses_a_running_loop() -> None:
+    flow = Sequence.create(record=False).step("a", lambda s: "x").build()
+    with pytest.raises(UsageError, match="as a string"):
+        flow.run(3)  # type: ignore[arg-type]
+
+    async def inside() -> None:
+        with pytest.raises(UsageError, match="await arun"):
+            flow.run("m")
+        assert await flow.arun("m") == "x"
+
+    asyncio.run(inside())
