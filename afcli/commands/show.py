@@ -89,14 +89,16 @@ def show(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Show a recorded run: each call's slot sizes, tool calls and results, and the outcome.
+    A flow's recording shows as the tree of its steps with each agent's calls.
 
     With --session, a session's turns in order, each with what the user said: the session
     store (--store, by default the one beside the recordings folder) names its turns'
     recordings; a session it does not hold is found in the recordings folder (or beside the
     run given) by the links the recordings' headers hold.
     """
-    from afcli._runs import newest, open_run
+    from afcli._runs import newest, open_run, resolve
     from afcore.readmodel import call_detail
+    from afcore.recording import is_flow
 
     if session is not None:
         if run is not None or call is not None:
@@ -110,7 +112,13 @@ def show(
     if store is not None:
         raise CliError("--store names where a session is kept: give --session ID", EXIT_USAGE)
 
-    with open_run(newest("af show") if run is None else run, index=call is not None) as rec:
+    path = resolve(run) if run is not None else newest("af show")
+    if is_flow(path):
+        from afcli._flows import open_flow_cli, show_flow
+
+        show_flow(open_flow_cli(path), json_output=json_output)
+        return
+    with open_run(path, index=call is not None) as rec:
         if call is not None:
             data = call_detail(rec, call)
             if json_output:

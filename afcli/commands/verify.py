@@ -30,11 +30,19 @@ def verify(
     from pydantic import ValidationError
 
     from afcli._render import print_json
-    from afcli._runs import open_run
+    from afcli._runs import open_run, resolve
+    from afcore.recording import is_flow
     from afcore.recording import verify as check
 
+    path = resolve(run)
+    if is_flow(path):
+        from afcli._flows import open_flow_cli, verify_flow_cli
+
+        if not verify_flow_cli(open_flow_cli(path), json_output=json_output):
+            raise typer.Exit(EXIT_FAILED)
+        return
     try:
-        rec = open_run(run, index=False)
+        rec = open_run(path, index=False)
     except CliError as e:
         if not json_output or e.code != EXIT_FAILED:
             raise

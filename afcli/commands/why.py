@@ -154,6 +154,11 @@ def why(
         raise CliError("the KEY is empty: give one to explain (af why RUN --list shows them)")
     if not list_keys and key is None:
         raise CliError("give a KEY to explain (af why RUN --list shows them)", EXIT_USAGE)
+    from afcore.recording import is_flow
+
+    if is_flow(path):
+        _why_flow(path, key, list_keys=list_keys, json_output=json_output)
+        return
     with open_run(path) as rec:
         if list_keys:
             listed = keys(rec)
@@ -291,6 +296,30 @@ def _origins(
         for r in opened:
             r.close()
     return out
+
+
+def _why_flow(path: Path, key: str | None, *, list_keys: bool, json_output: bool) -> None:
+    """A flow's recording: its answer, a state key or a step, across its agents."""
+    from afcli._flows import flow_keys, open_flow_cli, why_flow
+    from afcli._render import Printer, out_console, print_json
+
+    flow = open_flow_cli(path)
+    if list_keys:
+        rows = flow_keys(flow)
+        if json_output:
+            print_json([{"key": k, "writer": w, "what": what} for k, w, what in rows])
+        else:
+            _print_keys(rows)
+        return
+    assert key is not None
+    said = why_flow(flow, key)
+    if json_output:
+        print_json({"key": key, "lines": [line.plain for line in said]})
+        return
+    out = Printer(out_console())
+    for line in said:
+        out.print(line)
+    out.flush()
 
 
 def _run_and_key(run: str | None, key: str | None) -> tuple[Path, str | None]:

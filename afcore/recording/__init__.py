@@ -12,6 +12,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from afcore.recording._bundled import BUNDLE_RECORDING, is_bundle, recording_path
     from afcore.recording._config import RecordingConfig
+    from afcore.recording._flow_reader import (
+        FlowLogStep,
+        FlowRecording,
+        FlowVerifyReport,
+        is_flow,
+        open_flow,
+        verify_flow,
+    )
     from afcore.recording._flows import (
         FLOW_TYPES,
         FlowEnd,
@@ -104,6 +112,14 @@ if TYPE_CHECKING:
 _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.recording._bundled": ("BUNDLE_RECORDING", "is_bundle", "recording_path"),
     "afcore.recording._config": ("RecordingConfig",),
+    "afcore.recording._flow_reader": (
+        "FlowLogStep",
+        "FlowRecording",
+        "FlowVerifyReport",
+        "is_flow",
+        "open_flow",
+        "verify_flow",
+    ),
     "afcore.recording._flows": (
         "FLOW_TYPES",
         "FlowEnd",
@@ -209,8 +225,14 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 __all__ = [
     "BUNDLE_RECORDING",
+    "is_flow",
+    "open_flow",
+    "verify_flow",
     "FLOW_TYPES",
     "FlowEnd",
+    "FlowLogStep",
+    "FlowRecording",
+    "FlowVerifyReport",
     "FlowHeader",
     "FlowNode",
     "StepDecision",

@@ -1,0 +1,247 @@
+"""Reading a flow's recording: its typed records as the tree of steps that ran, with their
+decisions, merges and agents' runs; and checking it (the log whole, every agent's run
+verified as an agent's recording is)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from afcore.errors import RecordingFormatError
+from afcore.recording._flows import (
+    FLOW_TYPES,
+    FlowEnd,
+    FlowHeader,
+    StepDecision,
+    StepEnd,
+    StepMerge,
+    StepStart,
+)
+from afcore.recording._reader import MAX_LINE
+
+__all__ = [
+    "FlowLogStep",
+    "FlowRecording",
+    "FlowVerifyReport",
+    "is_flow",
+    "open_flow",
+    "verify_flow",
+]
+
+
+def is_flow(path: str | Path) -> bool:
+    """Whether the file at ``path`` is a flow's recording (its first line a ``flow``)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return False
+    return first.startswith(b'{"t":"flow"')
+
+
+@dataclass
+class FlowLogStep:
+    """One step of a recorded flow run."""
+
+    path: str
+    kind: str
+    start: StepStart
+    end: StepEnd | None = None
+    """None: the step never ended (the run was cut off)."""
+    steps: list[FlowLogStep] = field(default_factory=list)
+    decisions: list[StepDecision] = field(default_factory=list)
+    merge: StepMerge | None = None
+    order: int = 0
+    """Its place among the steps in the order they ended (0: it never ended)."""
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1].partition("@")[0] if self.path else ""
+
+    @property
+    def status(self) -> str:
+        return self.end.status if self.end is not None else "unfinished"
+
+    def walk(self) -> Iterator[FlowLogStep]:
+        yield self
+        for step in self.steps:
+            yield from step.walk()
+
+
+@dataclass
+class FlowRecording:
+    """A flow's recording, read."""
+
+    path: Path
+    header: FlowHeader
+    top: FlowLogStep | None
+    end: FlowEnd | None
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    """(line, what is wrong), for lines that are not the flow's records."""
+
+    def steps(self) -> Iterator[FlowLogStep]:
+        return self.top.walk() if self.top is not None else iter(())
+
+    def find(self, path: str) -> FlowLogStep | None:
+        """The step at ``path``; without ``@turn``, the last turn's."""
+        found = None
+        for step in self.steps():
+            if step.path == path:
+                return step
+            if "/".join(p.partition("@")[0] for p in step.path.split("/")) == path:
+                found = step
+        return found
+
+    def run_file(self, step: FlowLogStep) -> Path | None:
+        """The recording of an agent step's run."""
+        if step.end is None or step.end.run is None:
+            return None
+        return self.path.parent / step.end.run
+
+    def writer_of(self, key: str) -> FlowLogStep | None:
+        """The step that last wrote state ``key`` (the merge of a Parallel counts as its
+        step), in the order steps ended."""
+        last: tuple[int, FlowLogStep] | None = None
+        for order, step in self._ended():
+            if step.end is not None and key in step.end.writes:
+                last = (order, step)
+            if step.merge is not None and key in step.merge.writes:
+                last = (order, step)
+        return last[1] if last else None
+
+    def _ended(self) -> list[tuple[int, FlowLogStep]]:
+        return sorted(((s.order, s) for s in self.steps() if s.end is not None), key=lambda x: x[0])
+
+
+def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
+    """Read the flow's recording at ``path``. Raises :class:`RecordingFormatError` when it
+    is not one; a torn or malformed line is a problem, and the rest is read."""
+    path = Path(path)
+    problems: list[tuple[int, str]] = []
+    header: FlowHeader | None = None
+    end: FlowEnd | None = None
+    open_steps: dict[str, FlowLogStep] = {}
+    top: FlowLogStep | None = None
+    order = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if len(raw) > max_line:
+                problems.append((number, f"a line of {len(raw):,} bytes, over the limit"))
+                continue
+            if not raw.strip():
+                continue
+            try:
+                data = orjson.loads(raw)
+                model = FLOW_TYPES[data["t"]]
+                record = model.model_validate(data)
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError) as e:
+                if number == 1:
+                    raise RecordingFormatError(
+                        f"{path} is not a flow's recording: line 1: {type(e).__name__}", path=path
+                    ) from None
+                torn = not raw.endswith(b"\n")
+                problems.append(
+                    (number, "torn: cut off mid-write" if torn else "not a flow record")
+                )
+                continue
+            if number == 1 and not isinstance(record, FlowHeader):
+                raise RecordingFormatError(f"{path} is not a flow's recording", path=path)
+            if isinstance(record, FlowHeader):
+                header = record
+            elif isinstance(record, StepStart):
+                step = FlowLogStep(record.path, record.kind, record)
+                parent = _parent(open_steps, record.path)
+                if parent is not None:
+                    parent.steps.append(step)
+                elif top is None:
+                    top = step
+                open_steps[record.path] = step
+            elif isinstance(record, StepEnd):
+                done = open_steps.get(record.path)
+                if done is None:
+                    problems.append((number, f"step {record.path!r} ends without a start"))
+                    continue
+                done.end = record
+                order += 1
+                done.order = order
+            elif isinstance(record, StepDecision):
+                at = open_steps.get(record.path)
+                if at is not None:
+                    at.decisions.append(record)
+            elif isinstance(record, StepMerge):
+                at = open_steps.get(record.path)
+                if at is not None:
+                    at.merge = record
+            elif isinstance(record, FlowEnd):
+                end = record
+    assert header is not None
+    return FlowRecording(path, header, top, end, problems)
+
+
+def _parent(open_steps: dict[str, FlowLogStep], path: str) -> FlowLogStep | None:
+    if path == "":
+        return None
+    up = path.rpartition("/")[0]
+    return open_steps.get(up)
+
+
+@dataclass
+class FlowVerifyReport:
+    """What checking a flow's recording found."""
+
+    ok: bool
+    problems: list[tuple[int, str]]
+    runs: list[tuple[str, Path, Any]]
+    """(step path, its run's file, that run's VerifyReport or None when it cannot be read)."""
+
+    @property
+    def calls(self) -> int:
+        return sum(r.calls for _, _, r in self.runs if r is not None)
+
+    @property
+    def verified(self) -> int:
+        return sum(r.verified for _, _, r in self.runs if r is not None)
+
+
+def verify_flow(flow: FlowRecording) -> FlowVerifyReport:
+    """Check the log (every step that started ended, the flow ended, each agent step's run
+    is there) and verify every agent's run as ``verify`` does an agent's recording."""
+    from afcore.errors import RecordingError
+    from afcore.recording._reader import open_recording
+    from afcore.recording._verify import verify
+
+    problems = list(flow.problems)
+    runs: list[tuple[str, Path, Any]] = []
+    for step in flow.steps():
+        if step.end is None:
+            problems.append((0, f"step {step.path or '(top)'!r} started and never ended"))
+            continue
+        if step.kind != "agent":
+            continue
+        file = flow.run_file(step)
+        if file is None:
+            problems.append((0, f"agent step {step.path!r} names no run"))
+            continue
+        try:
+            with open_recording(file, index=False) as rec:
+                report = verify(rec)
+                if rec.header.run_id != step.end.run_id:
+                    problems.append(
+                        (0, f"{file.name} is run {rec.header.run_id}, not {step.end.run_id}")
+                    )
+        except (OSError, RecordingError) as e:
+            problems.append((0, f"the run of step {step.path!r} cannot be read: {e}"))
+            runs.append((step.path, file, None))
+            continue
+        runs.append((step.path, file, report))
+        for p in report.problems:
+            problems.append((0, f"{step.path}: line {p.line}: {p.message}"))
+    if flow.end is None:
+        problems.append((0, "no flow_end: the flow did not finish (or is still running)"))
+    ok = not problems and all(r is not None and r.ok for _, _, r in runs)
+    return FlowVerifyReport(ok, problems, runs)
