@@ -1,8 +1,9 @@
 """Finding the agent ``af run`` was pointed at.
 
 ``AGENT`` is ``file.py``, ``file.py:attr`` or ``module:attr``; the attribute is an
-:class:`Agent` or a function taking no arguments that returns one. A file that defines
-exactly one Agent at module level needs no attribute. Every way this can fail is a
+:class:`Agent` or a flow (``afcore.flows``), or a function taking no arguments that returns
+one. A file that defines exactly one flow at module level (not counting the flows inside
+it), or else exactly one Agent, needs no attribute. Every way this can fail is a
 :class:`LoadError`: one sentence, exit code 2.
 """
 
@@ -24,6 +25,7 @@ from afcli._errors import EXIT_USAGE, CliError, key_words
 
 if TYPE_CHECKING:
     from afcore import Agent
+    from afcore.flows import Flow
 
 __all__ = ["UNNAMED", "LoadError", "Loaded", "load_agent", "names_an_agent", "prepare"]
 
@@ -38,16 +40,19 @@ class LoadError(CliError):
 
 @dataclass(frozen=True)
 class Loaded:
-    agent: Agent
+    agent: Agent | Flow
     source: str
     """What was loaded, for the recording: ``examples/bot.py:agent``, never an absolute path."""
     name: str
     """The attribute it was found under (``agent``, ``make``)."""
 
     @property
-    def named(self) -> Agent:
-        """The agent, known by the name it was loaded by when it was built without one."""
-        if self.agent.name != UNNAMED:
+    def named(self) -> Agent | Flow:
+        """The agent, known by the name it was loaded by when it was built without one (a
+        flow: itself)."""
+        from afcore import Agent
+
+        if not isinstance(self.agent, Agent) or self.agent.name != UNNAMED:
             return self.agent
         agent = copy.copy(self.agent)
         agent.name = self.name
@@ -207,8 +212,30 @@ def _agents_in(module: ModuleType) -> dict[str, Agent]:
     return found
 
 
+def _flows_in(module: ModuleType) -> dict[str, Flow]:
+    """The module's flows that no other flow of it runs as a step."""
+    from afcore.flows import Flow
+
+    flows = {k: v for k, v in vars(module).items() if isinstance(v, Flow)}
+    inner = {id(s) for f in flows.values() for s in f.runnables()}
+    top: dict[str, Flow] = {}
+    for key, flow in flows.items():
+        if id(flow) not in inner and all(flow is not f for f in top.values()):
+            top[key] = flow
+    return top
+
+
 def _pick(module: ModuleType, attr: str | None, shown: str) -> tuple[str, object]:
     if attr is None:
+        flows = _flows_in(module)
+        if len(flows) == 1:
+            return next(iter(flows.items()))
+        if flows:
+            names = ", ".join(flows)
+            raise LoadError(
+                f"{shown} defines {len(flows)} flows ({names}); choose one, as "
+                f"{shown}:{next(iter(flows))}"
+            )
         agents = _agents_in(module)
         if len(agents) == 1:
             return next(iter(agents.items()))
@@ -233,10 +260,11 @@ def _pick(module: ModuleType, attr: str | None, shown: str) -> tuple[str, object
     return attr, obj
 
 
-def _as_agent(obj: object, target: str) -> Agent:
+def _as_agent(obj: object, target: str) -> Agent | Flow:
     from afcore import Agent, AgentBuilder
+    from afcore.flows import Flow
 
-    if isinstance(obj, Agent):
+    if isinstance(obj, Agent | Flow):
         return obj
     if isinstance(obj, AgentBuilder):
         raise LoadError(f"{target} is an agent builder; finish it with .build()")
@@ -267,8 +295,8 @@ def _as_agent(obj: object, target: str) -> Agent:
         if callable(close):
             close()  # never awaited: close it so Python does not warn
         raise LoadError(f"{target} is async; af run needs a plain function returning an Agent")
-    if not isinstance(made, Agent):
-        raise LoadError(f"{target}() returned a {type(made).__name__}, not an Agent")
+    if not isinstance(made, Agent | Flow):
+        raise LoadError(f"{target}() returned a {type(made).__name__}, not an Agent or a flow")
     return made
 
 

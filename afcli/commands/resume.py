@@ -131,6 +131,13 @@ def _load(spec: str | None, source: str | None, name: str) -> Agent:
             "with --agent file.py:make",
             EXIT_USAGE,
         ) from None
+    from afcore import Agent
+
+    if not isinstance(loaded.agent, Agent):
+        raise CliError(
+            f"{given} is a flow: give the agent whose run paused, with --agent file.py:NAME",
+            EXIT_USAGE,
+        )
     built = copy.copy(loaded.agent)
     if built.name == "agent" and name != "agent":
         built.name = loaded.name  # af run names an unnamed agent after what it loaded

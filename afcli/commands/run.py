@@ -14,12 +14,13 @@ if TYPE_CHECKING:
 
     from afcli._progress import Progress
     from afcore import Agent, RunResult
+    from afcore.flows import Flow
 
 __all__ = ["run"]
 
 DEMO = "demo"
 DEMO_SOURCE = "afcore.demos.trip:build_agent"
-DEMO_NAMES = ("trip", "compaction", "sliding")
+DEMO_NAMES = ("trip", "compaction", "sliding", "router")
 """The built-in demos (``afcore.demos.DEMOS``), named here so that ``--help`` lists them
 without importing the library."""
 
@@ -115,6 +116,18 @@ def run(
     from afcore.errors import AfError
 
     built, source, text = _load(agent, message, demo)
+    from afcore.flows import Flow
+
+    if isinstance(built, Flow):
+        for given, option in ((model, "--model"), (max_iterations, "--max-iterations")):
+            if given is not None:
+                raise CliError(f"{option} applies to one agent; a flow's agents keep their own")
+        if lens:
+            raise CliError("--lens follows one agent's run; open a flow's with af lens after it")
+        from afcli._flowrun import run_flow
+
+        run_flow(built, text, out=out, json_output=json_output, quiet=quiet)
+        return
     if model is not None:
         built = built.with_model(model)  # a missing key or a bad id: a usage error, exit 2
     runnable = prepare(built, source, out, max_iterations)
@@ -355,8 +368,11 @@ def _run_in_lens(agent: Agent, text: str) -> None:
         raise failure[0]
 
 
-def _load(agent: str | None, message: str | None, demo: str | None) -> tuple[Agent, str, str]:
+def _load(
+    agent: str | None, message: str | None, demo: str | None
+) -> tuple[Agent | Flow, str, str]:
     from afcli._loading import load_agent, names_an_agent
+    from afcore import Agent
 
     if demo is not None:
         return _demo(demo, agent, message)
@@ -373,7 +389,7 @@ def _load(agent: str | None, message: str | None, demo: str | None) -> tuple[Age
     return loaded.named, loaded.source, message
 
 
-def _demo(name: str, agent: str | None, message: str | None) -> tuple[Agent, str, str]:
+def _demo(name: str, agent: str | None, message: str | None) -> tuple[Agent | Flow, str, str]:
     """``--demo NAME [MESSAGE]``: the one argument there is (after an optional ``demo``) is
     the message."""
     from afcore.demos import DEMOS

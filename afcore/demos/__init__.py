@@ -1,7 +1,7 @@
 """Agents that run offline, to try af without a model or a key.
 
-``DEMOS`` names each one (``af run --demo NAME``): ``trip`` (the default), ``compaction``
-and ``sliding``.
+``DEMOS`` names each one (``af run --demo NAME``): ``trip`` (the default), ``compaction``,
+``sliding``, and ``router``, a composed run (a flow routing a ticket to one of two agents).
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from afcore.agent import Agent
-from afcore.demos import compaction, trip
+from afcore.demos import compaction, router, trip
 from afcore.demos.trip import DEFAULT_MESSAGE, build_agent
+from afcore.flows import Flow
 
 __all__ = ["DEFAULT_MESSAGE", "DEMOS", "Demo", "build_agent"]
 
@@ -21,7 +22,7 @@ class Demo:
     """A built-in demo: what builds it, the message it answers by default, what it shows."""
 
     name: str
-    build: Callable[[], Agent]
+    build: Callable[[], Agent | Flow]
     message: str
     about: str
 
@@ -51,6 +52,12 @@ DEMOS: dict[str, Demo] = {
             compaction.build_sliding_agent,
             compaction.DEFAULT_MESSAGE,
             "the same research run under sliding_window, with a notebook",
+        ),
+        Demo(
+            "router",
+            router.build_flow,
+            router.DEFAULT_MESSAGE,
+            "a flow: a ticket triaged, then routed to a billing or a tech agent",
         ),
     )
 }

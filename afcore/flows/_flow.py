@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
@@ -319,6 +319,16 @@ class Flow:
         child = _join(path, name) if at is None else f"{_join(path, name)}@{at}"
         return self._run_step(run, child, name, runnable, message, turn)
 
+    def runnables(self) -> Iterator[Any]:
+        """Every runnable under this flow, nested flows' too, depth first."""
+        for child in self._children():
+            yield child
+            if isinstance(child, Flow):
+                yield from child.runnables()
+
+    def _children(self) -> list[Any]:
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
@@ -421,6 +431,9 @@ class Sequence(Flow):
         super().__init__(name, recording)
         self.steps = tuple(steps)
 
+    def _children(self) -> list[Any]:
+        return [r for _, r in self.steps]
+
     @classmethod
     def create(
         cls, name: str = "sequence", *, record: bool | str | Path | RecordingConfig = True
@@ -516,6 +529,9 @@ class Parallel(Flow):
         super().__init__(name, recording)
         self.branches = tuple(branches)
         self.merge = merge
+
+    def _children(self) -> list[Any]:
+        return [r for _, r in self.branches]
 
     @classmethod
     def create(
@@ -648,6 +664,10 @@ class Conditional(Flow):
         self.whens = tuple(whens)
         self.otherwise = otherwise
 
+    def _children(self) -> list[Any]:
+        out = [r for _, _, r in self.whens]
+        return out + [self.otherwise[1]] if self.otherwise is not None else out
+
     @classmethod
     def create(
         cls, name: str = "conditional", *, record: bool | str | Path | RecordingConfig = True
@@ -764,6 +784,9 @@ class Loop(Flow):
         self.body = body
         self.until = until
         self.limit = limit
+
+    def _children(self) -> list[Any]:
+        return [self.body[1]]
 
     @classmethod
     def create(

@@ -89,7 +89,7 @@ def test_an_unknown_demo_is_a_usage_error_naming_the_demos(invoke: Invoke) -> No
     assert ran.out == ""
     (line,) = ran.err.strip().splitlines()
     assert line == (
-        "error: there is no demo named 'nope'; the demos are trip, compaction and sliding"
+        "error: there is no demo named 'nope'; the demos are trip, compaction, sliding and router"
     )
 
 

@@ -1,0 +1,142 @@
+"""A composed run at the command line: af run on a flow (the router demo, a flow file),
+af show drawing its steps with each agent's calls, af verify checking the log and every
+agent's run, af why crossing from the answer into the agent that produced it and back to
+the step that wrote what its rule read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.afcli.conftest import Invoke
+
+
+@pytest.fixture
+def routed(invoke: Invoke, tmp_path: Path) -> dict[str, Any]:
+    ran = invoke("run", "--demo", "router", "--json", "--out", tmp_path / "runs")
+    assert ran.code == 0, ran.err
+    outcome: dict[str, Any] = ran.json()
+    return outcome
+
+
+def test_af_run_runs_the_router_demo_with_progress_per_step(invoke: Invoke, tmp_path: Path) -> None:
+    ran = invoke("run", "--demo", "router", "--out", tmp_path)
+    assert ran.code == 0, ran.err
+    assert "Invoice 1042 was charged twice" in ran.out
+    assert "✓ triage function  ok" in ran.err
+    assert "▸ route/billing agent" in ran.err
+    assert "route conditional  ok" in ran.err and "→ billing" in ran.err
+    assert "recording " in ran.err
+
+
+def test_the_router_sends_another_ticket_to_the_other_agent(
+    routed: dict[str, Any], invoke: Invoke, tmp_path: Path
+) -> None:
+    assert routed["produced_by"] == "route/billing" and routed["calls"] == 2
+    ran = invoke("run", "--demo", "router", "the sync is broken", "--json", "--out", tmp_path)
+    assert ran.code == 0
+    assert ran.json()["produced_by"] == "route/tech"
+    assert "sync service" in ran.json()["answer"]
+
+
+def test_af_verify_checks_the_log_and_every_agent_s_calls(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    ran = invoke("verify", routed["recording"])
+    assert ran.code == 0, ran.out
+    assert "2/2 calls verified" in ran.out and "✓ route/billing" in ran.out
+    data = invoke("verify", routed["recording"], "--json").json()
+    assert data["ok"] and data["runs"][0]["step"] == "route/billing"
+
+
+def test_af_verify_fails_a_flow_whose_agent_run_was_changed(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = Path(routed["recording"])
+    (run,) = (log.parent / log.stem).glob("*.jsonl")
+    run.write_bytes(run.read_bytes().replace(b"1042", b"1043"))
+    ran = invoke("verify", log)
+    assert ran.code == 1
+    assert "✗ route/billing" in ran.out
+
+
+def test_af_verify_says_when_the_flow_did_not_finish(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = Path(routed["recording"])
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:-1]) + lines[-1][:20])  # the flow_end torn
+    ran = invoke("verify", log)
+    assert ran.code == 1
+    assert "torn" in ran.out and "no flow_end" in ran.out
+    shown = invoke("show", log)
+    assert shown.code == 0 and "did not finish" in shown.out
+
+
+def test_af_show_draws_the_steps_with_each_agent_s_calls(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    ran = invoke("show", routed["recording"])
+    assert ran.code == 0, ran.err
+    out = ran.out
+    for piece in (
+        "triage function  ok",
+        "wrote intent, priority, triage",
+        "route conditional  ok",
+        "chose billing",
+        'read state.intent = "billing"',
+        "billing agent  ok",
+        "call 1",
+        "lookup_invoice",
+        "answer from route/billing",
+    ):
+        assert piece in out, piece
+    data = invoke("show", routed["recording"], "--json").json()
+    (triage, route) = data["steps"]["steps"]
+    assert triage["writes"]["intent"] == "billing"
+    assert route["decisions"][0]["chosen"] == "billing"
+
+
+def test_af_why_crosses_from_the_answer_into_the_agent_and_back_to_the_step_that_wrote(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    ran = invoke("why", routed["recording"], "answer")
+    assert ran.code == 0, ran.err
+    out = ran.out
+    assert "answer ← step route/billing" in out
+    assert "chosen by route" in out and "state.intent ← written by triage" in out
+    # inside the billing agent: its rule read the priority triage wrote
+    assert "rule urgent fired" in out
+    assert "state.priority ← written by the flow's step triage" in out
+    assert "lookup_invoice, call 1" in out
+
+
+def test_af_why_on_a_state_value_names_its_writer_and_its_readers(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    ran = invoke("why", routed["recording"], "state.intent")
+    assert "written by triage" in ran.out and "read by the decision of route" in ran.out
+    keys = invoke("why", routed["recording"], "--list", "--json").json()
+    assert {"answer", "state.intent", "route/billing"} <= {k["key"] for k in keys}
+
+
+def test_af_run_finds_the_flow_a_file_defines(invoke: Invoke, tmp_path: Path) -> None:
+    file = tmp_path / "debate.py"
+    file.write_text(
+        "from afcore import Agent, mock\n"
+        "from afcore.flows import Parallel, Sequence\n"
+        "def a(name, text):\n"
+        "    return Agent.create(provider=mock(reply=text), model='m', name=name).build()\n"
+        "sides = Parallel.create().branch('pro', a('pro', 'yes'))"
+        ".branch('con', a('con', 'no')).build()\n"
+        "debate = Sequence.create('debate').step('sides', sides)"
+        ".step('judge', a('judge', 'pro wins')).build()\n"
+    )
+    ran = invoke("run", file, "Tea or coffee?", "--out", tmp_path / "runs")
+    assert ran.code == 0, ran.err
+    assert ran.out.strip() == "pro wins"
+    assert "sides/pro agent" in ran.err and "sides/con agent" in ran.err
+    refused = invoke("run", file, "x", "--model", "openai:gpt-4o")
+    assert refused.code == 2 and "a flow's agents keep their own" in refused.err
