@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from afcore import Agent, RecordingConfig
-from afcore.demos import compaction, trip
+from afcore.demos import compaction, router, trip
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -45,7 +45,15 @@ def _config(folder: Path, run_id: str) -> RecordingConfig:
     )
 
 
+FLOWS = [
+    # A composed run: a ticket triaged, then routed to the billing agent; its agent's run
+    # is in sample-router/ beside the flow's log.
+    ("sample-router", router.build_flow, router.DEFAULT_MESSAGE),
+]
+
+
 def make_samples(folder: Path) -> list[Path]:
+    """Write the samples; returns every file written (a flow's agents' runs too)."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for name, build, message in SAMPLES:
@@ -55,6 +63,16 @@ def make_samples(folder: Path) -> list[Path]:
         agent.run(message)
         assert agent.last_recording == path
         written.append(path)
+    for name, build_flow, message in FLOWS:
+        path = folder / f"{name}.jsonl"
+        path.unlink(missing_ok=True)
+        runs = folder / name
+        for old in runs.glob("*.jsonl") if runs.is_dir() else ():
+            old.unlink()
+        flow = build_flow(record=_config(folder, name))
+        flow.run(message)
+        assert flow.last_result is not None and flow.last_result.recording == path
+        written += [path, *sorted(runs.glob("*.jsonl"))]
     return written
 
 

@@ -292,9 +292,14 @@ class Agent:
                 observers=(observe,) if observe else (),
                 watchers=self.watchers,
             )
+        # The loop reads the agent's recording config (its clocks): the one in effect.
+        runner = self
+        if recording is not None and recording is not self.recording:
+            runner = copy.copy(self)
+            runner.recording = recording
         with screening(rec.redactor):
             result, raised = await run_loop(
-                self,
+                runner,
                 message,
                 rec,
                 run_id,

@@ -145,6 +145,8 @@ class _Run:
         self.log = log
         self.progress = progress
         self.agents = 0
+        self.clock = log.config.clock if log is not None else time.perf_counter
+        """Seconds on a monotonic clock: the recording's, for the durations in it."""
 
     def tell(self, event: StepEvent) -> None:
         if self.progress is not None:
@@ -242,14 +244,14 @@ class Flow:
         scope = Scope(state or {})
         log = open_log(self, message, scope) if self.recording is not None else None
         run = _Run(scope, message, log, progress)
-        started = time.perf_counter()
+        started = run.clock()
         try:
             top = await self._run_step(run, "", self.name, self, message, None)
         except BaseException as e:
             if log is not None:
                 log.abort(e)
             raise
-        result = _result(top, run, log, time.perf_counter() - started)
+        result = _result(top, run, log, run.clock() - started)
         if log is not None:
             log.end(result)
         self.last_result = result
@@ -276,7 +278,7 @@ class Flow:
             run.log.step_start(path, name, kind, message)
         writes = Writes()
         token = writing(writes)
-        started = time.perf_counter()
+        started = run.clock()
         try:
             if isinstance(runnable, Agent):
                 step = await _agent_step(run, path, name, runnable, message)
@@ -290,7 +292,7 @@ class Flow:
             reset_writing(token)
         step = _replace(
             step,
-            ms=(time.perf_counter() - started) * 1000,
+            ms=(run.clock() - started) * 1000,
             writes=tuple(writes.values),
         )
         if run.log is not None:

@@ -89,12 +89,14 @@ class FlowLog:
         """step path -> its agent run's file (relative) and run id"""
 
     def agent_recording(self, agent: Agent, path: str, n: int) -> RecordingConfig:
-        """Where the agent step at ``path`` records its run: the flow's folder of runs, as
-        the agent's own redaction policy (or, recording nothing itself, the flow's) says."""
+        """Where the agent step at ``path`` records its run: the flow's folder of runs, on
+        the flow's clocks, under the agent's own redaction policy (or, when it records
+        nothing itself, the flow's)."""
         own = agent.recording
         run_id = f"{n:03d}-{_slug(path)}"
         self._runs[path] = (f"{self.run_id}/{run_id}{SUFFIX}", run_id)
-        return replace(own if own is not None else self.config, dir=self.runs, run_id=run_id)
+        redaction = own.redaction if own is not None else self.config.redaction
+        return replace(self.config, dir=self.runs, run_id=run_id, redaction=redaction)
 
     def step_start(self, path: str, name: str, kind: str, message: Any) -> None:
         self.rec.event(StepStart(path=path, kind=kind, input=message))
