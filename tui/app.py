@@ -16,9 +16,10 @@ from pathlib import Path
 from textual.app import App
 from textual.screen import Screen
 
-from afcore.errors import RecordingError
+from afcore.errors import RecordingError, RecordingFormatError
 from afcore.readmodel import SessionRuns, safe, session_runs
-from afcore.recording import Recording, open_recording
+from afcore.recording import FlowRecording, Recording, is_flow, open_flow, open_recording
+from tui.screens.flow import FlowScreen
 from tui.screens.lens import LensScreen
 
 __all__ = ["PREFIX", "LensApp", "make_lens_app"]
@@ -38,7 +39,16 @@ def make_lens_app(
     tests. ``session``: the turns of the session ``path`` is a turn of, when known (else
     found beside it when first asked for). ``against``: another recording to compare it
     with, call by call (``--diff``). Raises afcore's RecordingError when a file is not a
-    recording."""
+    recording (or, with ``against``, not an agent's run). A flow's recording opens on the
+    tree of its steps."""
+    if is_flow(path):
+        if against is not None:
+            raise RecordingFormatError(
+                f"{path} is a flow's recording: --diff compares two agents' runs "
+                "(open one of its agents' runs, in its folder)",
+                path=path,
+            )
+        return LensApp(None, flow=open_flow(path))
     if against is not None:
         open_recording(against, index=False).close()  # not a recording: said now
     return LensApp(
@@ -53,11 +63,12 @@ class LensApp(App[None]):
 
     def __init__(
         self,
-        rec: Recording,
+        rec: Recording | None,
         *,
         follow: bool = False,
         session: SessionRuns | None = None,
         against: Path | None = None,
+        flow: FlowRecording | None = None,
     ) -> None:
         super().__init__()
         self.rec = rec
@@ -65,15 +76,19 @@ class LensApp(App[None]):
         self.against = against
         self._session = session
         self._looked = session is not None
+        self.flow = flow
 
     def get_default_screen(self) -> Screen[None]:
+        if self.flow is not None:
+            return FlowScreen(self.flow)
+        assert self.rec is not None
         return LensScreen(self.rec, follow=self.follow, against=self.against)
 
     def session_runs(self) -> SessionRuns | None:
         """The session the first recording is a turn of (None: it is no turn of one)."""
         if not self._looked:
             self._looked = True
-            if self.rec.header.session is not None:
+            if self.rec is not None and self.rec.header.session is not None:
                 self._session = session_runs(Path(self.rec.path))
         return self._session
 
