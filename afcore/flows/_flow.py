@@ -62,7 +62,7 @@ __all__ = [
 
 Runnable: TypeAlias = "Agent | Flow | Callable[[FlowView], Any]"
 Predicate: TypeAlias = Callable[[FlowView], Any]
-Merge: TypeAlias = Callable[[FlowView, Mapping[str, StepResult]], Any]
+Merge: TypeAlias = Callable[[FlowView, dict[str, StepResult]], Any]
 StepEvent: TypeAlias = "tuple[str, StepResult | None, str, StepKind]"
 """What a progress observer is handed: ``("start", None, path, kind)`` when a step starts,
 ``("end", result, path, kind)`` when it ends."""
