@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         verify_flow,
     )
     from afcore.recording._flows import (
+        EVERY_RECORD_ADAPTER,
         FLOW_TYPES,
         FlowEnd,
         FlowHeader,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         StepMerge,
         StepStart,
         VerdictInfo,
+        every_record_schema,
     )
     from afcore.recording._hashing import canonical, content_hash, seal, short_id, unseal
     from afcore.recording._models import (
@@ -121,6 +123,8 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "verify_flow",
     ),
     "afcore.recording._flows": (
+        "EVERY_RECORD_ADAPTER",
+        "every_record_schema",
         "FLOW_TYPES",
         "FlowEnd",
         "FlowHeader",
@@ -225,6 +229,8 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 __all__ = [
     "BUNDLE_RECORDING",
+    "EVERY_RECORD_ADAPTER",
+    "every_record_schema",
     "is_flow",
     "open_flow",
     "verify_flow",

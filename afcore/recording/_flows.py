@@ -11,18 +11,23 @@ interleaves inside a line.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args
+
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from afcore.recording._models import (
     FORMAT_VERSION,
     ErrorInfo,
+    Record,
     RedactionInfo,
     Sparse,
     UsageInfo,
     _Model,
+    record_schema,
 )
 
 __all__ = [
+    "EVERY_RECORD_ADAPTER",
     "FLOW_TYPES",
     "FlowEnd",
     "FlowRecord",
@@ -33,6 +38,7 @@ __all__ = [
     "StepMerge",
     "StepStart",
     "VerdictInfo",
+    "every_record_schema",
 ]
 
 
@@ -162,3 +168,16 @@ FLOW_TYPES = {
     for m in (FlowHeader, StepStart, StepEnd, StepDecision, StepMerge, FlowEnd)
 }
 """Record type -> its model, for the records of a flow's recording."""
+
+_EVERY: Any = Annotated[
+    Union[get_args(get_args(Record)[0]) + get_args(FlowRecord)],  # noqa: UP007 - built from tuples
+    Field(discriminator="t"),
+]
+EVERY_RECORD_ADAPTER: TypeAdapter[Any] = TypeAdapter(_EVERY, config=ConfigDict(defer_build=True))
+"""Every record of an agent's recording or a flow's log (``af schema``)."""
+
+
+def every_record_schema() -> dict[str, Any]:
+    """The JSON Schema of every record of an agent's recording or a flow's log, each field
+    described by its docstring."""
+    return record_schema(EVERY_RECORD_ADAPTER, (__name__,))

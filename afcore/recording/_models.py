@@ -1150,27 +1150,31 @@ KNOWN_TYPES = frozenset(
 )
 
 
-def record_schema() -> dict[str, Any]:
-    """The JSON Schema of a record, each field described by its docstring here."""
+def record_schema(
+    adapter: TypeAdapter[Any] | None = None, modules: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The JSON Schema of a record (of ``adapter``'s records; by default an agent's
+    recording's), each field described by its docstring here or in ``modules``."""
     import ast
     import inspect
     import sys
 
     docs: dict[str, dict[str, str]] = {}
-    for node in ast.parse(inspect.getsource(sys.modules[__name__])).body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        fields = docs.setdefault(node.name, {})
-        for before, after in zip(node.body, node.body[1:], strict=False):
-            if (
-                isinstance(before, ast.AnnAssign)
-                and isinstance(before.target, ast.Name)
-                and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant)
-                and isinstance(after.value.value, str)
-            ):
-                fields[before.target.id] = inspect.cleandoc(after.value.value)
-    schema = RECORD_ADAPTER.json_schema()
+    for module in (__name__, *modules):
+        for node in ast.parse(inspect.getsource(sys.modules[module])).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            fields = docs.setdefault(node.name, {})
+            for before, after in zip(node.body, node.body[1:], strict=False):
+                if (
+                    isinstance(before, ast.AnnAssign)
+                    and isinstance(before.target, ast.Name)
+                    and isinstance(after, ast.Expr)
+                    and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)
+                ):
+                    fields[before.target.id] = inspect.cleandoc(after.value.value)
+    schema = (adapter or RECORD_ADAPTER).json_schema()
     for name, definition in schema.get("$defs", {}).items():
         for field, prop in definition.get("properties", {}).items():
             doc = docs.get(name, {}).get(field)

@@ -140,3 +140,19 @@ def test_af_run_finds_the_flow_a_file_defines(invoke: Invoke, tmp_path: Path) ->
     assert "sides/pro agent" in ran.err and "sides/con agent" in ran.err
     refused = invoke("run", file, "x", "--model", "openai:gpt-4o")
     assert refused.code == 2 and "a flow's agents keep their own" in refused.err
+
+
+def test_af_schema_describes_every_line_of_a_flow_s_log(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    import jsonschema
+    import orjson
+
+    schema = invoke("schema").json()
+    lines = Path(routed["recording"]).read_bytes().splitlines()
+    kinds = set()
+    for raw in lines:
+        record = orjson.loads(raw)
+        jsonschema.validate(record, schema)
+        kinds.add(record["t"])
+    assert kinds == {"flow", "step_start", "step_end", "decision", "flow_end"}
