@@ -45,13 +45,21 @@ def peek(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
             header = _header(f.readline(HEAD_LIMIT + 1))
-            entry.update(
-                run_id=header.run_id,
-                started_at=header.started_at,
-                agent=header.agent.name,
-                model=header.model,
-            )
-            _tail(f, entry)
+            if header.t == "flow":  # a flow's log: its agents' runs are in its folder
+                entry.update(
+                    run_id=header.run_id,
+                    started_at=header.started_at,
+                    agent=f"flow {header.flow.name}",
+                    model="",
+                )
+            else:
+                entry.update(
+                    run_id=header.run_id,
+                    started_at=header.started_at,
+                    agent=header.agent.name,
+                    model=header.model,
+                )
+            _tail(f, entry, end_type="flow_end" if header.t == "flow" else "run_end")
     except _Unreadable as e:
         entry["reason"] = str(e)
     except OSError as e:
@@ -60,7 +68,7 @@ def peek(path: Path) -> dict[str, Any]:
 
 
 def _header(first: bytes) -> Any:
-    from afcore.recording import FORMAT, FORMAT_VERSION, Header
+    from afcore.recording import FORMAT, FORMAT_VERSION, FlowHeader, Header
 
     if not first:
         raise _Unreadable("the file is empty")
@@ -70,7 +78,8 @@ def _header(first: bytes) -> Any:
         data = orjson.loads(first)
     except orjson.JSONDecodeError:
         raise _Unreadable("line 1 is not JSON: not an af recording") from None
-    if not isinstance(data, dict) or data.get("t") != "header" or data.get("format") != FORMAT:
+    kind = data.get("t") if isinstance(data, dict) else None
+    if kind not in ("header", "flow") or data.get("format") != FORMAT:
         raise _Unreadable("line 1 is not an af.recording header")
     version = str(data.get("version", ""))
     major = version.split(".")[0]
@@ -82,15 +91,15 @@ def _header(first: bytes) -> Any:
             f"format version {version} is newer than this af reads ({supported}.x); upgrade af"
         )
     try:
-        return Header.model_validate(data)
+        return (FlowHeader if kind == "flow" else Header).model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "header"
         raise _Unreadable(f"line 1 is not a valid header ({where}: {err['msg']})") from None
 
 
-def _tail(f: Any, entry: dict[str, Any]) -> None:
-    from afcore.recording import RunEnd
+def _tail(f: Any, entry: dict[str, Any], *, end_type: str = "run_end") -> None:
+    from afcore.recording import FlowEnd, RunEnd
 
     size = os.fstat(f.fileno()).st_size
     start = max(0, size - TAIL_LIMIT)
@@ -119,13 +128,13 @@ def _tail(f: Any, entry: dict[str, Any]) -> None:
     except orjson.JSONDecodeError:
         entry["reason"] = "the last line is not JSON"
         return
-    if not isinstance(data, dict) or data.get("t") != "run_end":
-        entry["reason"] = "no run_end record: the run was cut off or is still running"
+    if not isinstance(data, dict) or data.get("t") != end_type:
+        entry["reason"] = f"no {end_type} record: the run was cut off or is still running"
         return
     try:
-        end = RunEnd.model_validate(data)
+        end = (FlowEnd if end_type == "flow_end" else RunEnd).model_validate(data)
     except ValidationError:
-        entry["reason"] = "the run_end record is malformed"
+        entry["reason"] = f"the {end_type} record is malformed"
         return
     u = end.usage
     # Token counts always; cache counts and the estimate flag only when they say something.

@@ -76,6 +76,7 @@ def resume(
 
     if approve and decline:
         raise CliError("give --approve or --decline, not both", EXIT_USAGE)
+    _refuse_a_flow(run)
     with open_run(run) as rec:
         path = rec.path
         _, checkpoint = paused_checkpoint(rec)
@@ -148,3 +149,26 @@ def _load(spec: str | None, source: str | None, name: str) -> Agent:
     built.source = source
     built.last_result = None
     return built
+
+
+def _refuse_a_flow(run: str) -> None:
+    """A flow does not resume: its paused step's agent run does, named in a sentence."""
+    from afcli._runs import resolve
+    from afcore.recording import is_flow
+
+    path = resolve(run)
+    if not is_flow(path):
+        return
+    from afcli._flows import open_flow_cli
+
+    flow = open_flow_cli(path)
+    paused = flow.end.paused if flow.end is not None else None
+    step = flow.find(paused) if paused is not None else None
+    file = flow.run_file(step) if step is not None else None
+    if file is None:
+        raise CliError(f"{path} is a flow's log, and no step of it paused", EXIT_USAGE)
+    raise CliError(
+        f"a flow does not resume: its step {paused!r} paused; answer that agent's run "
+        f"(af resume {file} --approve --agent FILE:NAME), then run the flow again",
+        EXIT_USAGE,
+    )

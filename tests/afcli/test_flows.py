@@ -156,3 +156,36 @@ def test_af_schema_describes_every_line_of_a_flow_s_log(
         jsonschema.validate(record, schema)
         kinds.add(record["t"])
     assert kinds == {"flow", "step_start", "step_end", "decision", "flow_end"}
+
+
+PAUSING = """
+from afcore import Agent, ToolMiddleware, ask, define_tool, mock
+from afcore.flows import Sequence
+
+refund = define_tool("refund", "Refund.", {"type": "object", "properties": {}}, lambda a, c: "ok")
+call = {"tool_calls": [{"id": "t1", "name": "refund", "args": {}}]}
+refunds = (
+    Agent.create(provider=mock(replies=[call, "refunded"]), model="m", name="refunds")
+    .tool(refund)
+    .tool_middleware(ToolMiddleware("approval", on_tool_call=lambda c: ask("Refund?")))
+    .build()
+)
+flow = Sequence.create("support").step("refund", refunds).step("thank", lambda s: "thanks").build()
+"""
+
+
+def test_a_flow_whose_step_pauses_says_which_run_to_answer(invoke: Invoke, tmp_path: Path) -> None:
+    file = tmp_path / "pausing.py"
+    file.write_text(PAUSING)
+    runs = tmp_path / "runs"
+    ran = invoke("run", file, "refund me", "--out", runs, "--json")
+    assert ran.code == 0, ran.err
+    data = ran.json()
+    assert data["status"] == "paused" and data["paused"]["question"] == "Refund?"
+    assert [s["path"] for s in data["steps"]] == ["", "refund"]  # thank never ran
+    refused = invoke("resume", data["recording"], "--approve")
+    assert refused.code == 2
+    assert "its step 'refund' paused" in refused.err and "001-refund.jsonl" in refused.err
+    listed = invoke("ls", "--json", env={"AF_RECORDINGS": str(runs)})
+    entry = next(e for e in listed.json() if e["run_id"] == data["run_id"])
+    assert entry["agent"] == "flow support" and entry["status"] == "paused"
