@@ -47,8 +47,8 @@ def _config(folder: Path, run_id: str) -> RecordingConfig:
 
 FLOWS = [
     # A composed run: a ticket triaged, then routed to the billing agent; its agent's run
-    # is in sample-router/ beside the flow's log.
-    ("sample-router", router.build_flow, router.DEFAULT_MESSAGE),
+    # is in flow-router/ beside the flow's log.
+    ("flow-router", router.build_flow, router.DEFAULT_MESSAGE),
 ]
 
 

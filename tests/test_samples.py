@@ -12,7 +12,9 @@ from afcore import recording as rec
 from scripts.make_samples import make_samples
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = sorted((ROOT / "recordings").glob("sample-*.jsonl"))
+SAMPLES = sorted((ROOT / "recordings").glob("sample-*.jsonl")) + sorted(
+    (ROOT / "recordings").glob("flow-*.jsonl")
+)
 
 
 def _normalized(path: Path) -> list[bytes]:

@@ -9,14 +9,14 @@ from afcore.flows import Sequence
 from tests.tui.conftest import SAMPLES, lens, position, screen_text
 from tui.screens.flow import AgentRunScreen, FlowScreen
 
-ROUTER = SAMPLES / "sample-router.jsonl"
+ROUTER = SAMPLES / "flow-router.jsonl"
 
 
 async def test_a_flow_opens_on_its_steps_and_their_decisions() -> None:
     async with lens(ROUTER) as (app, _):
         assert isinstance(app.screen, FlowScreen)
         text = screen_text(app)
-        assert "flow sample-router  support  answer · 2 calls" in text
+        assert "flow flow-router  support  answer · 2 calls" in text
         assert "answer from route/billing" in text
         for piece in ("triage function ok", "route conditional ok", "billing agent ok"):
             assert piece in text, piece
