@@ -25,12 +25,13 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeAlias
+from typing import Any, Self, TypeAlias
 
 import orjson
 
 from afcore.agent._agent import Agent
 from afcore.errors import AfError, UsageError
+from afcore.flows._log import FlowLog
 from afcore.flows._result import (
     FlowDecision,
     FlowResult,
@@ -43,9 +44,7 @@ from afcore.flows._state import FlowView, Scope, Writes, evidence, reset_writing
 from afcore.governance._pause import Paused
 from afcore.messages import Usage
 from afcore.recording._config import RecordingConfig
-
-if TYPE_CHECKING:
-    from afcore.flows._log import FlowLog
+from afcore.recording._flows import FlowNode
 
 __all__ = [
     "BranchesFailedError",
@@ -239,10 +238,8 @@ class Flow:
             raise UsageError(
                 f"run(...) takes the user's message as a string, got {type(message).__name__}"
             )
-        from afcore.flows._log import open_log
-
         scope = Scope(state or {})
-        log = open_log(self, message, scope) if self.recording is not None else None
+        log = FlowLog(describe(self, self.name), self.recording) if self.recording else None
         run = _Run(scope, message, log, progress)
         started = run.clock()
         try:
@@ -942,3 +939,23 @@ def _raised(top: StepResult, error: BaseException) -> BaseException:
     )
     out.__cause__ = error
     return out
+
+
+def describe(runnable: Any, name: str) -> FlowNode:
+    """The composition under ``runnable`` as the header holds it."""
+    if isinstance(runnable, Agent):
+        return FlowNode(name=name, kind="agent", agent=runnable.name, source=runnable.source)
+    if not isinstance(runnable, Flow):
+        return FlowNode(name=name, kind="function", source=getattr(runnable, "__qualname__", None))
+    steps: list[FlowNode] = []
+    if isinstance(runnable, Sequence):
+        steps = [describe(r, n) for n, r in runnable.steps]
+    elif isinstance(runnable, Parallel):
+        steps = [describe(r, n) for n, r in runnable.branches]
+    elif isinstance(runnable, Conditional):
+        steps = [describe(r, n) for n, _, r in runnable.whens]
+        if runnable.otherwise is not None:
+            steps.append(describe(runnable.otherwise[1], runnable.otherwise[0]))
+    elif isinstance(runnable, Loop):
+        steps = [describe(runnable.body[1], runnable.body[0])]
+    return FlowNode(name=name, kind=runnable.kind, steps=steps)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from afcore._version import __version__
 from afcore.agent._agent import Agent
@@ -27,32 +26,7 @@ from afcore.recording._models import RedactionInfo
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._writer import Recorder, error_info, usage_info
 
-if TYPE_CHECKING:
-    from afcore.flows._flow import Flow
-
-__all__ = ["FlowLog", "describe", "open_log"]
-
-
-def describe(runnable: Any, name: str) -> FlowNode:
-    """The composition under ``runnable`` as the header holds it."""
-    from afcore.flows._flow import Conditional, Flow, Loop, Parallel, Sequence
-
-    if isinstance(runnable, Agent):
-        return FlowNode(name=name, kind="agent", agent=runnable.name, source=runnable.source)
-    if not isinstance(runnable, Flow):
-        return FlowNode(name=name, kind="function", source=getattr(runnable, "__qualname__", None))
-    steps: list[FlowNode] = []
-    if isinstance(runnable, Sequence):
-        steps = [describe(r, n) for n, r in runnable.steps]
-    elif isinstance(runnable, Parallel):
-        steps = [describe(r, n) for n, r in runnable.branches]
-    elif isinstance(runnable, Conditional):
-        steps = [describe(r, n) for n, _, r in runnable.whens]
-        if runnable.otherwise is not None:
-            steps.append(describe(runnable.otherwise[1], runnable.otherwise[0]))
-    elif isinstance(runnable, Loop):
-        steps = [describe(runnable.body[1], runnable.body[0])]
-    return FlowNode(name=name, kind=runnable.kind, steps=steps)
+__all__ = ["FlowLog"]
 
 
 def _slug(path: str) -> str:
@@ -62,7 +36,7 @@ def _slug(path: str) -> str:
 class FlowLog:
     """The writer of one flow run's recording."""
 
-    def __init__(self, flow: Flow, message: str, config: RecordingConfig) -> None:
+    def __init__(self, composition: FlowNode, config: RecordingConfig) -> None:
         self.config = config
         self.run_id = config.run_id or new_run_id(config.now())
         folder = config.dir or default_dir()
@@ -77,7 +51,7 @@ class FlowLog:
                 started_at=config.now().isoformat(timespec="milliseconds"),
                 af_version=__version__,
                 python=".".join(map(str, sys.version_info[:3])),
-                flow=describe(flow, flow.name),
+                flow=composition,
                 redaction=RedactionInfo(
                     fields=list(redactor.policy.fields),
                     patterns=redactor.pattern_names,
@@ -196,13 +170,3 @@ def usage_info_zero() -> Any:
     from afcore.messages import Usage
 
     return usage_info(Usage())
-
-
-def open_log(flow: Flow, message: str, scope: Any) -> FlowLog:
-    assert flow.recording is not None
-    return FlowLog(flow, message, flow.recording)
-
-
-def runs_folder(path: Path) -> Path:
-    """The folder of a flow recording's agents' runs."""
-    return path.with_suffix("")

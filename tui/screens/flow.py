@@ -21,7 +21,8 @@ __all__ = ["AgentRunScreen", "FlowScreen"]
 class AgentRunScreen(LensScreen):
     """An agent's run opened from a flow: the Lens as for any run, with a way back."""
 
-    BINDINGS = [*LensScreen.BINDINGS, Binding("b", "back", "Back to the flow", id="flow.back")]
+    BINDINGS = [Binding("b", "back", "Back to the flow", id="flow.back")]
+    """Added to the Lens's own, which it inherits."""
 
     def action_back(self) -> None:
         self.app.pop_screen()
