@@ -219,7 +219,9 @@ def verify_flow_cli(flow: FlowRecording, *, json_output: bool) -> bool:
     if report.ok:
         console.print(
             Text(
-                "✓ ok: the flow's log is whole and every agent's call rebuilds to its hash", "green"
+                "✓ ok: the flow's log is whole, its seals hold, and every agent's call "
+                "rebuilds to its hash",
+                "green",
             )
         )
     return report.ok

@@ -95,11 +95,17 @@ def chat(
     """
     from afcli._loading import load_agent, prepare
     from afcli._render import err_console
+    from afcore import Agent
     from afcore.errors import UsageError
     from afcore.sessions import Session, check_session_id
 
     loaded = load_agent(agent)
     built = loaded.named
+    if not isinstance(built, Agent):
+        raise CliError(
+            f"{agent} is a flow: af chat talks with one agent (run a flow with af run)",
+            EXIT_USAGE,
+        )
     if model is not None:
         built = built.with_model(model)
     runnable = prepare(built, loaded.source)

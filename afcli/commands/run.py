@@ -372,7 +372,6 @@ def _load(
     agent: str | None, message: str | None, demo: str | None
 ) -> tuple[Agent | Flow, str, str]:
     from afcli._loading import load_agent, names_an_agent
-    from afcore import Agent
 
     if demo is not None:
         return _demo(demo, agent, message)

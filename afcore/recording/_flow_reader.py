@@ -1,6 +1,6 @@
 """Reading a flow's recording: its typed records as the tree of steps that ran, with their
-decisions, merges and agents' runs; and checking it (the log whole, every agent's run
-verified as an agent's recording is)."""
+decisions, merges and agents' runs; and checking it (the log whole and its hash chain, every
+agent's run verified as an agent's recording is)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from afcore.recording._flows import (
     StepMerge,
     StepStart,
 )
+from afcore.recording._hashing import seal, short_id, unseal
+from afcore.recording._models import Seal
 from afcore.recording._reader import MAX_LINE
 
 __all__ = [
@@ -83,6 +85,9 @@ class FlowRecording:
     end: FlowEnd | None
     problems: list[tuple[int, str]] = field(default_factory=list)
     """(line, what is wrong), for lines that are not the flow's records."""
+    chain: list[tuple[int, str]] = field(default_factory=list)
+    """(line, what is wrong) with the hash chain its seals make: a record changed, added,
+    removed or moved (checked by :func:`verify_flow`)."""
 
     def steps(self) -> Iterator[FlowLogStep]:
         return self.top.walk() if self.top is not None else iter(())
@@ -128,8 +133,16 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
     open_steps: dict[str, FlowLogStep] = {}
     top: FlowLogStep | None = None
     order = 0
+    chain = _Chain()
+    torn_at = 0
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
+            if raw.startswith(b'{"t":"seal",') and raw.endswith(b"\n"):
+                chain.seal(number, raw)
+                continue
+            chain.add(number, raw)
+            if not raw.endswith(b"\n"):
+                torn_at = number
             if len(raw) > max_line:
                 problems.append((number, f"a line of {len(raw):,} bytes, over the limit"))
                 continue
@@ -180,7 +193,61 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
             elif isinstance(record, FlowEnd):
                 end = record
     assert header is not None
-    return FlowRecording(path, header, top, end, problems)
+    return FlowRecording(path, header, top, end, problems, chain.end(torn_at))
+
+
+class _Chain:
+    """The walk of a 1.1 file's seals, line by line: each seal is the hash of the seal
+    before and of every byte after it, up to the seal (as ``verify`` checks an agent's)."""
+
+    def __init__(self) -> None:
+        self.problems: list[tuple[int, str]] = []
+        self._chain = b""
+        self._bytes: list[bytes] = []
+        self._first = 1
+        self._last = 0
+
+    def add(self, number: int, raw: bytes) -> None:
+        self._bytes.append(raw)
+        self._last = number
+
+    def seal(self, number: int, raw: bytes) -> None:
+        h = seal(self._chain, b"".join(self._bytes))
+        try:
+            sealed = Seal.model_validate_json(raw).h
+        except ValidationError:
+            sealed = ""
+        if short_id(h) != sealed:
+            self.problems.append(
+                (
+                    number,
+                    f"lines {self._first} to {number - 1} do not match their seal: a record in "
+                    "them was changed, added, removed or moved",
+                )
+            )
+            # Go on from the seal as written: each write is checked on its own.
+            try:
+                h = unseal(sealed)
+            except ValueError:
+                pass
+        self._chain = h
+        self._bytes = []
+        self._first = number + 1
+        self._last = number
+
+    def end(self, torn_at: int) -> list[tuple[int, str]]:
+        """The problems, once every line is read (a torn last line is reported as torn,
+        not as unsealed)."""
+        last = self._last - 1 if torn_at and torn_at == self._last else self._last
+        if self._first <= last:
+            self.problems.append(
+                (
+                    self._first,
+                    f"lines {self._first} to {last} come after the last seal: nothing covers "
+                    "them (added to the file, or their seal removed)",
+                )
+            )
+        return self.problems
 
 
 def _parent(open_steps: dict[str, FlowLogStep], path: str) -> FlowLogStep | None:
@@ -209,13 +276,14 @@ class FlowVerifyReport:
 
 
 def verify_flow(flow: FlowRecording) -> FlowVerifyReport:
-    """Check the log (every step that started ended, the flow ended, each agent step's run
-    is there) and verify every agent's run as ``verify`` does an agent's recording."""
+    """Check the log (its hash chain, every step that started ended, the flow ended, each
+    agent step's run is there) and verify every agent's run as ``verify`` does an agent's
+    recording."""
     from afcore.errors import RecordingError
     from afcore.recording._reader import open_recording
     from afcore.recording._verify import verify
 
-    problems = list(flow.problems)
+    problems = sorted([*flow.problems, *flow.chain])
     runs: list[tuple[str, Path, Any]] = []
     for step in flow.steps():
         if step.end is None:

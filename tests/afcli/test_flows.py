@@ -62,12 +62,41 @@ def test_af_verify_fails_a_flow_whose_agent_run_was_changed(
     assert "✗ route/billing" in ran.out
 
 
+def test_af_verify_catches_an_edit_of_the_flow_s_log_by_its_seals(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    from tests.conftest import reseal
+
+    log = Path(routed["recording"])
+    whole = log.read_bytes()
+    assert b'"chosen":"billing"' in whole
+    edited = whole.replace(b'"chosen":"billing"', b'"chosen":"tech"')
+    log.write_bytes(edited)
+    ran = invoke("verify", log)
+    assert ran.code == 1
+    assert "do not match their seal" in ran.out
+    log.write_bytes(reseal(edited))  # sealed again: the chain holds, nothing else is wrong
+    assert invoke("verify", log).code == 0
+    # A record taken out with its seal breaks the seal after it; one added after the last
+    # seal is covered by none.
+    lines = whole.splitlines(keepends=True)
+    at = next(i for i, raw in enumerate(lines) if raw.startswith(b'{"t":"decision"'))
+    log.write_bytes(b"".join(lines[:at] + lines[at + 2 :]))
+    ran = invoke("verify", log, "--json")
+    assert ran.code == 1
+    assert any("do not match their seal" in p["message"] for p in ran.json()["problems"])
+    log.write_bytes(whole + lines[at])
+    ran = invoke("verify", log)
+    assert ran.code == 1 and "after the last seal" in ran.out
+
+
 def test_af_verify_says_when_the_flow_did_not_finish(
     routed: dict[str, Any], invoke: Invoke
 ) -> None:
     log = Path(routed["recording"])
     lines = log.read_bytes().splitlines(keepends=True)
-    log.write_bytes(b"".join(lines[:-1]) + lines[-1][:20])  # the flow_end torn
+    assert lines[-1].startswith(b'{"t":"seal"') and b'"flow_end"' in lines[-2]
+    log.write_bytes(b"".join(lines[:-2]) + lines[-2][:20])  # the flow_end torn, unsealed
     ran = invoke("verify", log)
     assert ran.code == 1
     assert "torn" in ran.out and "no flow_end" in ran.out
@@ -155,7 +184,7 @@ def test_af_schema_describes_every_line_of_a_flow_s_log(
         record = orjson.loads(raw)
         jsonschema.validate(record, schema)
         kinds.add(record["t"])
-    assert kinds == {"flow", "step_start", "step_end", "decision", "flow_end"}
+    assert kinds == {"flow", "step_start", "step_end", "decision", "flow_end", "seal"}
 
 
 PAUSING = """
@@ -189,3 +218,10 @@ def test_a_flow_whose_step_pauses_says_which_run_to_answer(invoke: Invoke, tmp_p
     listed = invoke("ls", "--json", env={"AF_RECORDINGS": str(runs)})
     entry = next(e for e in listed.json() if e["run_id"] == data["run_id"])
     assert entry["agent"] == "flow support" and entry["status"] == "paused"
+
+
+def test_af_chat_says_a_flow_is_run_with_af_run(invoke: Invoke, tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    ran = invoke("chat", root / "examples" / "router.py", "--store", tmp_path / "sessions")
+    assert ran.code == 2
+    assert "is a flow" in ran.err and "af run" in ran.err

@@ -33,8 +33,10 @@ def agent(name: str, reply: Any = None, *, record: Any = False, **kw: Any) -> Ag
 
 def flow_records(path: Path | None) -> list[dict[str, Any]]:
     assert path is not None
-    out = [orjson.loads(line) for line in path.read_bytes().splitlines()]
-    for record in out:  # each line is one of the flow's typed records
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    assert lines[-1]["t"] == "seal"  # every write ends with its seal
+    out = [record for record in lines if record["t"] != "seal"]
+    for record in out:  # each other line is one of the flow's typed records
         FLOW_TYPES[record["t"]].model_validate(record)
     return out
 
