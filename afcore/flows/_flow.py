@@ -42,6 +42,7 @@ from afcore.flows._result import (
 )
 from afcore.flows._state import FlowView, Scope, Writes, evidence, reset_writing, writing
 from afcore.governance._pause import Paused
+from afcore.loop._interrupt import beside_others
 from afcore.messages import Usage
 from afcore.recording._config import RecordingConfig
 from afcore.recording._flows import FlowNode
@@ -542,11 +543,13 @@ class Parallel(Flow):
         self, run: _Run, path: str, name: str, message: Any, turn: int | None
     ) -> StepResult:
         # Each branch is a task, with its own copy of the context: a state write is
-        # attributed to the branch that made it.
-        tasks = [
-            asyncio.ensure_future(self._child(run, path, branch, runnable, message, turn))
-            for branch, runnable in self.branches
-        ]
+        # attributed to the branch that made it, and an agent's sync tool goes to a thread
+        # rather than hold the loop the other branches run on.
+        with beside_others():
+            tasks = [
+                asyncio.ensure_future(self._child(run, path, branch, runnable, message, turn))
+                for branch, runnable in self.branches
+            ]
         try:
             done = list(await asyncio.gather(*tasks))
         except BaseException:

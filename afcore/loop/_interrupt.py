@@ -33,6 +33,7 @@ from typing import Any
 __all__ = [
     "INTERRUPTED_TEXT",
     "ToolInterrupted",
+    "beside_others",
     "can_inline",
     "in_thread",
     "inline",
@@ -62,10 +63,28 @@ _wrapped = 0
 """How many runs on the main thread have the SIGINT handler wrapped (nested runs share it)."""
 
 
+_beside: contextvars.ContextVar[bool] = contextvars.ContextVar("af_beside", default=False)
+"""The run shares its event loop with others running at the same time (see
+:func:`beside_others`)."""
+
+
+@contextmanager
+def beside_others() -> Iterator[None]:
+    """Tasks created inside run beside one another on one event loop (a flow's Parallel
+    branches): their sync tools go to threads, as the tools of one reply do, since a tool
+    inline would hold the loop the others run on."""
+    token = _beside.set(True)
+    try:
+        yield
+    finally:
+        _beside.reset(token)
+
+
 def can_inline() -> bool:
     """Whether a sync tool may run on this thread: the main thread, where a SIGINT handler
-    can raise into it, with the handler wrapped by :func:`sigint_reaches_tools`."""
-    return _wrapped > 0 and threading.get_ident() == _MAIN
+    can raise into it, with the handler wrapped by :func:`sigint_reaches_tools`, and no other
+    run sharing the event loop (:func:`beside_others`)."""
+    return _wrapped > 0 and threading.get_ident() == _MAIN and not _beside.get()
 
 
 def inline(fn: Callable[..., Any], *args: Any) -> Any:

@@ -297,6 +297,35 @@ def test_branches_run_at_the_same_time() -> None:
     assert orjson.loads(flow.run("m")) == {"a": "a", "b": "b"}
 
 
+def test_agents_in_branches_run_their_sync_tools_at_the_same_time() -> None:
+    # Each agent's lone sync tool waits for the other's to have started: on the main thread,
+    # where a lone tool of one run goes inline, the branches' tools still overlap.
+    import threading
+
+    started = {"a": threading.Event(), "b": threading.Event()}
+    met: dict[str, bool] = {}
+
+    def branch_agent(me: str, other: str) -> Agent:
+        def meet(args: dict[str, Any], ctx: Any) -> str:
+            started[me].set()
+            met[me] = started[other].wait(timeout=5)
+            return "met"
+
+        tool = define_tool("meet", "Meet.", {"type": "object", "properties": {}}, meet)
+        call = {"tool_calls": [{"id": "t1", "name": "meet", "args": {}}]}
+        provider = mock(replies=[call, "done"])
+        return Agent.create(provider=provider, model="m", name=me, record=False).tool(tool).build()
+
+    flow = (
+        Parallel.create(record=False)
+        .branch("a", branch_agent("a", "b"))
+        .branch("b", branch_agent("b", "a"))
+        .build()
+    )
+    assert orjson.loads(flow.run("m")) == {"a": "done", "b": "done"}
+    assert met == {"a": True, "b": True}
+
+
 def test_a_failed_branch_is_recorded_and_the_merge_decides(tmp_path: Path) -> None:
     def broken(s: FlowView) -> str:
         raise ConnectionError("docs index down")
