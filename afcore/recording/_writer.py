@@ -23,14 +23,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from pydantic import BaseModel
 
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
-from afcore.recording._flows import FlowHeader, FlowRecord
 from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
 from afcore.recording._lossless import lossless
 from afcore.recording._models import (
@@ -60,6 +59,9 @@ from afcore.recording._models import (
     trusted,
 )
 from afcore.recording._redaction import Redactor
+
+if TYPE_CHECKING:
+    from afcore.recording._flows import FlowHeader, FlowRecord
 
 __all__ = [
     "NullRecorder",
