@@ -192,7 +192,8 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
                     at.merge = record
             elif isinstance(record, FlowEnd):
                 end = record
-    assert header is not None
+    if header is None:  # empty, or a first line that is blank or a seal
+        raise RecordingFormatError(f"{path} is not a flow's recording: no flow header", path=path)
     return FlowRecording(path, header, top, end, problems, chain.end(torn_at))
 
 

@@ -514,3 +514,13 @@ def test_run_takes_a_string_and_refuses_a_running_loop() -> None:
         assert await flow.arun("m") == "x"
 
     asyncio.run(inside())
+
+
+@pytest.mark.parametrize("first", [b"", b"\n", b'{"t":"seal","h":"AAAAAAAAAAAAAAAAAAAAAA"}\n'])
+def test_a_file_without_a_flow_header_is_no_flow_s_recording(tmp_path: Path, first: bytes) -> None:
+    from afcore.errors import RecordingFormatError
+
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(first)
+    with pytest.raises(RecordingFormatError, match="not a flow's recording"):
+        rec.open_flow(path)
