@@ -148,7 +148,7 @@ def _load(spec: str, from_header: bool, run: str) -> Agent:
         )
     try:
         with keys_when_called():
-            return load_agent(spec).agent
+            loaded = load_agent(spec).agent
     except LoadError as e:
         if from_header:
             raise CliError(
@@ -157,6 +157,15 @@ def _load(spec: str, from_header: bool, run: str) -> Agent:
                 EXIT_USAGE,
             ) from None
         raise
+    from afcore import Agent
+
+    if not isinstance(loaded, Agent):
+        raise CliError(
+            f"{spec} is a flow: af replay replays one agent's run (a flow's are in the folder "
+            "beside its log); name the agent: file.py:NAME",
+            EXIT_USAGE,
+        )
+    return loaded
 
 
 def _print(report: ReplayReport, run: str) -> None:
