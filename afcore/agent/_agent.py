@@ -69,6 +69,12 @@ class Agent:
     """The tool and message middleware, and the answer's contract."""
     watchers: Watchers
     """The observers that see each record of each run as it is written."""
+    max_tool_result_chars: int | None
+    """The cap on a tool result the model reads: over it, a verbatim head and a marker."""
+    repeated_call_nudge: bool
+    """Whether a call landing exactly as an earlier one this turn gets one note."""
+    limits_travel: bool
+    """Whether the limits the tools declared are appended to the answer."""
     replayer: Replayer | None = None
     """For an agent made by ``afcore.replay.replaying``: the recording its runs replay
     (every model call answered from it). None: runs call the agent's providers."""
@@ -85,6 +91,8 @@ class Agent:
         tool_arg_validation: ToolValidation = "enforce",
         params: Mapping[str, Any] | None = None,
         sessions: SessionStore | str | Path | None = None,
+        max_tool_result_chars: int | None = None,
+        repeated_call_nudge: bool = True,
     ) -> AgentBuilder[Self]:
         """Start building an agent.
 
@@ -97,6 +105,10 @@ class Agent:
         ``sessions``: where :meth:`session` keeps conversations: a ``SessionStore``, a SQLite
         file, or a ``postgresql://`` URL; by default ``.af/sessions.db`` beside the
         recordings folder.
+        ``max_tool_result_chars``: cut any tool result longer than this (at least 512) to a
+        verbatim head and a marker saying it is not the whole result: for tools whose author
+        declared no ``result_ceiling``. ``repeated_call_nudge=False``: no note when the same
+        call returns the same result again (for tools that are polled on purpose).
         """
         caller = sys._getframe(1)
         source = f"{caller.f_globals.get('__name__', '?')}:{caller.f_lineno}"
@@ -115,6 +127,8 @@ class Agent:
             params=params,
             source=source,
             sessions=sessions,
+            max_tool_result_chars=max_tool_result_chars,
+            repeated_call_nudge=repeated_call_nudge,
         )
 
     @classmethod

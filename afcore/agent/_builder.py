@@ -37,6 +37,7 @@ from afcore.reliability._policy import (
     ReliabilityRule,
 )
 from afcore.reliability._policy import build as build_reliability
+from afcore.tools._ceiling import truncate_result
 from afcore.tools._providers import ToolProvider
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._strategies import WindowStrategy, summarize_oldest
@@ -69,6 +70,8 @@ class AgentBuilder(Generic[_A]):
         params: Mapping[str, Any] | None,
         source: str | None,
         sessions: Any = None,
+        max_tool_result_chars: int | None = None,
+        repeated_call_nudge: bool = True,
     ) -> None:
         if not isinstance(provider, Provider):
             raise UsageError(
@@ -91,6 +94,16 @@ class AgentBuilder(Generic[_A]):
                 "Agent.create(tool_arg_validation=...) must be 'enforce', 'warn' or 'off', "
                 f"got {tool_arg_validation!r}"
             )
+        if max_tool_result_chars is not None:
+            truncate_result("", "", max_tool_result_chars)  # refuses a cap it cannot keep
+        if not isinstance(repeated_call_nudge, bool):
+            raise UsageError(
+                "Agent.create(repeated_call_nudge=...) is True or False, "
+                f"got {repeated_call_nudge!r}"
+            )
+        self._max_result = max_tool_result_chars
+        self._nudge = repeated_call_nudge
+        self._limits_travel = False
         self._make = make
         self._provider = provider
         self._model = model
@@ -215,6 +228,16 @@ class AgentBuilder(Generic[_A]):
                 f"static_tools(...) or gated_tools(...); got {type(provider).__name__}"
             )
         self._providers.append(provider)
+        return self
+
+    def limits_travel_with_the_answer(self) -> Self:
+        """Append to the answer the limits the tools declared during the run (what they
+        checked, did not check, cannot cover, found still running, the periods their reads
+        covered, and the values their rules assumed), duplicates said once, under a heading
+        that says the tools declared them, not the model. With an output schema the answer
+        stays as the model sent it and the same limits come back as data
+        (``result.answer_coverage``). The recording keeps every declaration either way."""
+        self._limits_travel = True
         return self
 
     def configure(self, fn: Callable[[ConfigureContext], Any]) -> Self:
@@ -494,6 +517,9 @@ class AgentBuilder(Generic[_A]):
                 contract=contract,
             ),
             watchers=Watchers(self._watchers),
+            max_tool_result_chars=self._max_result,
+            repeated_call_nudge=self._nudge,
+            limits_travel=self._limits_travel,
         )
 
 

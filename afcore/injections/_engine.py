@@ -279,6 +279,34 @@ class InjectionEngine:
             for inj in self.injections
         ]
 
+    def pushed(
+        self, turn: TurnState, required: Sequence[tuple[str, str]]
+    ) -> tuple[list[SystemSegment], list[tuple[str, str, Source]]]:
+        """The content of registered injections a tool's result pushed into this call
+        (``(id, why)`` each), whatever their own triggers say: system segments and injected
+        messages, each with the push as its reason."""
+        view = RunView(
+            user_message=turn.user_message,
+            iteration=turn.iteration,
+            last_tool_results=turn.last_tool_results,
+            active_skills=frozenset(turn.active_skills),
+            history=turn.history,
+            state=turn.state,
+        )
+        by_id = {inj.id: inj for inj in self.injections}
+        segments: list[SystemSegment] = []
+        messages: list[tuple[str, str, Source]] = []
+        for id, why in dict(required).items():
+            inj = by_id[id]
+            source = Source(kind=inj.flavor, id=inj.id, trigger="tool_effect", reason=why)
+            text = inj.render("system", view)
+            message = inj.render("message", view)
+            if text is not None:
+                segments.append(self._segment(inj.id, text, source))
+            if message is not None:
+                messages.append((inj.role, message, source))
+        return segments, messages
+
     # -- each iteration ------------------------------------------------------------------
 
     def compose(self, turn: TurnState, base: Sequence[SystemSegment] | None = None) -> Composition:

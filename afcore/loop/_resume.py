@@ -33,6 +33,7 @@ from afcore.providers._base import StreamHandler
 from afcore.recording._models import Approval, Checkpoint, Commit, Resume, line, trusted
 from afcore.recording._reader import Recording, open_recording
 from afcore.recording._writer import Recorder, RecordObserver
+from afcore.tools._repeats import RepeatedCalls
 from afcore.window._live import LiveWindowState
 from afcore.window._turns import LiveMessage
 
@@ -223,6 +224,7 @@ def _restore(
         base=base,
         stream=stream,
         typed=typed,
+        repeats=RepeatedCalls() if agent.repeated_call_nudge else None,
     )
     run.recorded = recorded
     if _continues_a_conversation(recorded):

@@ -28,8 +28,11 @@ import sys
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
+
+import orjson
 
 from afcore._version import __version__
 from afcore.errors import (
@@ -93,27 +96,45 @@ from afcore.recording._models import (
     AgentInfo,
     ArgsInvalid,
     AttemptDecision,
+    CeilingRefusal,
     ClockRead,
     ContractEnd,
+    EffectInfo,
     ErrorEvent,
     ErrorInfo,
     Header,
     Line,
     MiddlewareDecision,
     RedactionInfo,
+    RepeatInfo,
     ReplyToolCall,
+    ResultStatus,
     RunConfig,
     RunEnd,
     SessionLink,
+    SubRun,
     ToolInfo,
     ToolOutcome,
     ToolProgress,
     ToolStatus,
+    Truncation,
     as_json,
     line,
     trusted,
 )
 from afcore.recording._writer import Recorder, error_info, ranges, usage_line, watcher_name
+from afcore.tools._assume import Assumed, assumed_note, fill_assumed
+from afcore.tools._ceiling import ceiling_refusal, over_ceiling, truncation
+from afcore.tools._envelope import RequireInstruction
+from afcore.tools._notes import WIRE
+from afcore.tools._reading import (
+    Limits,
+    answer_coverage,
+    limits_block,
+    read_result,
+    with_limits,
+)
+from afcore.tools._repeats import RepeatedCalls, with_note
 from afcore.tools._tool import Tool, ToolContext
 from afcore.tools._validation import correction, validate_args
 from afcore.window._live import LiveWindowState
@@ -136,7 +157,13 @@ provider and tools never wait on anything (a scripted model, a replay): a Ctrl-C
 cancel then stops the run within about that, without the loop paying for a turn of the
 event loop at every iteration."""
 
+REQUIRE_INSTRUCTION: str = WIRE["ENVELOPE_WIRE"]["requireInstruction"]
+
 _agent_info = trusted(AgentInfo)
+_ceiling = trusted(CeilingRefusal)
+_effect = trusted(EffectInfo)
+_repeat = trusted(RepeatInfo)
+_truncation = trusted(Truncation)
 _args_invalid = line(ArgsInvalid)
 _clock_read = line(ClockRead)
 _config = trusted(RunConfig)
@@ -182,6 +209,7 @@ async def run_loop(
         stream=stream,
         conversation=conversation,
         typed=typed,
+        repeats=RepeatedCalls() if agent.repeated_call_nudge else None,
     )
     return await drive(run, _turn(run, message))
 
@@ -259,6 +287,9 @@ async def drive(
         transcript=tuple(run.live.messages if run.live is not None else run.history),
         paused=paused,
         output=output,
+        answer_coverage=answer_coverage(
+            run.declared, [(a.tool, a.argument, a.value) for a in run.assumed]
+        ),
     )
     return result, raised
 
@@ -314,12 +345,13 @@ async def iterate(run: RunState) -> tuple[RunStatus, str]:
                 # The conversation goes on after this answer: leave what the next turn
                 # continues from in budget, measured by the call just made.
                 await visit(run, agent.window)
+            answer, limit_reads = _limits_travel(run, answer)
             fin = rec.next_rsid("finalize")
             rec.commit(
                 fin,
                 "finalize",
                 run.iteration,
-                reads=reads,
+                reads=[*reads, *limit_reads],
                 writes=[rec.write("answer", answer)],
             )
             await settle_typed(run, answer)
@@ -333,6 +365,19 @@ async def iterate(run: RunState) -> tuple[RunStatus, str]:
             rec.flush()  # nothing held back while other tasks run
             await asyncio.sleep(0)
             yielded = now
+
+
+def _limits_travel(run: RunState, answer: str) -> tuple[str, list[str]]:
+    """The answer with the limits the tools declared appended (agents that asked for it,
+    with no output schema: a typed answer gets them as data), and the keys it read."""
+    agent = run.agent
+    if not agent.limits_travel or agent.governance.contract is not None:
+        return answer, []
+    assumed = [(a.tool, a.argument, a.value) for a in run.assumed]
+    block = limits_block(((tool, limits) for tool, _, limits in run.declared), assumed)
+    if block is None:
+        return answer, []
+    return with_limits(answer, block), list(run.limits_keys)
 
 
 def _ended_by(run: RunState, e: AfError) -> ErrorInfo:
@@ -386,6 +431,9 @@ async def _start(run: RunState, message: str) -> None:
             message_middleware=governance.describe_messages(),
             output_schema=None if governance.contract is None else governance.contract.describe(),
             watchers=[watcher_name(w) for w in agent.watchers.observers],
+            max_tool_result_chars=agent.max_tool_result_chars,
+            repeated_call_nudge=agent.repeated_call_nudge,
+            limits_travel=agent.limits_travel,
         )
         rec.header(
             _header(
@@ -548,6 +596,11 @@ def _compose(
     turn.iteration = run.iteration
     turn.history = tuple(run.history)
     comp = agent.engine.compose(turn, run.base)
+    if run.required:
+        # A tool's envelope pushed a registered instruction into this call (lease: next-call).
+        segments, pushed = agent.engine.pushed(turn, run.required)
+        run.required = []
+        comp = replace(comp, system=[*comp.system, *segments], messages=[*comp.messages, *pushed])
     writes: list[Line] = []
     if run.last_injected is not None and run.last_injected[0] is comp.messages:
         # The engine carried the injected messages over: they are known, numbered and written.
@@ -728,19 +781,21 @@ async def run_tools(
             raise
     ran = iter(done)
     outcomes: list[_Outcome] = [
-        next(ran) if d is None or d.run else (_result(c, d.reason, error=True), "denied", 0.0, None)
+        next(ran)
+        if d is None or d.run
+        else (_result(c, d.reason, error=True), "denied", 0.0, None, _Facts("denied"))
         for c, _, _, d in jobs
     ]
     # Results join the history in call order, whatever order they finished in.
     if len(outcomes) > 1 and rec.enabled:
         # Results are written one after another: what one names as a secret is learned
         # before the first is written.
-        rec.redactor.learn([result.content for result, _, _, _ in outcomes])
+        rec.redactor.learn([result.content for result, _, _, _, _ in outcomes])
     turn = run.turn
     assert turn is not None
     turn.last_tool_results = {}
     replayer = run.agent.replayer
-    for (call, k, rsid, d), (result, status, ms, ruled) in zip(jobs, outcomes, strict=True):
+    for (call, k, rsid, d), (result, status, ms, ruled, facts) in zip(jobs, outcomes, strict=True):
         if replayer is not None:
             result = replayer.tool_done(call, k, result, status)
         write = run.remember(result, rsid)
@@ -748,23 +803,67 @@ async def run_tools(
         run.result_keys[call.name] = write["key"]
         if call.name == READ_SKILL and status == "ok" and READ_SKILL in _visible(run):
             turn.active_skills.setdefault(str(call.args["id"]), run.iteration)
+        limits = facts.limits if status != "withheld" else ()
+        for declared in limits:
+            run.declared.append((call.name, call.id, declared))
+        run.assumed.extend(facts.assumed)
         if rec.enabled:
             writes = [write]
             if ruled is not None:
                 writes.append(rec.write(f"govern:{call.name}#{k}.result", ruled))
+            if limits or facts.assumed:
+                key = f"limits:{call.name}#{k}"
+                value: dict[str, Any] = {}
+                if limits:
+                    value["declared"] = [x.to_json() for x in limits]
+                if facts.assumed:
+                    value["assumed"] = [a.to_json() for a in facts.assumed]
+                writes.append(rec.write(key, value))
+                run.limits_keys.append(key)
             rec.commit(
                 rsid,
                 f"tool:{call.name}",
                 run.iteration,
                 reads=(reply_key, *(d.reads if d is not None else ())),
                 writes=writes,
-                tool=_tool_outcome(
-                    name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
-                ),
+                tool=_outcome(call, k, status, ms, facts),
             )
 
 
-_Outcome = tuple[ToolResultMessage, ToolStatus, float, MiddlewareDecision | None]
+@dataclass
+class _Facts:
+    """What the loop learned of one call beyond the text the model reads: for the record,
+    and for the limits that travel with the answer."""
+
+    result_status: ResultStatus
+    source: str | None = None
+    limits: tuple[Limits, ...] = ()
+    assumed: tuple[Assumed, ...] = ()
+    ceiling: CeilingRefusal | None = None
+    truncated: Truncation | None = None
+    repeat: RepeatInfo | None = None
+    effects: list[EffectInfo] = field(default_factory=list)
+    sub_run: SubRun | None = None
+
+
+_Outcome = tuple[ToolResultMessage, ToolStatus, float, MiddlewareDecision | None, _Facts]
+
+
+def _outcome(call: ToolCall, k: int, status: ToolStatus, ms: float, facts: _Facts) -> Line:
+    return _tool_outcome(
+        name=call.name,
+        k=k,
+        call_id=call.id,
+        status=status,
+        ms=round(ms, 3),
+        result_status="denied" if status == "withheld" else facts.result_status,
+        source=facts.source,
+        ceiling=facts.ceiling,
+        truncated=facts.truncated,
+        repeat=facts.repeat,
+        effects=facts.effects,
+        run=facts.sub_run,
+    )
 
 
 def _record_interrupted(
@@ -782,9 +881,10 @@ def _record_interrupted(
         )
         status: ToolStatus
         if task is not None and done:
-            result, status, ms, _ = task.result()
+            result, status, ms, _, facts = task.result()
         else:
             result, status, ms = _result(call, INTERRUPTED_TEXT, error=True), "interrupted", 0.0
+            facts = _Facts("interrupted")
         write = run.remember(result, rsid, keep=status != "interrupted")
         rec.commit(
             rsid,
@@ -792,29 +892,29 @@ def _record_interrupted(
             run.iteration,
             reads=(reply_key, *(d.reads if d is not None else ())),
             writes=[write],
-            tool=_tool_outcome(
-                name=call.name, k=k, call_id=call.id, status=status, ms=round(ms, 3)
-            ),
+            tool=_outcome(call, k, status, ms, facts),
         )
 
 
 async def _run_tool(
     run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, *, validated: bool
 ) -> _Outcome:
-    result, status, ms, served = await _dispatch(run, call, k, rsid, concurrent, validated)
+    result, status, ms, facts, served = await _dispatch(
+        run, call, k, rsid, concurrent, validated
+    )
     if served is not None:
         # A replay served the result as the result chain left it: the chain does not walk
         # it again, and what it decided then is written again.
-        return result, status, ms, served.ruled
+        return result, status, ms, served.ruled, facts
     if not run.agent.governance.on_result:
-        return result, status, ms, None
+        return result, status, ms, None, facts
     result, status, ruled = await govern_result(run, call, k, result, status)
-    return result, status, ms, ruled
+    return result, status, ms, ruled, facts
 
 
 async def _dispatch(
     run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, validated: bool
-) -> tuple[ToolResultMessage, ToolStatus, float, Served | None]:
+) -> tuple[ToolResultMessage, ToolStatus, float, _Facts, Served | None]:
     agent = run.agent
     rec = run.rec
     clock = agent.recording.clock if agent.recording else time.perf_counter
@@ -824,7 +924,14 @@ async def _dispatch(
     if tool is None:
         known = ", ".join(visible) or "none"
         text = f"There is no tool named {call.name!r}. The tools you can call: {known}."
-        return _result(call, text, error=True), "unknown_tool", (clock() - t0) * 1000, None
+        return (
+            _result(call, text, error=True),
+            "unknown_tool",
+            (clock() - t0) * 1000,
+            _Facts("invalid"),
+            None,
+        )
+    facts = _Facts("success", source=tool.source)
     mode = agent.tool_arg_validation
     if mode != "off" and not validated:
         problems = validate_args(tool, call.args)
@@ -840,39 +947,138 @@ async def _dispatch(
                     )
                 )
             if mode == "enforce":
+                facts.result_status = "invalid"
                 return (
                     _result(call, correction(tool, problems), error=True),
                     "rejected",
                     (clock() - t0) * 1000,
+                    facts,
                     None,
                 )
     if agent.replayer is not None:
         served = agent.replayer.tool(call, k)
         if served is not None:  # the recorded result: the tool does not run
-            return served.result, served.status, (clock() - t0) * 1000, served
+            return served.result, served.status, (clock() - t0) * 1000, facts, served
     sources, by = run.sources, f"tool:{call.name}#{k}"
     assert sources is not None
+    args = dict(call.args)
+    if tool.ask_or_assume:
+        args, facts.assumed = fill_assumed(tool.name, tool.ask_or_assume, args)
     ctx = ToolContext(
         run_id=run.run_id,
         iteration=run.iteration,
         call_id=call.id,
         tool=call.name,
         state=run.state,
-        _progress=_progress_reporter(run, rsid),
+        _progress=_progress_reporter(run, rsid, call.name),
+        redaction=rec.redactor if rec.enabled else None,
+        _link=lambda sub: setattr(facts, "sub_run", sub),
         _now=lambda: sources.now(by),
         _random=lambda: sources.random(by),
     )
     try:
-        value = await _execute(tool, dict(call.args), ctx, in_thread=concurrent)
+        value = await _execute(tool, args, ctx, in_thread=concurrent)
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise
     except RefusedError as e:
         # A declaration the tool could not honour: the model reads the refusal itself.
-        return _result(call, str(e), error=True), "error", (clock() - t0) * 1000, None
+        facts.result_status = "failure"
+        return _result(call, str(e), error=True), "error", (clock() - t0) * 1000, facts, None
     except Exception as e:
+        facts.result_status = "failure"
         text = f"The tool {call.name} failed: {type(e).__name__}: {e}"
-        return _result(call, text, error=True), "error", (clock() - t0) * 1000, None
-    return _result(call, as_text(value)), "ok", (clock() - t0) * 1000, None
+        return _result(call, text, error=True), "error", (clock() - t0) * 1000, facts, None
+    text, is_error = _honest(run, tool, call, args, value, facts)
+    return _result(call, text, error=is_error), "ok", (clock() - t0) * 1000, facts, None
+
+
+def _honest(
+    run: RunState, tool: Tool, call: ToolCall, args: dict[str, Any], value: Any, facts: _Facts
+) -> tuple[str, bool]:
+    """What the model reads of a value a tool returned, by af's one rule: the served value
+    (an envelope's content, record-only fields removed), refused over the tool's ceiling or
+    cut at the agent's cap, then the notes the library adds (a refused effect, an assumed
+    argument, the repeated-call nudge). Fills ``facts`` with what the record keeps."""
+    reading = read_result(value)
+    text = as_text(reading.served)
+    if reading.status is not None:
+        facts.result_status = reading.status
+    facts.limits = reading.limits
+    is_error = False
+    ceiling = tool.result_ceiling
+    if over_ceiling(text, ceiling):
+        assert ceiling is not None
+        # Refused means refused everywhere: the data enters no channel, its limits neither.
+        facts.ceiling = _ceiling(
+            size=len(text),
+            max_chars=ceiling.max_chars,
+            narrow_by=list(ceiling.narrow_by or ()),
+            declared_status=reading.status,
+        )
+        facts.result_status, facts.limits = "invalid", ()
+        text, is_error = ceiling_refusal(tool.name, len(text), ceiling), True
+    else:
+        cap = run.agent.max_tool_result_chars
+        if cap is not None and len(text) > cap:
+            cut, kept = truncation(tool.name, text, cap)
+            facts.truncated = _truncation(size=len(text), kept=kept)
+            facts.result_status = "partial"
+            text = cut
+    notes = list(reading.refusals)
+    notes += _effects(run, call, reading.effects, facts)
+    for refusal in reading.refusals:
+        facts.effects.append(_effect(kind=REQUIRE_INSTRUCTION, outcome="refused", why=refusal))
+    notes += [n for n in (assumed_note(a) for a in facts.assumed) if n is not None]
+    if run.repeats is not None:
+        repeat = run.repeats.observe(call.name, args, text)
+        if repeat is not None:
+            facts.repeat = _repeat(
+                occurrences=repeat.occurrences,
+                args_fingerprint=repeat.args_fingerprint,
+                result_fingerprint=repeat.result_fingerprint,
+            )
+            notes.append(repeat.note)
+    for note in notes:
+        text = with_note(text, note)
+    return text, is_error
+
+
+def _effects(
+    run: RunState, call: ToolCall, effects: tuple[RequireInstruction, ...], facts: _Facts
+) -> list[str]:
+    """Judge the effects a result envelope asks for: an instruction the agent registered is
+    pushed into the next call; anything else is refused in a sentence the model reads."""
+    notes = []
+    known = {i.id: i for i in run.agent.engine.injections}
+    for effect in effects:
+        injection = known.get(effect.instruction_id)
+        if injection is None or injection.flavor not in ("instruction", "skill"):
+            why = (
+                f"tool effect refused: no instruction {effect.instruction_id!r} is registered "
+                "on this agent, so nothing was pushed."
+            )
+            notes.append(why)
+            outcome: Literal["accepted", "refused"] = "refused"
+        else:
+            why = None
+            outcome = "accepted"
+            run.required.append(
+                (
+                    effect.instruction_id,
+                    f"required by {call.name} (call {call.id}) at iteration {run.iteration}, "
+                    f"lease {effect.lease}",
+                )
+            )
+        facts.effects.append(
+            _effect(
+                kind=REQUIRE_INSTRUCTION,
+                instruction_id=effect.instruction_id,
+                lease=effect.lease,
+                outcome=outcome,
+                why=why,
+            )
+        )
+    return notes
 
 
 async def _execute(tool: Tool, args: dict[str, Any], ctx: ToolContext, *, in_thread: bool) -> Any:
@@ -890,19 +1096,51 @@ async def _execute(tool: Tool, args: dict[str, Any], ctx: ToolContext, *, in_thr
     return value
 
 
-def _progress_reporter(run: RunState, rsid: str) -> Any:
+PROGRESS_MESSAGE_CHARS = 120
+"""The most of a progress report's ``message`` a person is shown."""
+
+
+def progress_line(tool: str, payload: Any, count: int) -> str:
+    """The line a person is shown for a progress report: its ``message`` field, trimmed and
+    cut at 120 characters with the cut stated; for any other payload, the tool's name and
+    how many times it reported (a payload is never printed into a sentence). A bare string
+    is its own message."""
+    message = payload.get("message") if isinstance(payload, Mapping) else payload
+    if isinstance(message, str) and message.strip():
+        message = " ".join(message.split())
+        if len(message) > PROGRESS_MESSAGE_CHARS:
+            more = len(message) - PROGRESS_MESSAGE_CHARS
+            message = f"{message[:PROGRESS_MESSAGE_CHARS]}… (+{more} more)"
+        return message
+    times = "once" if count == 1 else f"{count} times"
+    return f"{tool} reported progress ({times})"
+
+
+def _progress_reporter(run: RunState, rsid: str, tool: str) -> Any:
     loop = asyncio.get_running_loop()
+    count = 0
 
-    def emit(message: str) -> None:
+    def emit(payload: Any) -> None:
+        nonlocal count
+        count += 1
         if run.rec.enabled:
-            run.rec.event(_tool_progress(rsid=rsid, message=message))
+            try:
+                data = orjson.loads(orjson.dumps(payload))
+                line = progress_line(tool, data, count)
+                # A bare string is the message itself: said once.
+                kept = None if isinstance(data, str) else data
+            except TypeError:  # not plain data: kept as its text, never its object
+                line, kept = progress_line(tool, None, count), str(payload)
+            run.rec.event(
+                _tool_progress(rsid=rsid, message=line, payload=run.rec.redactor.redact(kept))
+            )
 
-    def report(message: str) -> None:
+    def report(payload: Any) -> None:
         if threading.get_ident() == run.loop_thread:
-            emit(message)
+            emit(payload)
             return
         try:
-            loop.call_soon_threadsafe(emit, message)
+            loop.call_soon_threadsafe(emit, payload)
         except RuntimeError:
             pass  # the run is over: a tool it abandoned reports to no one
 

@@ -36,6 +36,9 @@ from afcore.recording._models import (
 )
 from afcore.recording._writer import Recorder, Watchers
 from afcore.reliability._policy import Reliability
+from afcore.tools._assume import Assumed
+from afcore.tools._reading import AnswerCoverage, Limits
+from afcore.tools._repeats import RepeatedCalls
 from afcore.tools._tool import Tool, ToolValidation
 from afcore.window._live import LiveWindowState
 from afcore.window._strategies import WindowStrategy
@@ -128,6 +131,9 @@ class AgentParts(Protocol):
     reliability: Reliability | None
     governance: Governance
     watchers: Watchers
+    max_tool_result_chars: int | None
+    repeated_call_nudge: bool
+    limits_travel: bool
     replayer: Replayer | None
 
 
@@ -173,6 +179,9 @@ class RunResult:
     """For status ``paused``: what is asked, and where the run continues from."""
     output: Output | None = None
     """For agents with an output schema: whether the answer met it, and the typed value."""
+    answer_coverage: AnswerCoverage | None = None
+    """The limits the run's tools declared (and the values their rules assumed), as data,
+    duplicates said once; None when none was declared."""
 
 
 @dataclass
@@ -229,6 +238,16 @@ class RunState:
     """Milliseconds a paused run had taken before it was continued."""
     recorded: Any = None
     """For a continued run: the recording as the pause left it (a reader's Recording)."""
+    repeats: RepeatedCalls | None = None
+    """The repeated-call tally of this turn (None: the nudge is off)."""
+    declared: list[tuple[str, str, Limits]] = field(default_factory=list)
+    """``(tool, call id, limits)``: every limit a tool declared this run, in order."""
+    assumed: list[Assumed] = field(default_factory=list)
+    """Every argument value a tool's rule filled this run, in order."""
+    limits_keys: list[str] = field(default_factory=list)
+    """The keys the limits were written under (what a limits block appended reads)."""
+    required: list[tuple[str, str]] = field(default_factory=list)
+    """``(instruction id, why)``: instructions a tool's envelope pushed into the next call."""
 
     def rec_value(self, key: str) -> Any:
         """For a continued run: the value of ``key``'s last write before the pause."""

@@ -36,6 +36,12 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
+    "CeilingRefusal",
+    "EffectInfo",
+    "RepeatInfo",
+    "ResultStatus",
+    "SubRun",
+    "Truncation",
     "FORMAT",
     "FORMAT_VERSION",
     "RECORD_ADAPTER",
@@ -278,6 +284,13 @@ class RunConfig(_Model):
     """The links of the message middleware chain, in call order. (Since 1.1.)"""
     output_schema: Sparse[OutputSchemaInfo | None] = None
     """The contract the final answer is held to, if any. (Since 1.1.)"""
+    max_tool_result_chars: Sparse[int | None] = None
+    """The agent-wide cap on a tool result the model reads (cut with a marker), if any.
+    (Since 1.1.)"""
+    repeated_call_nudge: Sparse[bool] = True
+    """Whether a call landing exactly as an earlier one gets the nudge. (Since 1.1.)"""
+    limits_travel: Sparse[bool] = False
+    """Whether the limits the tools declared are appended to the answer. (Since 1.1.)"""
     watchers: Sparse[list[str]] = []
     """The names of the observers attached when the run started. (Since 1.1.)"""
 
@@ -383,6 +396,71 @@ ToolStatus: TypeAlias = Literal[
     "ok", "error", "rejected", "unknown_tool", "interrupted", "denied", "withheld"
 ]
 
+ResultStatus: TypeAlias = Literal[
+    "success", "failure", "denied", "invalid", "partial", "pending", "absent", "interrupted"
+]
+
+
+class CeilingRefusal(_Model):
+    """A result over its tool's ceiling, refused."""
+
+    size: int
+    """The result's true size, in characters."""
+    max_chars: int
+    """The tool's ceiling."""
+    narrow_by: Sparse[list[str]] = []
+    """The arguments the refusal named to narrow the call by."""
+    declared_status: Sparse[str | None] = None
+    """The status the tool's envelope declared (the delivered one is `invalid`)."""
+
+
+class Truncation(_Model):
+    """A result cut by the agent's cap."""
+
+    size: int
+    """The result's true size, in characters."""
+    kept: int
+    """The characters of its head the model read."""
+
+
+class RepeatInfo(_Model):
+    """The repeated-call nudge: fingerprints, never values."""
+
+    occurrences: int
+    """How many times this call has landed with this result this turn."""
+    args_fingerprint: str
+    """A short hash of the arguments (keys sorted)."""
+    result_fingerprint: str
+    """A short hash of the result text."""
+
+
+class EffectInfo(_Model):
+    """One effect a result envelope asked for."""
+
+    kind: str
+    """`require-instruction`."""
+    instruction_id: Sparse[str | None] = None
+    """The instruction pushed."""
+    lease: Sparse[str | None] = None
+    """`next-call`."""
+    outcome: Literal["accepted", "refused"]
+    """Whether it was taken."""
+    why: Sparse[str | None] = None
+    """For a refusal, the sentence the model read."""
+
+
+class SubRun(_Model):
+    """The run an agent called as a tool made."""
+
+    run_id: str
+    """Its run id."""
+    recording: Sparse[str | None] = None
+    """Its recording, as a path relative to this file's folder when it is beside it."""
+    agent: str
+    """The agent's name."""
+    status: str
+    """How it ended (`answer`, `error`, ...)."""
+
 
 class ToolOutcome(_Model):
     name: str
@@ -398,6 +476,28 @@ class ToolOutcome(_Model):
     1.1); `withheld` (the tool ran and tool middleware refused its result; since 1.1)."""
     ms: float
     """How long the tool took, in milliseconds."""
+    result_status: Sparse[ResultStatus | None] = None
+    """The result's status in the tools' own words: `success`, `failure` (execute raised),
+    `denied`, `invalid` (the call must be fixed: arguments refused, an unknown tool, a
+    result over the tool's ceiling), `partial` (cut by the agent's cap), `pending`,
+    `absent` (the tool looked and found nothing), `interrupted`; a status the tool declared
+    in an envelope wins. (Since 1.1.)"""
+    source: Sparse[str | None] = None
+    """Where the tool comes from when it is not the agent's own code (`mcp:<server>`,
+    `agent:<name>`). (Since 1.1.)"""
+    ceiling: Sparse[CeilingRefusal | None] = None
+    """The result was over the tool's declared ceiling: the model read a refusal and no
+    data. (Since 1.1.)"""
+    truncated: Sparse[Truncation | None] = None
+    """The result was cut by the agent's `max_tool_result_chars`. (Since 1.1.)"""
+    repeat: Sparse[RepeatInfo | None] = None
+    """The call landed exactly as an earlier one this turn and the model read the nudge.
+    (Since 1.1.)"""
+    effects: Sparse[list[EffectInfo]] = []
+    """The effects the tool's result envelope asked for, each accepted or refused.
+    (Since 1.1.)"""
+    run: Sparse[SubRun | None] = None
+    """For an agent called as a tool: the run it made. (Since 1.1.)"""
 
 
 class ErrorInfo(_Model):
@@ -868,7 +968,11 @@ class ToolProgress(_Model):
     rsid: str
     """Runtime stage id of the tool stage."""
     message: str
-    """What the tool said."""
+    """What a person is shown: the payload's `message` field, cut at 120 characters with
+    the cut stated, or a line naming the tool and how many times it reported."""
+    payload: Sparse[Any] = None
+    """What the tool reported, as it reported it (redacted like every value). Never part of
+    what the model reads. (Since 1.1.)"""
 
 
 class ArgsInvalid(_Model):

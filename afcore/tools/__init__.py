@@ -52,7 +52,15 @@ from afcore.tools._notes import (
     canonical_notes,
 )
 from afcore.tools._providers import ToolProvider, ToolProviderContext, gated_tools, static_tools
-from afcore.tools._reading import Limits, ResultReading, limits_block, read_result, with_limits
+from afcore.tools._reading import (
+    AnswerCoverage,
+    Limits,
+    ResultReading,
+    answer_coverage,
+    limits_block,
+    read_result,
+    with_limits,
+)
 from afcore.tools._repeats import Repeat, RepeatedCalls, fingerprint, with_note
 from afcore.tools._tool import Tool, ToolContext, ToolValidation, define_tool
 from afcore.tools._validation import ArgProblem, correction, validate_args
@@ -71,6 +79,7 @@ __all__ = [
     "REFUSAL_PREFIX",
     "SEMANTICS_NOTE",
     "TOOL_RESULT_STATUSES",
+    "AnswerCoverage",
     "ArgProblem",
     "Assumed",
     "CoverageInput",
@@ -96,6 +105,7 @@ __all__ = [
     "ToolValidation",
     "TryInsteadTool",
     "absent",
+    "answer_coverage",
     "assumed_note",
     "canonical_notes",
     "ceiling_refusal",

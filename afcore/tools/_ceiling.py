@@ -102,6 +102,11 @@ def ceiling_refusal(tool: str, size: int, ceiling: ResultCeiling) -> str:
 def truncate_result(tool: str, text: str, max_chars: int) -> str:
     """``text`` cut to fit ``max_chars`` with its marker: a verbatim head, then a line that
     says how much there was and that this is not all of it. Unchanged when it fits."""
+    return truncation(tool, text, max_chars)[0]
+
+
+def truncation(tool: str, text: str, max_chars: int) -> tuple[str, int]:
+    """:func:`truncate_result`, and how many characters of the head it kept."""
     if isinstance(max_chars, bool) or not isinstance(max_chars, int):
         raise UsageError(f"max_tool_result_chars must be a whole number, got {max_chars!r}")
     if max_chars < MIN_TOOL_RESULT_CHARS:
@@ -109,10 +114,10 @@ def truncate_result(tool: str, text: str, max_chars: int) -> str:
             f"max_tool_result_chars must be at least {MIN_TOOL_RESULT_CHARS}, got {max_chars}"
         )
     if len(text) <= max_chars:
-        return text
+        return text, len(text)
     kept = max_chars
     while True:
         marker = TEMPLATES["TRUNCATION_MARKER"].format(tool=tool, size=len(text), kept=kept)
         if kept + len(marker) <= max_chars:
-            return text[:kept] + marker
+            return text[:kept] + marker, kept
         kept = max_chars - len(marker)

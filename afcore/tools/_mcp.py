@@ -267,7 +267,7 @@ class _Link:
         return future.result()
 
     async def call(
-        self, name: str, args: dict[str, Any], progress: Callable[[str], None] | None = None
+        self, name: str, args: dict[str, Any], progress: Callable[[Any], None] | None = None
     ) -> Any:
         """Call a tool from any event loop; what the model reads, or an error to raise.
         The server's progress notifications go to ``progress`` (the tool's ctx.progress)."""
@@ -372,14 +372,20 @@ class _Link:
                 call.cancel()
 
     async def _call(
-        self, name: str, args: dict[str, Any], progress: Callable[[str], None] | None
+        self, name: str, args: dict[str, Any], progress: Callable[[Any], None] | None
     ) -> mcp.types.CallToolResult:
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED
 
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
             if progress is not None:
-                progress(message or (f"{done:g} of {total:g}" if total else f"{done:g}"))
+                # MCP's own fields, as the server sent them: `message` is what a person reads.
+                payload: dict[str, Any] = {"progress": done}
+                if total is not None:
+                    payload["total"] = total
+                if message:
+                    payload["message"] = message
+                progress(payload)
 
         session = self._session
         if session is None or session.ended.is_set():

@@ -28,7 +28,15 @@ from afcore.tools._notes import (
     WIRE,
 )
 
-__all__ = ["Limits", "ResultReading", "limits_block", "read_result"]
+__all__ = [
+    "AnswerCoverage",
+    "Limits",
+    "ResultReading",
+    "answer_coverage",
+    "limits_block",
+    "read_result",
+    "with_limits",
+]
 
 _LISTS = ("checked", "not_checked", "cannot_cover", "in_progress")
 _RECORD_ONLY = ("short", "kind")
@@ -275,6 +283,58 @@ def limits_block(
     if not parts:
         return None
     return "\n\n".join([COVERAGE_BLOCK_HEADING, *parts])
+
+
+@dataclass(frozen=True)
+class AnswerCoverage:
+    """The limits the tools of a run declared, as data: what a typed answer comes back
+    with instead of a block after it. Each list says an entry once."""
+
+    checked: tuple[dict[str, Any], ...] = ()
+    not_checked: tuple[dict[str, Any], ...] = ()
+    cannot_cover: tuple[dict[str, Any], ...] = ()
+    in_progress: tuple[dict[str, Any], ...] = ()
+    periods: tuple[dict[str, Any], ...] = ()
+    """``{"tool", "call_id", "period"}`` per call that declared the period its read covered."""
+    assumed: tuple[dict[str, Any], ...] = ()
+    """``{"tool", "argument", "value"}`` per value a tool's rule filled."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: list(getattr(self, name)) for name in _COVERAGE_FIELDS if getattr(self, name)}
+
+
+_COVERAGE_FIELDS = (*_LISTS, "periods", "assumed")
+
+
+def answer_coverage(
+    declared: Iterable[tuple[str, str, Limits]],
+    assumed: Iterable[tuple[str, str, Any]] = (),
+) -> AnswerCoverage | None:
+    """The run's declarations (``(tool, call id, limits)``) and assumed values (``(tool,
+    argument, value)``) as one :class:`AnswerCoverage`; None when there is none."""
+    import orjson
+
+    lists: dict[str, dict[bytes, dict[str, Any]]] = {n: {} for n in _COVERAGE_FIELDS}
+
+    def add(name: str, item: dict[str, Any]) -> None:
+        key = orjson.dumps(
+            {k: v for k, v in item.items() if k not in _RECORD_ONLY}, option=orjson.OPT_SORT_KEYS
+        )
+        lists[name].setdefault(key, item)
+
+    for tool, call_id, limits in declared:
+        for name in _LISTS:
+            for item in getattr(limits, name):
+                add(name, {k: v for k, v in item.items() if k not in _RECORD_ONLY})
+        for line in limits.not_covered:
+            add("not_checked", {"what": line})
+        if limits.period is not None:
+            add("periods", {"tool": tool, "call_id": call_id, "period": limits.period})
+    for tool, argument, value in assumed:
+        add("assumed", {"tool": tool, "argument": argument, "value": value})
+    if not any(lists.values()):
+        return None
+    return AnswerCoverage(**{n: tuple(v.values()) for n, v in lists.items()})
 
 
 def with_limits(answer: str, block: str | None) -> str:

@@ -15,6 +15,7 @@ from jsonschema.protocols import Validator
 
 from afcore.errors import UsageError
 from afcore.messages import ToolSpec
+from afcore.tools._assume import check_ask_or_assume, served_schema
 from afcore.tools._ceiling import ResultCeiling
 
 __all__ = ["Tool", "ToolContext", "ToolValidation", "define_tool"]
@@ -33,13 +34,23 @@ class ToolContext:
     tool: str
     state: dict[str, Any]
     """Values the application shares across the run (the same dict for every tool call)."""
-    _progress: Callable[[str], None] = field(repr=False, default=lambda _m: None)
+    _progress: Callable[[Any], None] = field(repr=False, default=lambda _m: None)
+    redaction: Any = None
+    """The redaction policy the calling run is covered by (a compiled policy), to hand on to
+    anything the tool records of its own (an agent called as a tool)."""
+    _link: Callable[[Any], None] = field(repr=False, default=lambda _r: None)
     _now: Callable[[], datetime] = field(repr=False, default=lambda: datetime.now(UTC))
     _random: Callable[[], random.Random] = field(repr=False, default=random.Random)
 
-    def progress(self, message: str) -> None:
-        """Report progress of a long-running tool; recorded as a tool_progress event."""
-        self._progress(str(message))
+    def progress(self, payload: Any) -> None:
+        """Report progress of a long-running tool: ``payload`` is plain JSON (a dict, a
+        string, ...), recorded verbatim as a ``tool_progress`` event between the tool's
+        start and its end. A top-level ``message`` string is what a person is shown (cut at
+        120 characters). Never part of what the model reads; never raises."""
+        try:
+            self._progress(payload)
+        except Exception:  # a report is telemetry: it never changes what the tool does
+            pass
 
     def now(self) -> datetime:
         """The time, in UTC, from the run's recorded clock: written to the recording when
@@ -68,6 +79,8 @@ class Tool:
     """Where the tool comes from when it is not this program's code (``mcp:<server>``)."""
     result_ceiling: ResultCeiling | None = None
     """The most result text the model may be served; over it, a refusal, never a cut."""
+    ask_or_assume: Mapping[str, Any] = field(default_factory=dict)
+    """Argument -> the value a call that leaves it out runs with, recorded as assumed."""
 
 
 def define_tool(
@@ -78,6 +91,7 @@ def define_tool(
     *,
     strict: bool = False,
     result_ceiling: ResultCeiling | None = None,
+    ask_or_assume: Mapping[str, Any] | None = None,
     source: str | None = None,
 ) -> Tool:
     """Define a tool.
@@ -96,8 +110,12 @@ def define_tool(
     when it breaks them. af validates the arguments either way.
 
     ``result_ceiling``: :class:`ResultCeiling` (``max_chars``, ``narrow_by``), the size
-    over which the model reads a refusal naming the arguments to narrow by. ``source``
-    names where a tool not written here comes from.
+    over which the model reads a refusal naming the arguments to narrow by.
+    ``ask_or_assume``: ``{argument: {"assume": value}}``, a default for an argument the
+    model may leave out: the library fills it, records it as assumed, and tells the model
+    in one note; the model is served the schema with that argument optional, and
+    arguments are validated against ``input_schema`` as written. ``source`` names where a
+    tool not written here comes from.
     """
     if not isinstance(name, str) or not name or len(name) > 128:
         raise UsageError(f"define_tool(): name must be a non-empty string, got {name!r}")
@@ -132,6 +150,7 @@ def define_tool(
                 f"narrow_by=[...]), got {type(result_ceiling).__name__}"
             )
         result_ceiling.check_against(name, schema)
+    rules = check_ask_or_assume(name, schema, ask_or_assume) if ask_or_assume else {}
     if source is not None and (not isinstance(source, str) or not source):
         raise UsageError(f"define_tool({name!r}): source names where the tool comes from")
     return Tool(
@@ -142,7 +161,13 @@ def define_tool(
         is_async=inspect.iscoroutinefunction(execute)
         or inspect.iscoroutinefunction(getattr(execute, "__call__", None)),  # noqa: B004
         validator=cls(schema),
-        spec=ToolSpec(name=name, description=description, input_schema=schema, strict=strict),
+        spec=ToolSpec(
+            name=name,
+            description=description,
+            input_schema=served_schema(schema, rules) if rules else schema,
+            strict=strict,
+        ),
         source=source,
         result_ceiling=result_ceiling,
+        ask_or_assume=rules,
     )

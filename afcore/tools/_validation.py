@@ -43,6 +43,9 @@ def validate_args(tool: Tool, args: Any) -> list[ArgProblem]:
     """Every way ``args`` breaks the tool's schema, most useful first, at most ten."""
     if not isinstance(args, dict):
         return [ArgProblem("$", f"expected an object of arguments, got {_type_name(args)}")]
+    if tool.ask_or_assume:
+        # A ruled argument the call left out is filled before the tool runs: judged filled.
+        args = {**tool.ask_or_assume, **args}
     errors = sorted(tool.validator.iter_errors(args), key=lambda e: (len(e.path), e.json_path))
     return [ArgProblem(e.json_path, _describe(e)) for e in errors[:10]]
 

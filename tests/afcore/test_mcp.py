@@ -358,8 +358,19 @@ def test_a_servers_progress_is_recorded_as_the_tools_progress(tmp_path: Path) ->
         "tool_progress",
         "tool_progress",
     ]
-    messages = [r["message"] for r in lines if r["t"] == "tool_progress"]
-    assert messages == ["step 1 of 3", "step 2 of 3", "step 3 of 3", "3 of 3"]
+    reports = [r for r in lines if r["t"] == "tool_progress"]
+    # MCP's own fields, kept as the server sent them; `message` is what a person reads, and
+    # a report with none is shown as the tool having reported, never as its numbers.
+    assert [r["message"] for r in reports] == [
+        "step 1 of 3",
+        "step 2 of 3",
+        "step 3 of 3",
+        "steps reported progress (4 times)",
+    ]
+    assert [r["payload"] for r in reports][2:] == [
+        {"progress": 3.0, "total": 3.0, "message": "step 3 of 3"},
+        {"progress": 3.0, "total": 3.0},
+    ]
     assert rec.verify(rec.open_recording(agent.last_recording)).ok
 
 
