@@ -23,7 +23,9 @@ from afcore.readmodel import (
     ms_text,
     plural,
     reasons_text,
+    result_notes,
     safe,
+    shown_status,
     status_style,
     usage_text,
 )
@@ -440,14 +442,21 @@ class Progress:
             tail, total = str(content), message.get("_chars")
         else:
             tail = "(the same value as earlier in the run)"
+        declared = str(tool.get("result_status") or "") if status == "ok" else ""
+        style = status_style(declared or status)
         self._say(
-            ("  ← ", status_style(status)),
+            ("  ← ", style),
             (safe(str(tool.get("name"))), "cyan"),
-            (f" {status}", status_style(status)),
+            (f" {shown_status(tool)}", style),
             (f" · {ms_text(tool.get('ms'))} · ", "dim"),
             tail=tail,
             total=total,
         )
+        limits = next(
+            (self._value(w) for w in writes if str(w.get("key", "")).startswith("limits:")), None
+        )
+        for note in result_notes(tool, limits):
+            self._say(("    ", "dim"), tail=note)
 
     def _end(self, r: dict[str, Any]) -> None:
         status = str(r.get("status"))

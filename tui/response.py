@@ -168,7 +168,10 @@ def _result_text(result: dict[str, Any]) -> str | None:
 
 def _result_lines(result: dict[str, Any], invalid: dict[str, dict[str, Any]]) -> list[Part]:
     status = as_text(result.get("status"))
-    head = Text.assemble(("  ← ", status_style(status)), (status, status_style(status)))
+    label = as_text(result.get("shown")) or status
+    declared = as_text(result.get("result_status")) if status == "ok" else ""
+    style = status_style(declared or status)
+    head = Text.assemble(("  ← ", style), (safe(label), style))
     if result.get("ms") is not None:
         head.append(f" · {ms_text(result['ms'])}", style="dim")
     if result.get("message") is not None:
@@ -187,6 +190,8 @@ def _result_lines(result: dict[str, Any], invalid: dict[str, dict[str, Any]]) ->
         out.append(Text(f"    … {safe(as_text(said))[:300]}", style="dim"))
     for ruled in result.get("rules") or []:
         out.append(Text(f"    ⚖ {safe(as_text(ruled))[:300]}", style="yellow"))
+    for note in result.get("notes") or []:
+        out.append(Text(f"    {safe(as_text(note))[:300]}", style="dim"))
     content = result.get("content")
     if content is not None:
         shown, _ = preview(as_text(content), chars=300, lines=3)

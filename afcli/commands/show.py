@@ -337,14 +337,16 @@ def _print_call_line(out: Printer, c: CallSummary) -> None:
             tail = str(res.content)
         else:
             tail = f"(missing: {res.missing or 'no value'})"
-        style = status_style(status)
+        style = status_style(res.result_status if status == "ok" and res.result_status else status)
         head = Line(
             ("  ← ", style),
             (safe(res.name), "cyan"),
-            (f" {status}", style),
+            (f" {res.shown or status}", style),
             (f" · {ms_text(res.ms)} · ", "dim"),
         )
         out.print(fit(head, tail, width))
+        for note in res.notes:
+            out.print(fit(Line("    "), note, width), style="dim")
     for g in c.governed:
         if g not in early:
             _print_governed(out, g, width)

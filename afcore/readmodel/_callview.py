@@ -27,7 +27,7 @@ from afcore.readmodel._call import (
     call_detail,
 )
 from afcore.readmodel._folds import checked, fold_number
-from afcore.readmodel._text import as_dict, as_text
+from afcore.readmodel._text import as_dict, as_text, result_notes, shown_status
 from afcore.readmodel._timeline import FoldMark, Mark, Timeline
 from afcore.recording import Recording
 
@@ -301,7 +301,19 @@ def _commit_event(
             "content": as_dict(message).get("content"),
             "is_error": as_dict(message).get("is_error") is True,
             "message": _message_number(writes),
+            "shown": shown_status(tool),
+            "notes": result_notes(
+                tool,
+                next(
+                    (_value(rec, w) for w in writes if as_text(w.get("key")).startswith("limits:")),
+                    None,
+                ),
+            ),
         }
+        if isinstance(tool.get("result_status"), str):
+            event["result_status"] = tool["result_status"]
+        if isinstance(tool.get("run"), dict):
+            event["run"] = tool["run"]
         if ruled:
             event["rules"] = ruled
         return None if begun is not None else event  # already listed where it started

@@ -270,6 +270,16 @@ class ToolResult:
     is_error: bool
     missing: str | None = None
     """Why the result's message could not be read."""
+    result_status: str | None = None
+    """The result's status in the tools' words (`success`, `absent`, ...; None: a file
+    written before tool commits said it)."""
+    shown: str = ""
+    """The status as a reader is shown it (``ok · absent``)."""
+    notes: tuple[str, ...] = ()
+    """What became of the result, one line each (a refusal, a cut, the nudge, limits)."""
+    run: dict[str, Any] | None = None
+    """For an agent called as a tool: the run it made (``run_id``, ``recording``, ...)."""
+    k: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -280,6 +290,12 @@ class ToolResult:
             "content": self.content,
             "is_error": self.is_error,
         }
+        if self.result_status is not None:
+            out["result_status"] = self.result_status
+        if self.notes:
+            out["notes"] = list(self.notes)
+        if self.run is not None:
+            out["run"] = self.run
         if self.missing:
             out["missing"] = self.missing
         return out

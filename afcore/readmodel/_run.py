@@ -20,7 +20,7 @@ from afcore.readmodel._model import (
     RunOutcome,
     ToolResult,
 )
-from afcore.readmodel._text import as_dict, as_text
+from afcore.readmodel._text import as_dict, as_text, result_notes, shown_status
 from afcore.readmodel._walk import (
     Folds,
     Injections,
@@ -240,6 +240,15 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 )
                 target = current(record.iter)
                 if target is not None:
+                    outcome = record.tool.model_dump(mode="json", exclude_defaults=True)
+                    limits = next(
+                        (
+                            resolver.value(w)[0]
+                            for w in record.writes
+                            if w.key.startswith("limits:")
+                        ),
+                        None,
+                    )
                     target.results.append(
                         ToolResult(
                             name=record.tool.name,
@@ -249,6 +258,11 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                             content=as_dict(message).get("content"),
                             is_error=as_dict(message).get("is_error") is True,
                             missing=missing,
+                            result_status=record.tool.result_status,
+                            shown=shown_status(outcome),
+                            notes=tuple(result_notes(outcome, limits)),
+                            run=outcome.get("run"),
+                            k=record.tool.k,
                         )
                     )
         elif kind is ArgsInvalid:

@@ -28,6 +28,8 @@ __all__ = [
     "params_text",
     "plural",
     "safe",
+    "result_notes",
+    "shown_status",
     "status_style",
     "usage_text",
 ]
@@ -151,6 +153,12 @@ def status_style(status: str) -> str:
         "paused": "cyan",
         "withheld": "yellow",
         "denied": "yellow",
+        "success": "green",
+        "absent": "green",
+        "partial": "yellow",
+        "pending": "cyan",
+        "invalid": "yellow",
+        "failure": "red",
     }.get(status, "red")
 
 
@@ -205,3 +213,108 @@ def block_text(block: Mapping[str, Any]) -> str:
             what += f" {safe(as_text(name))}"
         return f"({what}, kept for {safe(as_text(block.get('wire') or 'its vendor'))})"
     return f"({safe(as_text(kind))} block)"
+
+
+# The result status each tool status says by itself: only a status that says more is shown.
+_PLAIN_RESULT = {
+    "ok": "success",
+    "error": "failure",
+    "rejected": "invalid",
+    "unknown_tool": "invalid",
+    "denied": "denied",
+    "withheld": "denied",
+    "interrupted": "interrupted",
+}
+
+
+def shown_status(tool: Mapping[str, Any]) -> str:
+    """A tool result's status as a reader is shown it: ``ok``, or ``ok · absent`` when the
+    result's own status says more than how the call went."""
+    status = as_text(tool.get("status"))
+    result = tool.get("result_status")
+    if isinstance(result, str) and result != _PLAIN_RESULT.get(status):
+        return f"{status} · {result}"
+    return status
+
+
+def result_notes(tool: Mapping[str, Any], limits: Any = None) -> list[str]:
+    """What became of a tool result, one line each, for ``af show`` and the Lens: where the
+    tool comes from, a refusal over its ceiling, a cut, the nudge, the effects, the run an
+    agent called as a tool made, and the limits the result declared (``limits``: the value
+    of its ``limits:`` write)."""
+    out: list[str] = []
+    source = tool.get("source")
+    if isinstance(source, str):
+        out.append(f"from {source}")
+    ceiling = as_dict(tool.get("ceiling"))
+    if ceiling:
+        narrow = ceiling.get("narrow_by") or []
+        said = f"; narrow by {', '.join(map(str, narrow))}" if narrow else ""
+        out.append(
+            f"refused over its ceiling: {_n(ceiling.get('size'))} chars, the ceiling is "
+            f"{_n(ceiling.get('max_chars'))}{said}; no data was returned"
+        )
+    cut = as_dict(tool.get("truncated"))
+    if cut:
+        out.append(
+            f"cut by the agent's cap: the model read the first {_n(cut.get('kept'))} of "
+            f"{_n(cut.get('size'))} chars"
+        )
+    repeat = as_dict(tool.get("repeat"))
+    if repeat:
+        out.append(
+            f"identical call #{_n(repeat.get('occurrences'))} with the same result: the model "
+            "read the nudge"
+        )
+    for effect in tool.get("effects") or []:
+        effect = as_dict(effect)
+        what = f"{as_text(effect.get('kind'))} {as_text(effect.get('instruction_id'))}".strip()
+        if effect.get("outcome") == "accepted":
+            out.append(f"effect: {what} → pushed into the next call")
+        else:
+            out.append(f"effect refused: {as_text(effect.get('why'))}")
+    run = as_dict(tool.get("run"))
+    if run:
+        where = f" in {as_text(run.get('recording'))}" if run.get("recording") else ""
+        out.append(
+            f"ran agent {as_text(run.get('agent'))}: run {as_text(run.get('run_id'))} "
+            f"({as_text(run.get('status'))}){where}"
+        )
+    limits = as_dict(limits)
+    for declared in limits.get("declared") or []:
+        out.append(_declared_text(as_dict(declared)))
+    for assumed in limits.get("assumed") or []:
+        assumed = as_dict(assumed)
+        how = "sent the rule's own value" if assumed.get("sent") else "left out, the rule filled"
+        out.append(
+            f"assumed: {as_text(assumed.get('argument'))} = {json_text(assumed.get('value'))} "
+            f"({how})"
+        )
+    return out
+
+
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def _declared_text(declared: Mapping[str, Any]) -> str:
+    parts = []
+    for key, label in (
+        ("checked", "checked"),
+        ("not_checked", "not checked"),
+        ("cannot_cover", "cannot cover"),
+        ("in_progress", "in progress"),
+        ("not_covered", "not covered"),
+    ):
+        items = declared.get(key) or []
+        if items:
+            whats = [
+                as_text(as_dict(i).get("what")) if isinstance(i, dict) else as_text(i)
+                for i in items
+            ]
+            parts.append(f"{label}: {'; '.join(whats)}")
+    period = as_dict(declared.get("period"))
+    if period:
+        queried = as_dict(period.get("queried"))
+        parts.append(f"period: {as_text(queried.get('from'))} to {as_text(queried.get('to'))}")
+    return f"limits ({as_text(declared.get('source'))}): " + " · ".join(parts)
