@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from afcore._version import __version__
 
 if TYPE_CHECKING:
-    from afcore.agent import Agent, AgentBuilder
+    from afcore.agent import Agent, AgentBuilder, agent_tool
     from afcore.errors import (
         AfError,
         BadRequestError,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ReplayEndedError,
         ReplayError,
         RunError,
+        RunInFlightError,
         RunPausedError,
         ServerError,
         SessionError,
@@ -85,6 +86,7 @@ _WHERE = {
     "afcore.agent": (
         "Agent",
         "AgentBuilder",
+        "agent_tool",
     ),
     "afcore.errors": (
         "AfError",
@@ -106,6 +108,7 @@ _WHERE = {
         "ReplayEndedError",
         "ReplayError",
         "RunError",
+        "RunInFlightError",
         "RunPausedError",
         "ServerError",
         "SessionError",
@@ -203,6 +206,7 @@ __all__ = [
     "ReplayError",
     "ResultCeiling",
     "RunError",
+    "RunInFlightError",
     "RunPausedError",
     "RunResult",
     "SendResult",
@@ -245,6 +249,7 @@ __all__ = [
     "summarize_oldest",
     "token_budget",
     "__version__",
+    "agent_tool",
 ]
 
 

@@ -16,6 +16,7 @@ Every error af raises on purpose is an ``AfError``::
     │   └── MockExhaustedError      a scripted mock ran out of replies
     ├── ReliabilityFailFastError    a reliability rule (or af, for it) stopped a call's attempts
     ├── RunError                    a run stopped on an error; the recording says so
+    ├── RunInFlightError            an agent instance asked to run while a run of it is under way
     ├── McpError                    an MCP server could not be reached, stopped, or refused a call
     ├── CompactionUnmeasurableError a token-triggered window strategy got no counted tokens
     ├── MessageDeniedError          message middleware refused the user's message or the answer
@@ -250,6 +251,16 @@ class RunError(AfError):
         super().__init__(message)
         self.rsid = rsid
         self.recording = recording
+
+
+class RunInFlightError(AfError):
+    """An agent was asked to run while a run of the same instance is under way: one run at
+    a time per agent instance. Build one agent per caller that can reach it at once.
+    Raised inside an agent called as a tool, it is the error result the model reads."""
+
+    def __init__(self, message: str, *, run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class McpError(AfError):

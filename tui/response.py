@@ -150,11 +150,13 @@ def _tool_call(
         full = _result_text(result)
         if result.get("k") is not None:
             key = f"tool:{name}#{result['k']}"
+    linked = as_dict(result.get("run")) if result is not None else {}
     return row(None, *parts), Item(
         f"call:{i}",
         full=full,
         title=f"call {call} · {safe(name)} result",
         why=f"{key}.args" if key else None,
+        run=as_text(linked["recording"]) if linked.get("recording") else None,
     )
 
 
@@ -192,6 +194,8 @@ def _result_lines(result: dict[str, Any], invalid: dict[str, dict[str, Any]]) ->
         out.append(Text(f"    ⚖ {safe(as_text(ruled))[:300]}", style="yellow"))
     for note in result.get("notes") or []:
         out.append(Text(f"    {safe(as_text(note))[:300]}", style="dim"))
+    if as_dict(result.get("run")).get("recording"):
+        out.append(Text("    ⏎ opens the run it made", style="cyan"))
     content = result.get("content")
     if content is not None:
         shown, _ = preview(as_text(content), chars=300, lines=3)

@@ -196,21 +196,45 @@ def why(
     from afcli._render import out_console
 
     console = out_console()
-    _print_slice(console, result, full)
+    _print_slice(console, result, full, "")
     for o in origins:
         console.print()
         said = _plain(o.said, "bold cyan" if o.slice is not None else "yellow")
         console.print(said, soft_wrap=True)
         if o.slice is not None:
-            _print_slice(console, o.slice, full)
+            _print_slice(console, o.slice, full, "")
 
 
-def _print_slice(console: Console, result: Slice, full: bool) -> None:
+def _print_slice(console: Console, result: Slice, full: bool, indent: str) -> None:
+    """The slice, then, for each tool stage in it that ran an agent, why that run answered
+    what it did: reached into through the link the stage recorded."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from afcore.readmodel import safe
+
     if full:
-        console.print(_tree(result))
+        console.print(Padding(_tree(result), (0, 0, 0, len(indent))))
     else:
         for text in _compact(result):
-            console.print(text, soft_wrap=True)
+            console.print(Text(indent) + text, soft_wrap=True)
+    for rsid, inner in result.inner.items():
+        run = inner.run
+        console.print(Text(""))
+        console.print(
+            Text.assemble(
+                (indent + "↳ ", "cyan"),
+                (safe(rsid), "bold"),
+                f" ran agent {safe(str(run.get('agent')))}: run {safe(str(run.get('run_id')))} "
+                f"({safe(str(run.get('status')))})",
+                (f" in {safe(str(run['recording']))}" if run.get("recording") else "", "dim"),
+            ),
+            soft_wrap=True,
+        )
+        if inner.slice is None:
+            console.print(Text(f"{indent}  not followed: {safe(inner.problem or '')}", "yellow"))
+        else:
+            _print_slice(console, inner.slice, full, indent + "  ")
 
 
 why.__doc__ = inspect.cleandoc(why.__doc__ or "") + "\n\n" + KEYS_HELP

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Self
 
 from afcore.agent._builder import AgentBuilder
-from afcore.errors import OutputSchemaError, RunPausedError, UsageError
+from afcore.errors import OutputSchemaError, RunInFlightError, RunPausedError, UsageError
 from afcore.governance._pause import Paused
 from afcore.governance._rules import Governance
 from afcore.injections._engine import InjectionEngine
@@ -23,7 +23,7 @@ from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
-from afcore.recording._redaction import Redaction
+from afcore.recording._redaction import Redaction, Redactor
 from afcore.recording._writer import NullRecorder, Recorder, RecordObserver, Watcher, Watchers
 from afcore.reliability._policy import Reliability
 from afcore.secrets import screening
@@ -141,6 +141,7 @@ class Agent:
         agent.params = MappingProxyType(dict(parts["params"]))
         agent.last_result = None
         agent._store = None
+        agent._in_flight = None
         return agent
 
     def __copy__(self) -> Self:
@@ -148,6 +149,7 @@ class Agent:
         other.__dict__.update(self.__dict__)
         # A copy's observers are its own: attaching to it leaves this agent as it is.
         other.watchers = self.watchers.copy()
+        other._in_flight = None  # a copy is another instance: it runs on its own
         return other
 
     def attach(self, observer: Watcher) -> Callable[[], None]:
@@ -160,6 +162,18 @@ class Agent:
     last_result: RunResult | None
     """How the last finished run ended (status, answer, iterations, usage, recording)."""
     _store: SessionStore | None
+    _in_flight: str | None
+    """The run id of the run under way (None: none is)."""
+
+    def _claim(self, run_id: str) -> None:
+        """Mark a run of this instance under way, or refuse a second one."""
+        if self._in_flight is not None:
+            raise RunInFlightError(
+                f"agent {self.name!r} is already running (run {self._in_flight}): one run at a "
+                "time per agent instance; build one agent per caller that can reach it at once",
+                run_id=self._in_flight,
+            )
+        self._in_flight = run_id
 
     def with_model(self, model_id: str) -> Agent:
         """A copy of this agent that calls the model a ``provider:model`` id names (its
@@ -245,10 +259,15 @@ class Agent:
         stream: StreamHandler | None = None,
         history: History | None = None,
         typed: bool = False,
+        redaction: Redactor | None = None,
     ) -> RunResult:
         """Like :meth:`arun`, returning the whole :class:`RunResult`. ``typed``: the caller
         wants the typed value (``result.output.value``): an answer that fails the output
-        schema goes through the fallback tiers."""
+        schema goes through the fallback tiers. ``redaction``: the redaction of a calling
+        run (``ctx.redaction`` in a tool), handed on: it adds to this agent's own policy.
+
+        One run at a time per agent instance: another, while this one is under way, raises
+        :class:`RunInFlightError`."""
         result, raised = await self._execute(
             message,
             state=state,
@@ -257,6 +276,7 @@ class Agent:
             stream=stream,
             history=history,
             typed=typed,
+            redaction=redaction,
         )
         self.last_result = result
         if raised is not None:
@@ -274,6 +294,7 @@ class Agent:
         history: History | None = None,
         typed: bool = False,
         recording: RecordingConfig | None = None,
+        redaction: Redactor | None = None,
     ) -> tuple[RunResult, BaseException | None]:
         """One run, whatever happens: how it ended, and what to raise for it. A flow runs
         its agents this way (the same agent may run in two branches at once, so the result
@@ -281,6 +302,14 @@ class Agent:
         (in place of the agent's own choice)."""
         conversation = as_conversation(history)
         config = recording if recording is not None else self.recording
+        # The loop reads the agent's recording config (its clocks): the one in effect. A
+        # flow's step runs a copy, which is an instance of its own (one run at a time each).
+        runner = self
+        if recording is not None and recording is not self.recording:
+            runner = copy.copy(self)
+            runner.recording = recording
+        if runner._in_flight is not None:
+            runner._claim("")  # refused before anything is opened
         if config is None and observe is not None:
             raise UsageError("observe= sees the records a run writes; this agent records nothing")
         if config is None and self.watchers.observers:
@@ -289,7 +318,7 @@ class Agent:
             rec: Recorder = Recorder(
                 None,
                 run_id=run_id,
-                redactor=Redaction().compile(self.provider.secrets()),
+                redactor=_policy(Redaction(), redaction).compile(self.provider.secrets()),
                 watchers=self.watchers,
             )
         elif config is None:
@@ -301,28 +330,27 @@ class Agent:
             rec = Recorder(
                 folder / f"{run_id}{SUFFIX}",
                 run_id=run_id,
-                redactor=config.redaction.compile(self.provider.secrets()),
+                redactor=_policy(config.redaction, redaction).compile(self.provider.secrets()),
                 clock=config.clock,
                 observers=(observe,) if observe else (),
                 watchers=self.watchers,
             )
-        # The loop reads the agent's recording config (its clocks): the one in effect.
-        runner = self
-        if recording is not None and recording is not self.recording:
-            runner = copy.copy(self)
-            runner.recording = recording
-        with screening(rec.redactor):
-            result, raised = await run_loop(
-                runner,
-                message,
-                rec,
-                run_id,
-                state if state is not None else {},
-                identity,
-                stream,
-                conversation,
-                typed=typed,
-            )
+        runner._claim(run_id)
+        try:
+            with screening(rec.redactor):
+                result, raised = await run_loop(
+                    runner,
+                    message,
+                    rec,
+                    run_id,
+                    state if state is not None else {},
+                    identity,
+                    stream,
+                    conversation,
+                    typed=typed,
+                )
+        finally:
+            runner._in_flight = None
         return result, raised
 
     # -- typed answers ------------------------------------------------------------------
@@ -460,18 +488,22 @@ class Agent:
         if not isinstance(approve, bool):
             raise UsageError("resume(approve=...) takes True or False")
         path = paused.recording if isinstance(paused, Paused) else Path(paused)
-        result, raised = await resume_loop(
-            self,
-            path,
-            approve=approve,
-            why=why,
-            by=by,
-            state=state,
-            identity=identity,
-            stream=stream,
-            observe=observe,
-            typed=typed,
-        )
+        self._claim(path.stem)
+        try:
+            result, raised = await resume_loop(
+                self,
+                path,
+                approve=approve,
+                why=why,
+                by=by,
+                state=state,
+                identity=identity,
+                stream=stream,
+                observe=observe,
+                typed=typed,
+            )
+        finally:
+            self._in_flight = None
         self.last_result = result
         if raised is not None:
             raise raised
@@ -489,6 +521,10 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r} model={self.model!r} tools={list(self.tools)}>"
+
+
+def _policy(own: Redaction, handed: Redactor | None) -> Redaction:
+    return own if handed is None else handed.handed_on(own)
 
 
 def _sync(coro: Any, door: str) -> Any:

@@ -24,12 +24,14 @@ rules around the message, each tool call and result, and the answer; a pause end
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -163,6 +165,7 @@ _agent_info = trusted(AgentInfo)
 _ceiling = trusted(CeilingRefusal)
 _effect = trusted(EffectInfo)
 _repeat = trusted(RepeatInfo)
+_sub_run = trusted(SubRun)
 _truncation = trusted(Truncation)
 _args_invalid = line(ArgsInvalid)
 _clock_read = line(ClockRead)
@@ -972,7 +975,7 @@ async def _dispatch(
         state=run.state,
         _progress=_progress_reporter(run, rsid, call.name),
         redaction=rec.redactor if rec.enabled else None,
-        _link=lambda sub: setattr(facts, "sub_run", sub),
+        _link=lambda ran: setattr(facts, "sub_run", _sub_run_of(rec, ran)),
         _now=lambda: sources.now(by),
         _random=lambda: sources.random(by),
     )
@@ -990,6 +993,19 @@ async def _dispatch(
         return _result(call, text, error=True), "error", (clock() - t0) * 1000, facts, None
     text, is_error = _honest(run, tool, call, args, value, facts)
     return _result(call, text, error=is_error), "ok", (clock() - t0) * 1000, facts, None
+
+
+def _sub_run_of(rec: Recorder, ran: Mapping[str, Any]) -> SubRun:
+    """The link to a run a tool made, its file named relative to this one's folder (a
+    recording names no path of the machine it was made on)."""
+    path = ran.get("recording")
+    where = None
+    if path is not None:
+        here = rec.path.parent if rec.path is not None else Path.cwd()
+        where = Path(os.path.relpath(path, here)).as_posix()
+    return _sub_run(
+        run_id=str(ran["run_id"]), recording=where, agent=str(ran["agent"]), status=ran["status"]
+    )
 
 
 def _honest(

@@ -180,6 +180,20 @@ class Redactor:
         self._learned: list[tuple[str, str]] = []
         self._learned_matcher: Matcher | None = None
 
+    def handed_on(self, policy: Redaction) -> Redaction:
+        """``policy`` (another run's own) with this run's added: its field words, patterns
+        and literal secrets, and the secrets this run learned. It only adds: nothing
+        ``policy`` replaces is left out. For a run this one starts (an agent called as a
+        tool), so the names this run keeps out of its file stay out of that one's."""
+        mine = self.policy
+        secrets = (*policy.secrets, *mine.secrets, *(v for _, v in self._learned))
+        return Redaction(
+            fields=tuple(dict.fromkeys((*policy.fields, *mine.fields))),
+            patterns=tuple(dict.fromkeys((*policy.patterns, *mine.patterns))),
+            secrets=tuple(dict.fromkeys(secrets)),
+            environment=policy.environment or mine.environment,
+        )
+
     # -- the screen ----------------------------------------------------------------------
 
     def needs_redaction(self, raw: bytes) -> bool:

@@ -4,6 +4,7 @@ keys one can ask about."""
 
 from afcore.why._slice import (
     Edge,
+    Inner,
     KeyInfo,
     NeverWrittenError,
     Node,
@@ -16,6 +17,7 @@ from afcore.why._summary import SummaryLine, key_words, summary
 
 __all__ = [
     "Edge",
+    "Inner",
     "KeyInfo",
     "NeverWrittenError",
     "Node",

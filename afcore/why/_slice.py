@@ -25,6 +25,7 @@ import difflib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -140,11 +141,35 @@ class Slice:
             "nodes": {rsid: n.to_json() for rsid, n in self.nodes.items()},
             "edges": [e.to_json() for e in self.edges],
             "truncated": dict(self.truncated),
+            **({"inner": {k: v.to_json() for k, v in self.inner.items()}} if self.inner else {}),
         }
 
     def parents(self, rsid: str) -> list[Edge]:
         """The edges into ``rsid``, in the order they were found."""
         return [e for e in self.edges if e.target == rsid]
+
+    inner: dict[str, Inner] = field(default_factory=dict)
+    """For a tool stage of the slice that ran an agent (an agent called as a tool): that
+    run, and why its answer is what it is."""
+
+
+@dataclass(frozen=True)
+class Inner:
+    """The run a tool stage made, followed from its link."""
+
+    run: dict[str, Any]
+    """The link as recorded: ``run_id``, ``recording``, ``agent``, ``status``."""
+    slice: Slice | None
+    """Why its answer is what it is (None: it could not be followed, ``problem`` says why)."""
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"run": self.run}
+        if self.slice is not None:
+            out["slice"] = self.slice.to_json()
+        if self.problem is not None:
+            out["problem"] = self.problem
+        return out
 
 
 @dataclass(frozen=True)
@@ -176,9 +201,11 @@ def why(
     depth: int = 8,
     max_nodes: int = 100,
     full: bool = False,
+    follow: int = 3,
 ) -> Slice:
     """The backward slice of ``key``: see the module's docstring. ``at``: a runtime stage
-    id (``call-llm#7``) or ``call:N``; only what was written before it counts."""
+    id (``call-llm#7``) or ``call:N``; only what was written before it counts. ``follow``:
+    how many agents-called-as-tools deep to reach into the runs they made."""
     if depth < 0 or max_nodes < 1:
         raise UsageError("depth must be >= 0 and max_nodes >= 1")
     walk = _Walk(rec, full)
@@ -223,7 +250,32 @@ def why(
                 seen.add(edge)
                 edges.append(edge)
             queue.append((parent.rsid, parent_line, d + 1, parent_ask))
-    return Slice(key, root.rsid, nodes, edges, truncated)
+    result = Slice(key, root.rsid, nodes, edges, truncated)
+    if follow > 0:
+        _follow(rec, result, depth, max_nodes, follow - 1)
+    return result
+
+
+def _follow(rec: Recording, result: Slice, depth: int, max_nodes: int, follow: int) -> None:
+    """Reach into the runs the slice's tool stages made: each one's answer, explained."""
+    from afcore.recording import open_recording
+
+    for commit in rec.tool_commits():
+        tool = commit.tool
+        if tool is None or tool.run is None or commit.rsid not in result.nodes:
+            continue
+        link = tool.run.model_dump(mode="json", exclude_defaults=True)
+        if not tool.run.recording or rec.path is None:
+            result.inner[commit.rsid] = Inner(link, None, "the run it made was not recorded")
+            continue
+        path = Path(rec.path).parent / tool.run.recording
+        try:
+            with open_recording(path) as sub:
+                explained = why(sub, "answer", depth=depth, max_nodes=max_nodes, follow=follow)
+        except (AfError, OSError) as e:
+            result.inner[commit.rsid] = Inner(link, None, f"{type(e).__name__}: {e}")
+            continue
+        result.inner[commit.rsid] = Inner(link, explained)
 
 
 class _Walk:

@@ -36,7 +36,7 @@ from afcore.readmodel import (
     safe,
     status_style,
 )
-from afcore.recording import Recording
+from afcore.recording import Recording, open_recording
 from tui.response import response_entries
 from tui.slots import Rows, slot_entries
 from tui.widgets.item_list import Item, ItemList
@@ -441,6 +441,9 @@ class LensScreen(Screen[None]):
         self._draw_top()
 
     def action_forget(self) -> None:
+        if not self.typed and self.app.screen_stack[0] is not self:
+            self.app.pop_screen()  # a run opened from a tool call: back to the one that made it
+            return
         self.typed = ""
         self._draw_top()
 
@@ -498,10 +501,24 @@ class LensScreen(Screen[None]):
             self._draw_call(n, force=True)
         elif item.jump is not None:
             self.go_to(item.jump)
+        elif item.run is not None:
+            self._open_run(item.run)
         elif item.full is not None:
             from tui.screens.viewer import Viewer
 
             self.app.push_screen(Viewer(item.title, item.full))
+
+    def _open_run(self, relative: str) -> None:
+        """The run an agent called as a tool made, in a Lens of its own (Esc comes back)."""
+        from tui.app import PREFIX
+
+        here = Path(self.rec.path).parent if self.rec.path is not None else Path.cwd()
+        try:
+            inner = open_recording(here / relative, upto=PREFIX)
+        except (RecordingError, OSError) as e:
+            self.notify(f"cannot open {relative}: {e}", severity="warning")
+            return
+        self.app.push_screen(LensScreen(inner, follow=False))
 
     @on(Scrubber.Picked)
     def _picked(self, event: Scrubber.Picked) -> None:

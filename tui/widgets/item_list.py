@@ -39,6 +39,9 @@ class Item:
     """A call Enter goes to."""
     seam: int | None = None
     """A fold whose seam Enter opens or closes."""
+    run: str | None = None
+    """A recording Enter opens in a Lens of its own (the run an agent called as a tool
+    made), relative to this recording's folder."""
 
 
 Part = Text | tuple[int, Text]

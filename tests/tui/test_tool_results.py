@@ -1,0 +1,94 @@
+"""The Lens on honest tool results: each result's own status, what became of it, and the run
+an agent called as a tool made, opened from the call that made it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from afcore import Agent, agent_tool, define_tool, mock
+from afcore.tools import ResultCeiling, absent
+from tests.tui.conftest import lens, main, screen_text
+from tests.tui.test_governance import events_text
+from tui.screens.lens import LensScreen
+from tui.widgets.item_list import ItemList
+
+OPEN: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+async def honest_run(folder: Path) -> tuple[Path, Path]:
+    translator = Agent.create(
+        provider=mock(replies=["Hola, ¿cómo estás?"]),
+        model="m",
+        name="translator",
+        record=folder,
+    ).build()
+    desk = (
+        Agent.create(
+            provider=mock(
+                replies=[
+                    {
+                        "tool_calls": [
+                            {"id": "c1", "name": "failures", "args": {}},
+                            {"id": "c2", "name": "export", "args": {}},
+                            {"id": "c3", "name": "translate", "args": {"message": "Hello"}},
+                        ]
+                    },
+                    "Done.",
+                ]
+            ),
+            model="m",
+            name="desk",
+            record=folder,
+        )
+        .tool(
+            define_tool(
+                "failures",
+                "Failures.",
+                OPEN,
+                lambda a, c: absent(what="failed backups", checked=["the nightly export"]),
+            )
+        )
+        .tool(
+            define_tool(
+                "export",
+                "Export.",
+                OPEN,
+                lambda a, c: "ROW," * 1000,
+                result_ceiling=ResultCeiling(max_chars=100),
+            )
+        )
+        .tool(agent_tool(translator, name="translate", description="To Spanish."))
+        .build()
+    )
+    await desk.arun("go")
+    assert desk.last_recording is not None and translator.last_recording is not None
+    return desk.last_recording, translator.last_recording
+
+
+async def test_the_lens_shows_each_results_status_and_what_became_of_it(tmp_path: Path) -> None:
+    outer, inner = await honest_run(tmp_path)
+    async with lens(outer) as (app, pilot):
+        text = events_text(app)
+        assert "← ok · absent" in text
+        assert "limits (absent): checked: the nightly export" in text
+        assert "← ok · invalid" in text
+        assert "refused over its ceiling: 4,000 chars, the ceiling is 100" in text
+        assert "from agent:translator" in text
+        assert "⏎ opens the run it made" in text
+        # Enter on the call that ran the agent opens its run; Esc comes back.
+        events = main(app).query_one("#events", ItemList)
+        linked = next(i for i, item in events.items.items() if item.run is not None)
+        assert events.items[linked].run == inner.name
+        events.focus()
+        events.go_to(linked)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        first = app.screen_stack[0]
+        assert isinstance(app.screen, LensScreen) and app.screen is not first
+        assert app.screen.rec.header.agent.name == "translator"
+        assert "translator" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is first
