@@ -26,6 +26,16 @@ def failures(args, ctx):
     return absent(what="failed backups", checked=["the nightly export"])
 
 
+def refund(args, ctx):
+    return {
+        "content": "refund refused (policy P-12)",
+        "status": "denied",
+        "effects": [
+            {"kind": "require-instruction", "instruction_id": "playbook", "lease": "next-call"}
+        ],
+    }
+
+
 translator = Agent.create(provider=mock(replies=["Hola."]), model="m", name="translator").build()
 
 desk = (
@@ -40,6 +50,13 @@ desk = (
                         {"id": "c4", "name": "translate", "args": {"message": "Hello"}},
                     ]
                 },
+                {
+                    "tool_calls": [
+                        {"id": "c5", "name": "refund", "args": {}},
+                        {"id": "c6", "name": "job", "args": {"id": 7}},
+                    ]
+                },
+                {"tool_calls": [{"id": "c7", "name": "job", "args": {"id": 7}}]},
                 "Hola. No failures.",
             ]
         ),
@@ -60,6 +77,9 @@ desk = (
         )
     )
     .tool(agent_tool(translator, name="translate", description="To Spanish."))
+    .tool(define_tool("refund", "Refund.", O, refund))
+    .tool(define_tool("job", "A job's state.", {"type": "object"}, lambda a, c: "running"))
+    .instruction("Name the policy; offer store credit.", id="playbook", when=lambda s: False)
     .limits_travel_with_the_answer()
     .build()
 )
@@ -81,6 +101,9 @@ def test_run_show_and_why_say_what_became_of_each_result(invoke: Invoke, tmp_pat
     assert 'assumed: window = "2h" (left out, the rule filled)' in live
     assert "ran agent translator: run " in live
     assert "Assumed (a tool's rule, not your words):" in live
+    assert "← refund ok · denied" in live
+    assert "effect: require-instruction playbook → pushed into the next call" in live
+    assert "identical call #2 with the same result: the model read the nudge" in live
 
     outer = next(p for p in tmp_path.glob("*.jsonl") if b'"name":"desk"' in p.read_bytes()[:400])
     shown = invoke("show", outer, env=env)
@@ -94,7 +117,18 @@ def test_run_show_and_why_say_what_became_of_each_result(invoke: Invoke, tmp_pat
         assert said in shown.out
     as_json = invoke("show", outer, "--json").json()
     results = [r for c in as_json["calls"] for r in c["results"]]
-    assert [r["result_status"] for r in results] == ["absent", "invalid", "success", "success"]
+    assert [r["result_status"] for r in results] == [
+        "absent",
+        "invalid",
+        "success",
+        "success",
+        "denied",
+        "success",
+        "success",
+    ]
+    assert "identical call #2" in results[6]["notes"][0]
+    for said in ("← refund ok · denied", "effect: require-instruction playbook", "identical"):
+        assert said in shown.out
     assert results[3]["run"]["agent"] == "translator"
 
     why = invoke("why", outer, "answer", env=env)

@@ -271,6 +271,10 @@ def test_an_agent_calls_mcp_tools_across_runs_sync_and_async(tmp_path: Path) -> 
         lines = [orjson.loads(x) for x in path.read_bytes().splitlines()]
         statuses = [r["tool"]["status"] for r in lines if r.get("tool")]
         assert statuses == ["ok", "ok", "error"]  # the crash is an error result, not a crash
+        # Each call is recorded with the server's name as its source, and its result status.
+        outcomes = [r["tool"] for r in lines if r.get("tool")]
+        assert {o["source"] for o in outcomes} == {"mcp:order-desk"}
+        assert [o["result_status"] for o in outcomes] == ["success", "success", "failure"]
         crashed = seen[1][2]
         assert "The tool crash failed: McpError: the MCP server 'order-desk' stopped" in crashed
         # the same agent again, async this time: the server was started again after the crash
@@ -285,7 +289,9 @@ def test_an_agent_calls_mcp_tools_across_runs_sync_and_async(tmp_path: Path) -> 
         assert rec.verify(rec.open_recording(agent2.last_recording)).ok  # type: ignore[arg-type]
 
 
-def test_limits_declared_by_an_af_tool_travel_over_mcp_as_data(af_http: HttpServer) -> None:
+def test_limits_declared_by_an_af_tool_travel_over_mcp_as_data(
+    af_http: HttpServer, tmp_path: Path
+) -> None:
     seen: list[str] = []
 
     def respond(request: Request) -> Any:
@@ -296,10 +302,21 @@ def test_limits_declared_by_an_af_tool_travel_over_mcp_as_data(af_http: HttpServ
 
     with mcp_tools(url=af_http.url) as tools:
         assert tools.server == "backup-desk"
-        agent = Agent.create(provider=mock(respond=respond), model="mock").tools(tools).build()
+        agent = (
+            Agent.create(provider=mock(respond=respond), model="mock", record=tmp_path)
+            .tools(tools)
+            .build()
+        )
         assert agent.run("Backups of vm-99?") == "No backup runs for vm-99."
         served = json.loads(seen[0])
         assert served["af_absent"] is True and served["note"] == ABSENCE_NOTE
+        # Read inside the run by the one rule: an absence, its limits kept on the record.
+        assert agent.last_recording is not None
+        lines = [orjson.loads(x) for x in agent.last_recording.read_bytes().splitlines()]
+        [tool] = [r for r in lines if r.get("tool")]
+        assert tool["tool"]["result_status"] == "absent"
+        assert tool["tool"]["source"] == "mcp:backup-desk"
+        assert any(w["key"] == "limits:vm_backups#1" for w in tool["writes"])
         assert read_result(asyncio.run(call(tools, "vm_backups", {"vm": "vm-99"}))).status == (
             "absent"
         )

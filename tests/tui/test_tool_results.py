@@ -16,6 +16,11 @@ from tui.widgets.item_list import ItemList
 OPEN: dict[str, Any] = {"type": "object", "properties": {}}
 
 
+def refund(args: dict[str, Any], ctx: Any) -> Any:
+    effect = {"kind": "require-instruction", "instruction_id": "playbook", "lease": "next-call"}
+    return {"content": "refused (policy P-12)", "status": "denied", "effects": [effect]}
+
+
 async def honest_run(folder: Path) -> tuple[Path, Path]:
     translator = Agent.create(
         provider=mock(replies=["Hola, ¿cómo estás?"]),
@@ -32,8 +37,10 @@ async def honest_run(folder: Path) -> tuple[Path, Path]:
                             {"id": "c1", "name": "failures", "args": {}},
                             {"id": "c2", "name": "export", "args": {}},
                             {"id": "c3", "name": "translate", "args": {"message": "Hello"}},
+                            {"id": "c4", "name": "refund", "args": {}},
                         ]
                     },
+                    {"tool_calls": [{"id": "c5", "name": "export", "args": {}}]},
                     "Done.",
                 ]
             ),
@@ -59,6 +66,8 @@ async def honest_run(folder: Path) -> tuple[Path, Path]:
             )
         )
         .tool(agent_tool(translator, name="translate", description="To Spanish."))
+        .tool(define_tool("refund", "Refund.", OPEN, refund))
+        .instruction("Offer store credit.", id="playbook", when=lambda s: False)
         .build()
     )
     await desk.arun("go")
@@ -76,6 +85,8 @@ async def test_the_lens_shows_each_results_status_and_what_became_of_it(tmp_path
         assert "refused over its ceiling: 4,000 chars, the ceiling is 100" in text
         assert "from agent:translator" in text
         assert "⏎ opens the run it made" in text
+        assert "← ok · denied" in text
+        assert "effect: require-instruction playbook → pushed into the next call" in text
         # Enter on the call that ran the agent opens its run; Esc comes back.
         events = main(app).query_one("#events", ItemList)
         linked = next(i for i, item in events.items.items() if item.run is not None)
@@ -92,3 +103,10 @@ async def test_the_lens_shows_each_results_status_and_what_became_of_it(tmp_path
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is first
+        # The next call: the pushed instruction, and the repeated call's nudge.
+        await pilot.press("right")
+        await pilot.pause()
+        assert "identical call #2 with the same result: the model read the nudge" in (
+            events_text(app)
+        )
+        assert "instruction:playbook" in screen_text(app)
