@@ -33,6 +33,8 @@ from afcore.providers._base import StreamHandler
 from afcore.recording._models import Approval, Checkpoint, Commit, Resume, line, trusted
 from afcore.recording._reader import Recording, open_recording
 from afcore.recording._writer import Recorder, RecordObserver
+from afcore.tools._assume import Assumed
+from afcore.tools._reading import Limits
 from afcore.tools._repeats import RepeatedCalls
 from afcore.window._live import LiveWindowState
 from afcore.window._turns import LiveMessage
@@ -255,6 +257,7 @@ def _restore(
         )
     run.output_checks = cp.output_checks
     run.ms_before = cp.ms
+    _declared_before(run, recorded)
     messages: dict[int, Message] = {}
 
     def message(n: int) -> Message:
@@ -317,3 +320,25 @@ def _planned(recorded: Recording, cp: Checkpoint) -> list[tuple[ToolCall, int]]:
             )
         out.append((call, pending.k))
     return out
+
+
+def _declared_before(run: RunState, recorded: Recording) -> None:
+    """The limits the tools declared before the pause, and the values their rules assumed:
+    the answer's limits are the whole run's."""
+    for commit in recorded.tool_commits():
+        tool = commit.tool
+        if tool is None:
+            continue
+        for write in commit.writes:
+            if not write.key.startswith("limits:"):
+                continue
+            value = recorded.value(write)
+            if not isinstance(value, dict):
+                continue
+            for declared in value.get("declared") or ():
+                run.declared.append((tool.name, tool.call_id, Limits.from_json(declared)))
+            for a in value.get("assumed") or ():
+                run.assumed.append(
+                    Assumed(a["tool"], a["argument"], a["value"], sent=bool(a.get("sent")))
+                )
+            run.limits_keys.append(write.key)

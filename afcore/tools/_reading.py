@@ -60,6 +60,15 @@ class Limits:
     try_instead: str | None = None
     try_instead_tool: dict[str, Any] | None = None
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Limits:
+        """A statement as :meth:`to_json` wrote it (a recording's ``limits:`` write)."""
+        return cls(
+            source=data["source"],
+            **{n: tuple(data.get(n) or ()) for n in (*_LISTS, "not_covered")},
+            **{n: data.get(n) for n in ("period", "looked_for", "try_instead", "try_instead_tool")},
+        )
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source}
         for name in (*_LISTS, "not_covered"):

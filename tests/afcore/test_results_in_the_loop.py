@@ -650,3 +650,35 @@ def test_an_absence_reads_as_an_answer_and_its_note_reaches_the_model(tmp_path: 
     [message] = [m for m in agent.last_result.transcript if m.role == "tool"]
     assert not message.is_error
     assert json.loads(message.content)["note"] == ABSENCE_NOTE
+
+
+def test_a_paused_run_continued_keeps_the_limits_declared_before_the_pause(
+    tmp_path: Path,
+) -> None:
+    from afcore import Paused, ToolMiddleware, allow, ask
+
+    def gate(call: Any) -> Any:
+        return ask("Refund?") if call.name == "refund" else allow()
+
+    agent = (
+        Agent.create(
+            provider=script([("failures", {"host": "h1"})], [("refund", {})], answer="Refunded."),
+            model="m",
+            record=tmp_path,
+        )
+        .tool(tool("failures", failures))
+        .tool(tool("refund", lambda a, c: "refunded"))
+        .tool_middleware(ToolMiddleware("gate", on_tool_call=gate))
+        .limits_travel_with_the_answer()
+        .build()
+    )
+    paused = agent.run("refund if nothing failed")
+    assert isinstance(paused, Paused)
+    answer = agent.resume(paused, approve=True, by="jo")
+    assert isinstance(answer, str)
+    assert answer.startswith("Refunded.\n\n---\n\n" + COVERAGE_BLOCK_HEADING)
+    assert "- every backup job in the nightly export" in answer
+    assert "- failures queried 2026-09-26T09:00:00Z" in answer
+    [finalize] = [r for r in lines(paused.recording) if r.get("rsid", "").startswith("finalize#")]
+    assert "limits:failures#1" in {k for k, _ in finalize["reads"]}
+    verified(paused.recording)
