@@ -65,8 +65,15 @@ class Limits:
         """A statement as :meth:`to_json` wrote it (a recording's ``limits:`` write)."""
         return cls(
             source=data["source"],
-            **{n: tuple(data.get(n) or ()) for n in (*_LISTS, "not_covered")},
-            **{n: data.get(n) for n in ("period", "looked_for", "try_instead", "try_instead_tool")},
+            checked=tuple(data.get("checked") or ()),
+            not_checked=tuple(data.get("not_checked") or ()),
+            cannot_cover=tuple(data.get("cannot_cover") or ()),
+            in_progress=tuple(data.get("in_progress") or ()),
+            not_covered=tuple(data.get("not_covered") or ()),
+            period=data.get("period"),
+            looked_for=data.get("looked_for"),
+            try_instead=data.get("try_instead"),
+            try_instead_tool=data.get("try_instead_tool"),
         )
 
     def to_json(self) -> dict[str, Any]:
