@@ -44,13 +44,13 @@ def build_agent(
     iterations: int,
     *,
     record: Path | None,
-    result: Callable[[int], str] = lambda n: f"ok {n}",
+    result: Callable[[int], Any] = lambda n: f"ok {n}",
     extend: Callable[[AgentBuilder], AgentBuilder] | None = None,
 ) -> Agent:
     """An agent that calls ``echo`` ``iterations`` times, then answers :data:`ANSWER`.
 
     ``record``: the folder each run's recording goes to, or None for ``record=False``.
-    ``result(n)``: what the tool returns for its n-th call.
+    ``result(n)``: what the tool returns for its n-th call (a value with limits, too).
     ``extend(builder)``: adds to the agent before it is built (injections, more tools).
     """
 
