@@ -28,6 +28,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -1016,6 +1017,9 @@ def _honest(
     cut at the agent's cap, then the notes the library adds (a refused effect, an assumed
     argument, the repeated-call nudge). Fills ``facts`` with what the record keeps."""
     reading = read_result(value)
+    for warning in reading.warnings:
+        # For the tool's author: what was dropped from a shape built by hand (said once).
+        warnings.warn(f"tool {tool.name!r}: {warning}", UserWarning, stacklevel=1)
     text = as_text(reading.served)
     if reading.status is not None:
         facts.result_status = reading.status

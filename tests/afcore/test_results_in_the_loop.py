@@ -682,3 +682,21 @@ def test_a_paused_run_continued_keeps_the_limits_declared_before_the_pause(
     [finalize] = [r for r in lines(paused.recording) if r.get("rsid", "").startswith("finalize#")]
     assert "limits:failures#1" in {k for k, _ in finalize["reads"]}
     verified(paused.recording)
+
+
+def test_a_hand_built_shape_is_read_never_repaired_and_its_author_warned(tmp_path: Path) -> None:
+    hand_built = {
+        "af_absent": True,
+        "looked_for": "rows",
+        "checked": [{"what": "the table", "short": "two\nlines"}],
+    }
+    agent = (
+        Agent.create(provider=script([("t", {})]), model="m", record=tmp_path)
+        .tool(tool("t", lambda a, c: hand_built))
+        .build()
+    )
+    with pytest.warns(UserWarning, match=r"tool 't': `checked\[0\]\.short` was dropped"):
+        agent.run("go")
+    [message] = [m for m in agent.last_result.transcript if m.role == "tool"]
+    assert json.loads(message.content)["checked"] == [{"what": "the table"}]
+    assert outcomes(agent.last_recording)[0]["result_status"] == "absent"
