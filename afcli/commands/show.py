@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -189,6 +190,23 @@ def _show_session(ref: str, store: str | None, json_output: bool) -> None:
     out.flush()
 
 
+def _followed(path: Path) -> str:
+    """The run an agent called as a tool made, in a line: how it ended, and its answer."""
+    from afcore.errors import RecordingError
+    from afcore.recording import open_recording
+
+    try:
+        with open_recording(path) as sub:
+            end = sub.end
+            if end is None:
+                return f"{path.name}: the run did not finish"
+            answer = sub.value(end.answer) if end.answer is not None else None
+            said = f": {as_text(answer)}" if answer else ""
+            return f"{path.name}: {end.status} after {plural(end.calls, 'call')}{said}"
+    except (RecordingError, OSError) as e:
+        return f"{path.name}: cannot be read ({type(e).__name__})"
+
+
 # -- the overview ------------------------------------------------------------------------
 
 
@@ -209,7 +227,7 @@ def _print_run_parts(out: Printer, rec: Recording, *, head: bool = True) -> None
                 _print_head(out, part.data)
         elif part.kind == "call":
             calls += 1
-            _print_call_line(out, part.data)
+            _print_call_line(out, part.data, Path(rec.path).parent)
         elif part.kind == "fold":
             _print_fold(out, part.data)
         else:
@@ -241,7 +259,7 @@ def _turn_line(link: dict[str, Any]) -> Line:
     return said
 
 
-def _print_call_line(out: Printer, c: CallSummary) -> None:
+def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -> None:
     """One call of the overview: its sizes and decisions, its reply, what followed it."""
     width = max(out.width, 60)
     out.print()
@@ -347,6 +365,9 @@ def _print_call_line(out: Printer, c: CallSummary) -> None:
         out.print(fit(head, tail, width))
         for note in res.notes:
             out.print(fit(Line("    "), note, width), style="dim")
+        linked = (res.run or {}).get("recording")
+        if linked and folder is not None:
+            out.print(fit(Line(("    ↳ ", "cyan")), _followed(folder / str(linked)), width))
     for g in c.governed:
         if g not in early:
             _print_governed(out, g, width)

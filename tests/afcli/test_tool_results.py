@@ -129,6 +129,9 @@ def test_run_show_and_why_say_what_became_of_each_result(invoke: Invoke, tmp_pat
     assert "identical call #2" in results[6]["notes"][0]
     for said in ("← refund ok · denied", "effect: require-instruction playbook", "identical"):
         assert said in shown.out
+    # af show follows the link: how the run the agent made ended, and its answer.
+    inner_file = tmp_path / results[3]["run"]["recording"]
+    assert f"↳ {inner_file.name}: answer after 1 call: Hola." in shown.out
     assert results[3]["run"]["agent"] == "translator"
 
     why = invoke("why", outer, "answer", env=env)
@@ -141,3 +144,7 @@ def test_run_show_and_why_say_what_became_of_each_result(invoke: Invoke, tmp_pat
     [(rsid, inner)] = sliced["inner"].items()
     assert rsid.startswith("tool:translate#")
     assert inner["slice"]["key"] == "answer"
+    # A link to a file that is gone is said, not followed.
+    inner_file.unlink()
+    gone = invoke("show", outer, env=env)
+    assert f"↳ {inner_file.name}: cannot be read" in gone.out
