@@ -432,4 +432,6 @@ def _outcome(result: RunResult, error: str | None) -> dict[str, Any]:
     if result.output is not None:
         o = result.output
         out["output"] = {"met": o.met, "checks": o.checks, "tier": o.tier, "errors": o.errors}
+    if result.answer_coverage is not None:
+        out["answer_coverage"] = result.answer_coverage.to_json()
     return out

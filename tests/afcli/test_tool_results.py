@@ -105,6 +105,12 @@ def test_run_show_and_why_say_what_became_of_each_result(invoke: Invoke, tmp_pat
     assert "effect: require-instruction playbook → pushed into the next call" in live
     assert "identical call #2 with the same result: the model read the nudge" in live
 
+    as_data = invoke("run", f"{script}:desk", "again", "--json", "--out", tmp_path / "j").json()
+    assert as_data["answer_coverage"] == {
+        "checked": [{"what": "the nightly export"}],
+        "assumed": [{"tool": "logs", "argument": "window", "value": "2h"}],
+    }
+
     outer = next(p for p in tmp_path.glob("*.jsonl") if b'"name":"desk"' in p.read_bytes()[:400])
     shown = invoke("show", outer, env=env)
     assert shown.code == 0, shown.err
