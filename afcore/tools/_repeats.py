@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from afcore.recording._lossless import lossless
 from afcore.tools._notes import TEMPLATES
 
 __all__ = ["Repeat", "RepeatedCalls", "fingerprint", "with_note"]
@@ -25,12 +26,17 @@ NUDGE_AT = 2
 
 def fingerprint(value: Any) -> str:
     """A short stable hash of a JSON value (keys sorted) or of a text."""
-    data = (
-        value.encode()
-        if isinstance(value, str)
-        else orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
-    )
+    if isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")  # a lone surrogate is hashed too
+    else:
+        try:
+            data = orjson.dumps(value, option=_SORTED, default=str)
+        except TypeError:  # a big integer, a lone surrogate: hashed in their lossless form
+            data = orjson.dumps(lossless(value), option=_SORTED, default=str)
     return hashlib.sha256(data).hexdigest()[:16]
+
+
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 @dataclass(frozen=True, slots=True)

@@ -382,6 +382,22 @@ def test_the_same_call_returning_the_same_result_gets_one_note(tmp_path: Path) -
     assert b"ignored" not in json.dumps(repeats[1]).encode()  # fingerprints, never values
 
 
+def test_values_json_cannot_carry_are_fingerprinted_not_fatal(tmp_path: Path) -> None:
+    # A big integer and a lone surrogate in the arguments and in a text result.
+    odd = [("odd", {"n": 2**70, "s": "q\udc80"})]
+    agent = (
+        Agent.create(provider=script(odd, odd), model="m", record=tmp_path)
+        .tool(tool("odd", lambda a, c: "a\ud800b", {"type": "object"}))
+        .build()
+    )
+    assert agent.run("go") == "done"
+    contents = [m.content for m in agent.last_result.transcript if m.role == "tool"]
+    assert contents[0] == r"a\ud800b"  # as JSON text writes it
+    assert contents[1].startswith(r"a\ud800b" + "\n\nidentical call: 'odd' has now returned")
+    assert outcomes(agent.last_recording)[1]["repeat"]["occurrences"] == 2
+    verified(agent.last_recording)
+
+
 def test_the_nudge_can_be_turned_off(tmp_path: Path) -> None:
     same = [("search", {"q": "x"})]
     agent = (
