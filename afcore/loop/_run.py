@@ -801,7 +801,7 @@ async def run_tools(
     replayer = run.agent.replayer
     for (call, k, rsid, d), (result, status, ms, ruled, facts) in zip(jobs, outcomes, strict=True):
         if replayer is not None:
-            result = replayer.tool_done(call, k, result, status)
+            result = replayer.tool_done(call, k, result, status, _reading(status, facts))
         write = run.remember(result, rsid)
         turn.last_tool_results[call.name] = result.content
         run.result_keys[call.name] = write["key"]
@@ -853,6 +853,11 @@ class _Facts:
 _Outcome = tuple[ToolResultMessage, ToolStatus, float, MiddlewareDecision | None, _Facts]
 
 
+def _reading(status: ToolStatus, facts: _Facts) -> ResultStatus:
+    """The result's status in the tools' own words, as the tool commit writes it."""
+    return "denied" if status == "withheld" else facts.result_status
+
+
 def _outcome(call: ToolCall, k: int, status: ToolStatus, ms: float, facts: _Facts) -> Line:
     return _tool_outcome(
         name=call.name,
@@ -860,7 +865,7 @@ def _outcome(call: ToolCall, k: int, status: ToolStatus, ms: float, facts: _Fact
         call_id=call.id,
         status=status,
         ms=round(ms, 3),
-        result_status="denied" if status == "withheld" else facts.result_status,
+        result_status=_reading(status, facts),
         source=facts.source,
         ceiling=facts.ceiling,
         truncated=facts.truncated,
@@ -903,9 +908,7 @@ def _record_interrupted(
 async def _run_tool(
     run: RunState, call: ToolCall, k: int, rsid: str, concurrent: bool, *, validated: bool
 ) -> _Outcome:
-    result, status, ms, facts, served = await _dispatch(
-        run, call, k, rsid, concurrent, validated
-    )
+    result, status, ms, facts, served = await _dispatch(run, call, k, rsid, concurrent, validated)
     if served is not None:
         # A replay served the result as the result chain left it: the chain does not walk
         # it again, and what it decided then is written again.
@@ -962,6 +965,7 @@ async def _dispatch(
     if agent.replayer is not None:
         served = agent.replayer.tool(call, k)
         if served is not None:  # the recorded result: the tool does not run
+            facts = _served_facts(run, call, served, facts)
             return served.result, served.status, (clock() - t0) * 1000, facts, served
     sources, by = run.sources, f"tool:{call.name}#{k}"
     assert sources is not None
@@ -1006,6 +1010,46 @@ def _sub_run_of(rec: Recorder, ran: Mapping[str, Any]) -> SubRun:
         where = Path(os.path.relpath(path, here)).as_posix()
     return _sub_run(
         run_id=str(ran["run_id"]), recording=where, agent=str(ran["agent"]), status=ran["status"]
+    )
+
+
+def _served_facts(run: RunState, call: ToolCall, served: Served, facts: _Facts) -> _Facts:
+    """What the recorded run learned of a call whose result a replay serves: written again
+    as recorded, its limits travelling with the answer as they did, and an instruction its
+    envelope required pushed into the next call as it was (the served text already holds
+    the ceiling's refusal, the cut and the notes the model read)."""
+    outcome = served.outcome
+    if outcome is None:  # a recording older than the fields: read from how the call went
+        facts.result_status = "success" if served.status == "ok" else "failure"
+        return facts
+    facts.result_status = outcome.result_status or facts.result_status
+    facts.source = outcome.source
+    facts.ceiling, facts.truncated, facts.repeat = (
+        outcome.ceiling,
+        outcome.truncated,
+        outcome.repeat,
+    )
+    facts.effects = list(outcome.effects)
+    facts.sub_run = outcome.run
+    for effect in facts.effects:
+        if effect.outcome == "accepted" and effect.instruction_id is not None:
+            _require(run, call, effect.instruction_id, effect.lease or "next-call")
+    limits = served.limits or {}
+    facts.limits = tuple(Limits.from_json(x) for x in limits.get("declared") or ())
+    facts.assumed = tuple(
+        Assumed(a["tool"], a["argument"], a["value"], sent=bool(a.get("sent")))
+        for a in limits.get("assumed") or ()
+    )
+    return facts
+
+
+def _require(run: RunState, call: ToolCall, instruction_id: str, lease: str) -> None:
+    """Push a registered instruction into the next call, as a result's envelope required."""
+    run.required.append(
+        (
+            instruction_id,
+            f"required by {call.name} (call {call.id}) at iteration {run.iteration}, lease {lease}",
+        )
     )
 
 
@@ -1082,13 +1126,7 @@ def _effects(
         else:
             why = None
             outcome = "accepted"
-            run.required.append(
-                (
-                    effect.instruction_id,
-                    f"required by {call.name} (call {call.id}) at iteration {run.iteration}, "
-                    f"lease {effect.lease}",
-                )
-            )
+            _require(run, call, effect.instruction_id, effect.lease)
         facts.effects.append(
             _effect(
                 kind=REQUIRE_INSTRUCTION,

@@ -32,6 +32,8 @@ from afcore.recording._models import (
     Line,
     MiddlewareDecision,
     ReplayLink,
+    ResultStatus,
+    ToolOutcome,
     ToolStatus,
 )
 from afcore.recording._writer import Recorder, Watchers
@@ -68,6 +70,11 @@ class Served:
     status: ToolStatus
     ruled: MiddlewareDecision | None = None
     """What the result chain decided then (it does not walk a served result again)."""
+    outcome: ToolOutcome | None = None
+    """The recorded tool commit's outcome: the result's status and what became of it (a
+    ceiling, a cut, the nudge, effects, an agent tool's run), written again as recorded."""
+    limits: Mapping[str, Any] | None = None
+    """The recorded ``limits:`` write of the call (the limits declared, the values assumed)."""
 
 
 class Replayer(Protocol):
@@ -99,10 +106,15 @@ class Replayer(Protocol):
         running it (None: run it)."""
 
     def tool_done(
-        self, call: ToolCall, k: int, result: ToolResultMessage, status: ToolStatus
+        self,
+        call: ToolCall,
+        k: int,
+        result: ToolResultMessage,
+        status: ToolStatus,
+        result_status: ResultStatus | None = None,
     ) -> ToolResultMessage:
-        """A tool call's outcome, to compare with the recorded one; returns the result to
-        keep."""
+        """A tool call's outcome (how the call went, and the result's own status), to compare
+        with the recorded one; returns the result to keep."""
 
     def finished(self, status: RunStatus) -> None:
         """The run ended as ``status``: what is still different is raised now."""

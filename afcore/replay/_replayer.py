@@ -28,6 +28,7 @@ from afcore.readmodel import Change, diff_call, first_difference
 from afcore.recording import (
     AttemptInfo,
     ReplayLink,
+    ResultStatus,
     Resume,
     RunEnd,
     ToolStatus,
@@ -172,7 +173,14 @@ class Replayer:
             # It did not run in the recorded run, and is not to run now: nothing to serve.
             text = f"not run: the recording holds no result for {call.name} (it was {status})"
             return Served(ToolResultMessage(call.id, call.name, text, is_error=True), "error")
-        return Served(_result(call, message), status, self.tape.result_decision(key))
+        outcome, limits = self.tape.tool_facts(key)
+        return Served(
+            _result(call, message),
+            status,
+            self.tape.result_decision(key),
+            outcome=outcome,
+            limits=limits,
+        )
 
     def _args_divergence(
         self, call: ToolCall, k: int, recorded: dict[str, Any], why_key: str
@@ -194,7 +202,12 @@ class Replayer:
         )
 
     def tool_done(
-        self, call: ToolCall, k: int, result: ToolResultMessage, status: ToolStatus
+        self,
+        call: ToolCall,
+        k: int,
+        result: ToolResultMessage,
+        status: ToolStatus,
+        result_status: ResultStatus | None = None,
     ) -> ToolResultMessage:
         if self.live:
             return result
@@ -219,19 +232,24 @@ class Replayer:
             return result
         recorded_status, message = found
         recorded_text = message.get("content")
+        outcome = self.tape.outcomes.get(key)
+        reading = (outcome.result_status if outcome is not None else None, result_status)
         if (
             recorded_status == status
             and recorded_text == result.content
             and bool(message.get("is_error")) == result.is_error
         ):
+            self._reading(call, k, at, *reading)
             return result
         text = as_recorded(result.content)
         if recorded_status == status and bool(message.get("is_error")) == result.is_error:
             if recorded_text == text:
+                self._reading(call, k, at, *reading)
                 return result  # the same, once redacted as the recording is
             if _same_json(recorded_text, text):
                 # The same value, its keys in another order: the recorded bytes are kept, so
                 # the next request is the recorded one.
+                self._reading(call, k, at, *reading)
                 return _result(call, message)
         where: dict[str, Any] = {"tool": call.name, "k": k}
         if recorded_status != status:
@@ -268,6 +286,32 @@ class Replayer:
                 )
             )
         return result
+
+    def _reading(
+        self,
+        call: ToolCall,
+        k: int,
+        at: int,
+        recorded: ResultStatus | None,
+        replayed: ResultStatus | None,
+    ) -> None:
+        """The same result, read otherwise: the tool now says it is partial, or pending, or
+        that nothing was found. (A recording older than ``result_status`` says nothing.)"""
+        if recorded is None or replayed is None or recorded == replayed:
+            return
+        key = f"{call.name}#{k}"
+        self._hold(
+            Divergence(
+                call=at,
+                slot="tool_result",
+                path=f"tool:{key}: result_status",
+                kind="changed",
+                recorded=recorded,
+                replayed=replayed,
+                why_key=f"tool:{key}.result",
+                where={"tool": call.name, "k": k, "field": "result_status"},
+            )
+        )
 
     # -- the end -------------------------------------------------------------------------
 

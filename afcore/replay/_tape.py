@@ -24,6 +24,7 @@ from afcore.recording import (
     Reply,
     Resume,
     RunEnd,
+    ToolOutcome,
     ToolStatus,
     open_recording,
 )
@@ -60,6 +61,10 @@ class Tape:
     """`name#k` -> the write of the arguments a tool middleware link changed them to."""
     ruled: dict[str, Any] = field(default_factory=dict)
     """`name#k` -> the write of what the result chain decided (agents with result links)."""
+    outcomes: dict[str, ToolOutcome] = field(default_factory=dict)
+    """`name#k` -> the tool commit's outcome (the result's status and what became of it)."""
+    limits: dict[str, Any] = field(default_factory=dict)
+    """`name#k` -> the write of the limits it declared and the values assumed for it."""
     clock: dict[str, list[str]] = field(default_factory=dict)
     """Clock readings by reader, in the order they were read."""
     user_message: str | None = None
@@ -102,10 +107,13 @@ class Tape:
                     key = f"{record.tool.name}#{record.tool.k}"
                     write = next((w for w in record.writes if w.key.startswith("message:")), None)
                     tools[key] = (record.tool.status, write)
-                    ruled = f"govern:{key}.result"
+                    self.outcomes[key] = record.tool
+                    ruled, limits = f"govern:{key}.result", f"limits:{key}"
                     for w in record.writes:
                         if w.key == ruled:
                             self.ruled[key] = w
+                        elif w.key == limits:
+                            self.limits[key] = w
                     reply = next((r for r, _ in record.reads if r.startswith("reply:")), None)
                     if reply is not None and reply[6:].isdigit():
                         self.asked[key] = (int(reply[6:]), record.tool.call_id)
@@ -200,6 +208,13 @@ class Tape:
         if found is None:
             return None
         return MiddlewareDecision.model_validate(self.rec.value(found))
+
+    def tool_facts(self, key: str) -> tuple[ToolOutcome | None, dict[str, Any] | None]:
+        """The k-th call of a tool (``name#k``): its recorded outcome, and the value of its
+        ``limits:`` write (None where it wrote none)."""
+        found = self.limits.get(key)
+        value = self.rec.value(found) if found is not None else None
+        return self.outcomes.get(key), value if isinstance(value, dict) else None
 
     @property
     def seed(self) -> int | None:
