@@ -841,6 +841,38 @@ class Recording:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
 
+    def raw_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Every record but the blobs as parsed JSON, unchecked, with its line number: for a
+        reader that walks the file once and checks the fields it uses (a replay). In 1.1 a
+        record is as written: a commit without its stage, a call without the frame it shares
+        with the call before. Lines that are not records are left out (and reported in
+        :attr:`problems`). Opened with ``index=False``, the walk indexes as it goes, parsing
+        each line once."""
+        skip = (_BAD, _BLANK, _KIND_CODES["blob"])
+        idx, loads = self._index, orjson.loads
+        kinds, starts, view = idx.kinds, idx.starts, self._map
+        indexed = len(starts)
+        for i in range(indexed):
+            if kinds[i] in skip:
+                continue
+            end = starts[i + 1] - 1 if i + 1 < indexed else self._size
+            try:
+                data = loads(view[starts[i] : end])
+            except orjson.JSONDecodeError as e:  # a line indexed by its head
+                self.problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
+                continue
+            yield i + 1, data
+        for i, raw, kind, data in self._scan():
+            if kind in skip:
+                continue
+            if data is None:
+                try:
+                    data = loads(raw)
+                except orjson.JSONDecodeError as e:
+                    self.problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
+                    continue
+            yield i + 1, data
+
     def _checked_blob(self, i: int, raw: bytes) -> CheckedBlob | None:
         """Blob line ``i`` checked against its id; None (and a problem) when it is not a
         valid blob record."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+from pydantic import ValidationError
 
 from afcore.errors import RecordingError, ReplayDivergedError, ReplayEndedError
 from afcore.governance import Paused
@@ -125,7 +126,14 @@ class Replayer:
         return ReplayProvider([outcome], name=provider.name, describe=provider.describe())
 
     def _same_attempt(self, call: int, attempt: AttemptInfo | None) -> bool:
-        recorded = self.tape.rec.call(call).attempt
+        found = self.tape.calls.get(call)
+        written = found.attempt if found is not None else None
+        if written is None or attempt is None:  # the usual case: no attempts on either side
+            return written is None and attempt is None
+        try:
+            recorded = AttemptInfo.model_validate(written)
+        except ValidationError:
+            return False
         return bool(_attempt_json(recorded) == _attempt_json(attempt))
 
     def _request_divergence(self, call: int, recorded: str, replayed: str) -> Divergence:

@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from afcore.errors import RecordingFormatError
 from afcore.messages import Message, Source, message_from_json
 from afcore.providers._replay import Outcome, recorded_error, recorded_response
 from afcore.recording import (
-    Call,
-    ClockRead,
-    Commit,
     ErrorEvent,
     MiddlewareDecision,
     Pause,
+    Problem,
     Recording,
     Reply,
     Resume,
@@ -41,15 +41,42 @@ class RecordedCall:
     rsid: str
     provider: str
     """The provider that was asked: the attempt's, or the run's own."""
-    reply: Reply | None = None
+    attempt: Any = None
+    """The call's ``attempt``, as written (None: the run's own provider, first asked)."""
+    answer: dict[str, Any] | None = None
+    """Its reply as written, checked when it is served (:attr:`reply`)."""
     error: dict[str, Any] | None = None
     """The error event's ``error``, when the call failed."""
+
+    @property
+    def reply(self) -> Reply | None:
+        """The reply to the call; None when there is none, or none that is a valid reply."""
+        if self.answer is None:
+            return None
+        try:
+            return Reply.model_validate(self.answer)
+        except ValidationError:
+            return None
+
+
+_RARE: dict[str, type[RunEnd | Pause | Resume | ErrorEvent]] = {
+    "run_end": RunEnd,
+    "pause": Pause,
+    "resume": Resume,
+    "error": ErrorEvent,
+}
+"""Records met a few times a run, checked whole as they are read."""
 
 
 @dataclass
 class Tape:
     """A recording, read for replaying it. Holds the file open (values are read from it as
-    they are served); :meth:`close` lets it go."""
+    they are served); :meth:`close` lets it go.
+
+    The file is walked once, each line parsed once as the walk indexes it, and only the
+    fields a replay uses are read: the many calls, replies and commits unchecked (a line
+    that lacks what is read is passed over, as a reader passes over an invalid record), a
+    reply checked when it is served, the few endings and pauses checked whole."""
 
     rec: Recording
     calls: dict[int, RecordedCall] = field(default_factory=dict)
@@ -81,7 +108,8 @@ class Tape:
 
     @classmethod
     def read(cls, path: str | Path | Recording) -> Tape:
-        rec = path if isinstance(path, Recording) else open_recording(path)
+        # A path is opened unindexed: the walk below builds the index as it parses each line.
+        rec = path if isinstance(path, Recording) else open_recording(path, index=False)
         tape = cls(rec)
         own = str(rec.header.provider.get("name", "provider"))
         try:
@@ -93,66 +121,87 @@ class Tape:
         return tape
 
     def _walk(self, own: str) -> None:
-        calls, tools, clock = self.calls, self.tools, self.clock
-        for _, record in self.rec.records(blobs=False):
-            if isinstance(record, Call):
-                who = record.attempt.provider if record.attempt is not None else own
-                calls[record.call] = RecordedCall(record.call, record.hash, record.rsid, who)
-            elif isinstance(record, Reply):
-                found = calls.get(record.call)
-                if found is not None:
-                    found.reply = record
-            elif isinstance(record, Commit):
-                if record.tool is not None:
-                    key = f"{record.tool.name}#{record.tool.k}"
-                    write = next((w for w in record.writes if w.key.startswith("message:")), None)
-                    tools[key] = (record.tool.status, write)
-                    self.outcomes[key] = record.tool
-                    ruled, limits = f"govern:{key}.result", f"limits:{key}"
-                    for w in record.writes:
-                        if w.key == ruled:
-                            self.ruled[key] = w
-                        elif w.key == limits:
-                            self.limits[key] = w
-                    reply = next((r for r, _ in record.reads if r.startswith("reply:")), None)
-                    if reply is not None and reply[6:].isdigit():
-                        self.asked[key] = (int(reply[6:]), record.tool.call_id)
-                elif record.stage.startswith("govern:"):
-                    for w in record.writes:
-                        if w.key.startswith("tool:") and w.key.endswith(".args"):
-                            self.args[w.key[5:-5]] = w
-                elif record.stage == "seed":
-                    for w in record.writes:
-                        if w.key == "user_message":
-                            self.user_message = str(self.rec.value(w))
-                elif record.stage == "history":
-                    for w in record.writes:
-                        if w.key.startswith("message:"):
-                            src = w.source
-                            source = (
-                                Source(kind=src.kind, id=src.id, reason=src.reason)
-                                if src is not None
-                                else Source(kind="history")
-                            )
-                            self.history.append((message_from_json(self.rec.value(w)), source))
-            elif isinstance(record, ErrorEvent):
-                if record.call is not None and record.call in calls:
-                    calls[record.call].error = record.error.model_dump(exclude_none=True)
-            elif isinstance(record, ClockRead):
-                clock.setdefault(record.by, []).append(record.value)
-            elif isinstance(record, RunEnd):
-                self.end = record
-                self.ends.append(record)
-            elif isinstance(record, Pause):
-                self.pauses.append(record)
-            elif isinstance(record, Resume):
-                self.resumes.append(record)
+        calls = self.calls
+        for line, data in self.rec.raw_records():
+            t = data.get("t") if isinstance(data, dict) else None
+            try:
+                if t == "call":
+                    n, attempt = data["call"], data.get("attempt")
+                    who = own
+                    if isinstance(attempt, dict):
+                        who = str(attempt.get("provider") or own)
+                    if isinstance(n, int) and isinstance(data["hash"], str):
+                        calls[n] = RecordedCall(n, data["hash"], data["rsid"], who, attempt)
+                elif t == "reply":
+                    found = calls.get(data["call"])
+                    if found is not None:
+                        found.answer = data
+                elif t == "commit":
+                    self._commit(data)
+                elif t == "clock":
+                    by, value = data["by"], data["value"]
+                    if isinstance(by, str) and isinstance(value, str):
+                        self.clock.setdefault(by, []).append(value)
+                elif t in _RARE:
+                    record = _RARE[t].model_validate(data)
+                    if isinstance(record, ErrorEvent):
+                        if record.call is not None and record.call in calls:
+                            error = record.error.model_dump(exclude_none=True)
+                            calls[record.call].error = error
+                    elif isinstance(record, RunEnd):
+                        self.end = record
+                        self.ends.append(record)
+                    elif isinstance(record, Pause):
+                        self.pauses.append(record)
+                    elif isinstance(record, Resume):
+                        self.resumes.append(record)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                # Not the record it says it is: passed over, as every reader passes over it.
+                self.rec.problems.append(Problem(line, f"invalid {t} record"))
         if self.user_message is None:
             raise RecordingFormatError(
                 f"{self.rec.path.name} holds no user message (no seed stage): there is no "
                 "run in it to replay",
                 path=self.rec.path,
             )
+
+    def _commit(self, data: dict[str, Any]) -> None:
+        writes: list[dict[str, Any]] = data.get("writes") or []
+        tool = data.get("tool")
+        if tool is not None:
+            key = f"{tool['name']}#{tool['k']}"
+            write = next((w for w in writes if w["key"].startswith("message:")), None)
+            self.tools[key] = (tool["status"], write)
+            self.outcomes[key] = ToolOutcome.model_validate(tool)
+            ruled, limits = f"govern:{key}.result", f"limits:{key}"
+            for w in writes:
+                if w["key"] == ruled:
+                    self.ruled[key] = w
+                elif w["key"] == limits:
+                    self.limits[key] = w
+            reply = next((r[0] for r in data.get("reads") or () if r[0].startswith("reply:")), None)
+            if reply is not None and reply[6:].isdigit():
+                self.asked[key] = (int(reply[6:]), tool["call_id"])
+            return
+        stage = data.get("stage") or str(data["rsid"]).partition("#")[0]
+        if stage.startswith("govern:"):
+            for w in writes:
+                if w["key"].startswith("tool:") and w["key"].endswith(".args"):
+                    self.args[w["key"][5:-5]] = w
+        elif stage == "seed":
+            for w in writes:
+                if w["key"] == "user_message":
+                    self.user_message = str(self.rec.value(w))
+        elif stage == "history":
+            for w in writes:
+                if w["key"].startswith("message:"):
+                    src = w.get("source")
+                    source = (
+                        Source(kind=src["kind"], id=src.get("id"), reason=src.get("reason"))
+                        if src is not None
+                        else Source(kind="history")
+                    )
+                    self.history.append((message_from_json(self.rec.value(w)), source))
 
     # -- what is served ------------------------------------------------------------------
 
@@ -162,17 +211,23 @@ class Tape:
         found = self.calls.get(n)
         if found is None:
             return None
-        reply = found.reply
-        if reply is not None:
-            message = self.rec.value(reply.writes[0]) if reply.writes else {"content": []}
-            return recorded_response(
-                message,
-                stop_reason=reply.stop_reason,
-                usage=None if reply.usage is None else reply.usage.model_dump(),
-                model=reply.model,
-                response_id=reply.response_id,
-                unsent_params=reply.unsent_params,
-            )
+        answer = found.answer
+        if answer is not None:
+            # Read as written, no model between: a reply that lacks what is read is no reply.
+            try:
+                writes = answer.get("writes") or ()
+                message = self.rec.value(writes[0]) if writes else {"content": []}
+                usage = answer.get("usage")
+                return recorded_response(
+                    message,
+                    stop_reason=str(answer["stop_reason"]),
+                    usage=usage if isinstance(usage, dict) else None,
+                    model=answer.get("model"),
+                    response_id=answer.get("response_id"),
+                    unsent_params=answer.get("unsent_params") or (),
+                )
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+                pass
         if found.error is not None:
             return recorded_error(found.error, provider=found.provider, call=n)
         return None
@@ -193,10 +248,11 @@ class Tape:
             value = self.rec.value(changed)
             return (value if isinstance(value, dict) else {}), f"tool:{key}.args"
         found = self.asked.get(key)
-        reply = self.rec.reply(found[0]) if found is not None else None
-        if found is None or reply is None or not reply.writes:
+        asker = self.calls.get(found[0]) if found is not None else None
+        reply = asker.answer if asker is not None else None
+        if found is None or reply is None or not reply.get("writes"):
             return None
-        message = message_from_json(self.rec.value(reply.writes[0]))
+        message = message_from_json(self.rec.value(reply["writes"][0]))
         for call in getattr(message, "tool_calls", ()):
             if call.id == found[1]:
                 return dict(call.args), f"reply:{found[0]}"

@@ -48,6 +48,24 @@ def test_torn_last_line_is_reported_and_the_rest_read(fixtures: Path) -> None:
     assert report.verified == 2
 
 
+def test_a_raw_walk_indexes_as_it_goes_and_passes_over_what_is_not_a_record(
+    fixtures: Path,
+) -> None:
+    for name in ("valid.jsonl", "torn.jsonl", "malformed.jsonl"):
+        with rec.open_recording(fixtures / name) as whole:
+            kinds = {line: whole.kind(line) for line in range(1, whole.line_count + 1)}
+        with rec.open_recording(fixtures / name, index=False) as r:
+            assert not r.complete
+            walked = list(r.raw_records())
+            assert r.complete and r.line_count == len(kinds)
+        # Every record but the blobs, once, in order, as written; no blob, no bad line.
+        assert [line for line, _ in walked] == [
+            line for line, kind in kinds.items() if kind not in ("blob", "bad", "blank")
+        ]
+        assert all(data["t"] == kinds[line] or kinds[line] == "other" for line, data in walked)
+        assert walked[0][1]["t"] == "header"
+
+
 def test_malformed_line_is_reported_by_line_number(fixtures: Path) -> None:
     with rec.open_recording(fixtures / "malformed.jsonl") as r:
         assert [p.line for p in r.problems] == [5]
