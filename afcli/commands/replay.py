@@ -123,7 +123,7 @@ def replay(
         print_json(report.to_json())
     else:
         _print(report, run)
-    if report.status != "identical":
+    if not report.ok:  # a difference, a failure, or a run the recording does not hold whole
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -180,7 +180,7 @@ def _print(report: ReplayReport, run: str) -> None:
     width = console.width or 100
     d = report.divergence
     if report.status == "identical":
-        out.print(Line((report.summary(), "bold green")))
+        out.print(Line((report.summary(), "bold green" if report.finished else "bold yellow")))
     elif report.status == "failed":
         out.print(Line(("failed: ", "bold red"), safe(report.error or "")))
     elif d is not None:

@@ -182,6 +182,7 @@ async def areplay(
             answer=result.answer or None,
             resumed=[f"{a.verb}d by {a.by}" + (f": {a.why}" if a.why else "") for a in answered],
             paused=result.paused.question if result.status == "paused" and result.paused else None,
+            finished=replayer.recorded_finished,
         )
         if report.status == "identical" and report.ended_at is None:
             report.identical_calls = result.calls

@@ -443,6 +443,12 @@ class Replayer:
         if self.pending is not None and self.divergence is None:
             self.divergence, self.pending = self.pending, None
 
+    @property
+    def recorded_finished(self) -> bool:
+        """The recording holds how the part of the run the replay ended in ended (a torn
+        file, or a run killed, has no ending there)."""
+        return self._segment_end() is not None
+
     def _pause_missed(self, end: RunEnd) -> Divergence:
         """The recorded run paused here for a person; the replay went on without asking."""
         pause = self.tape.pauses[self.segment] if self.segment < len(self.tape.pauses) else None

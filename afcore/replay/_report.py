@@ -115,16 +115,28 @@ class ReplayReport:
     paused: str | None = None
     """The question the replay ends paused on, as the recorded run did (nobody answered it
     in the recording)."""
+    finished: bool = True
+    """False when the recording ends before its run did (a torn file, a run killed): what
+    it holds was compared, and the rest of the run cannot be. An identical replay of an
+    unfinished run is not :attr:`ok`."""
 
     @property
     def ok(self) -> bool:
-        return self.status == "identical"
+        """Identical, and to the end of the recorded run."""
+        return self.status == "identical" and self.finished
 
     def summary(self) -> str:
         """``23 calls, identical``; ``diverged at call 5, ...``; ``failed: ...``."""
         if self.status == "identical":
-            text = f"{self.calls} call{'s' if self.calls != 1 else ''}, identical"
-            if self.ended_at is not None:
+            calls = f"{self.calls} call{'s' if self.calls != 1 else ''}"
+            text = f"{calls}, identical"
+            if not self.finished and self.ended_at is None:
+                # Every call it holds was answered: only its ending is missing.
+                text = (
+                    f"the recorded run did not finish: {calls} identical, the recording ends "
+                    "before the run did"
+                )
+            elif self.ended_at is not None:
                 text += f" (the recording ends at call {self.ended_at}, before its answer)"
             notes = [f"paused and {how}" for how in self.resumed]
             if self.paused is not None:
@@ -149,4 +161,5 @@ class ReplayReport:
             "error": self.error,
             "resumed": self.resumed,
             "paused": self.paused,
+            "finished": self.finished,
         }

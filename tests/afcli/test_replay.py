@@ -152,11 +152,34 @@ def test_a_recording_torn_mid_line_replays_up_to_the_tear(invoke: Invoke, tmp_pa
     torn = tmp_path / "torn.jsonl"
     torn.write_bytes(b"".join(lines[:at]) + lines[at][: len(lines[at]) // 2])
     ran = invoke("replay", torn, "--json", "--out", tmp_path / "r")
-    assert ran.code == 0, ran.err
+    # What it holds is identical; the rest of the run could not be compared: not a pass.
+    assert ran.code == 1, ran.err
     data_ = ran.json()
     assert (data_["status"], data_["ended_at"], data_["identical_calls"]) == ("identical", 3, 3)
+    assert data_["finished"] is False
     ran = invoke("replay", torn, "--out", tmp_path / "r")
+    assert ran.code == 1
     assert ran.out.strip() == "3 calls, identical (the recording ends at call 3, before its answer)"
+
+
+def test_a_recording_torn_in_its_ending_says_the_run_did_not_finish(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    lines = TRIP.read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if b'"t":"run_end"' in x)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"".join(lines[:at]) + lines[at][:20])
+    ran = invoke("replay", torn, "--out", tmp_path / "r")
+    assert ran.code == 1, ran.err
+    assert " ".join(ran.out.split()) == (
+        "the recorded run did not finish: 5 calls identical, the recording ends before the "
+        "run did"
+    )
+    ran = invoke("replay", torn, "--json", "--out", tmp_path / "r")
+    assert ran.code == 1
+    data = ran.json()
+    assert (data["status"], data["finished"], data["identical_calls"]) == ("identical", False, 5)
+    assert data["divergence"] is None and data["ended_at"] is None
 
 
 def test_records_of_a_kind_this_af_does_not_know_are_passed_over(

@@ -693,9 +693,31 @@ def test_a_recording_cut_off_mid_run_replays_up_to_where_it_stops(
     torn.write_bytes(b"".join(lines[:cut]))
     report = replay(torn, shop(fresh(tmp_path)), out=tmp_path / "r")
     assert report.status == "identical" and report.ended_at == 3
+    assert not report.finished and not report.ok
     assert (
         report.summary() == "3 calls, identical (the recording ends at call 3, before its answer)"
     )
+
+
+@pytest.mark.parametrize("torn", [True, False], ids=["mid-line", "at-a-line"])
+def test_a_recording_cut_off_at_its_ending_says_the_run_did_not_finish(
+    recorded: Path, tmp_path: Path, torn: bool
+) -> None:
+    lines = recorded.read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if b'"t":"run_end"' in x)
+    cut = tmp_path / "cut.jsonl"
+    # Every call and its answer are there; the run's ending is half written, or not at all.
+    cut.write_bytes(b"".join(lines[:at]) + (lines[at][: len(lines[at]) // 2] if torn else b""))
+    whole = replay(recorded, shop(fresh(tmp_path)), out=tmp_path / "r")
+    report = replay(cut, shop(fresh(tmp_path)), out=tmp_path / "r")
+    assert whole.ok and whole.finished
+    assert report.status == "identical" and not report.finished and not report.ok
+    assert report.ended_at is None and report.identical_calls == whole.calls
+    assert report.summary() == (
+        f"the recorded run did not finish: {whole.calls} calls identical, the recording "
+        "ends before the run did"
+    )
+    assert report.to_json()["finished"] is False
 
 
 def test_a_file_with_no_run_in_it_fails_the_replay(tmp_path: Path) -> None:
