@@ -1,7 +1,8 @@
 """What a replay and a diff cost: replaying a 200-call recording with its tools' results
 served, against the original run on the scripted provider and against pydantic-ai's run of
-the same loop; and ``af diff`` of two 1,000-call recordings, against GNU diff of the same
-two files.
+the same loop, at its latest release and at its fastest (in an environment of its own,
+``bench.peers.releases``); and ``af diff`` of two 1,000-call recordings, against GNU diff
+of the same two files.
 
 Run: ``python -m bench.replay``. pydantic-ai has no replay: its figure is the plain loop a
 replay re-runs, the bar af's loop is held to. GNU diff compares the files line by line,
@@ -17,11 +18,13 @@ import statistics
 import subprocess
 import sys
 from collections.abc import Callable
+from importlib.metadata import version
 
 from afcore.replay import replay
 from bench._af_loop import build_agent, recordings_dir, run_once
 from bench._report import print_table, timed, verdict
 from bench.peers import pydantic_ai_loop
+from bench.peers.releases import FASTEST, OldPeer
 
 REPLAY_TARGET = 1.5
 """A replay with --tools recorded takes at most 1.5x the original run."""
@@ -29,8 +32,9 @@ DIFF_TARGET = 2.0
 """af diff of two 1,000-call recordings, in seconds, wall clock."""
 
 
-def bench_replay(n: int, rounds: int) -> None:
-    times: dict[str, list[float]] = {"run": [], "replay": [], "peer": []}
+def bench_replay(n: int, rounds: int, fastest: str) -> None:
+    old = OldPeer(fastest)
+    times: dict[str, list[float]] = {"run": [], "replay": [], "peer": [], "old": []}
     with recordings_dir() as folder:
         agent = build_agent(n, record=folder / "runs")
         run_once(agent, n)
@@ -60,10 +64,13 @@ def bench_replay(n: int, rounds: int) -> None:
                 times["run"].append(timed(ran))
                 times["replay"].append(timed(replayed))
             times["peer"].append(timed(peer))
+            times["old"] += old.runs(n, 1)
 
     def ms(name: str, how: str) -> float:
         values = times[name]
         return (min(values) if how == "best" else statistics.median(values)) * 1000
+
+    latest = f"pydantic-ai {version('pydantic-ai-slim')}"
 
     rows = [
         (
@@ -72,16 +79,18 @@ def bench_replay(n: int, rounds: int) -> None:
             f"{ms(key, 'median'):.1f}",
             f"{ms(key, 'best') / ms('run', 'best'):.2f}",
             f"{ms(key, 'best') / ms('peer', 'best'):.2f}",
+            f"{ms(key, 'best') / ms('old', 'best'):.2f}",
         )
         for key, label in (
             ("run", "af, the original run (scripted provider)"),
             ("replay", "af replay --tools recorded"),
-            ("peer", "pydantic-ai, the same loop (FunctionModel)"),
+            ("peer", f"{latest}, the same loop (FunctionModel)"),
+            ("old", f"pydantic-ai {fastest}, the same loop (FunctionModel)"),
         )
     ]
     print_table(
         f"replay: a {n}-iteration run ({n + 1} calls), ms per whole run, recording on",
-        ("", "best", "median", "/ run", "/ pydantic-ai"),
+        ("", "best", "median", "/ run", f"/ {latest}", f"/ pydantic-ai {fastest}"),
         rows,
     )
     ratio = ms("replay", "best") / ms("run", "best")
@@ -165,9 +174,10 @@ def main() -> None:
     parser.add_argument("--diff-iterations", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", choices=("replay", "diff"), default=None)
+    parser.add_argument("--fastest", default=FASTEST, help="the pydantic-ai release to compare")
     args = parser.parse_args()
     if args.only != "diff":
-        bench_replay(args.iterations, args.rounds)
+        bench_replay(args.iterations, args.rounds, args.fastest)
     if args.only is None:
         print()
     if args.only != "replay":
