@@ -172,8 +172,7 @@ def test_a_recording_torn_in_its_ending_says_the_run_did_not_finish(
     ran = invoke("replay", torn, "--out", tmp_path / "r")
     assert ran.code == 1, ran.err
     assert " ".join(ran.out.split()) == (
-        "the recorded run did not finish: 5 calls identical, the recording ends before the "
-        "run did"
+        "the recorded run did not finish: 5 calls identical, the recording ends before the run did"
     )
     ran = invoke("replay", torn, "--json", "--out", tmp_path / "r")
     assert ran.code == 1
