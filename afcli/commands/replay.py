@@ -180,7 +180,7 @@ def _print(report: ReplayReport, run: str) -> None:
     width = console.width or 100
     d = report.divergence
     if report.status == "identical":
-        out.print(Line((report.summary(), "bold green" if report.finished else "bold yellow")))
+        out.print(Line((report.summary(), "bold green" if report.ok else "bold yellow")))
     elif report.status == "failed":
         out.print(Line(("failed: ", "bold red"), safe(report.error or "")))
     elif d is not None:

@@ -122,8 +122,9 @@ class ReplayReport:
 
     @property
     def ok(self) -> bool:
-        """Identical, and to the end of the recorded run."""
-        return self.status == "identical" and self.finished
+        """Identical, and to the end of the recorded run: a replay that stopped where the
+        recording could not answer (:attr:`ended_at`) compared only part of it."""
+        return self.status == "identical" and self.finished and self.ended_at is None
 
     def summary(self) -> str:
         """``23 calls, identical``; ``diverged at call 5, ...``; ``failed: ...``."""

@@ -162,6 +162,19 @@ def test_a_recording_torn_mid_line_replays_up_to_the_tear(invoke: Invoke, tmp_pa
     assert ran.out.strip() == "3 calls, identical (the recording ends at call 3, before its answer)"
 
 
+def test_a_reply_that_is_not_one_ends_the_replay_there_and_it_does_not_pass(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    lines = TRIP.read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if b'"t":"reply"' in x and b'"call":2,' in x)
+    lines[at] = lines[at].replace(b'"stop_reason":', b'"stop_reasn":')
+    mangled = tmp_path / "mangled.jsonl"
+    mangled.write_bytes(b"".join(lines))
+    ran = invoke("replay", mangled, "--json", "--out", tmp_path / "r")
+    assert ran.code == 1, ran.err
+    assert (ran.json()["status"], ran.json()["ended_at"]) == ("identical", 2)
+
+
 def test_a_recording_torn_in_its_ending_says_the_run_did_not_finish(
     invoke: Invoke, tmp_path: Path
 ) -> None:
