@@ -45,9 +45,11 @@ def diff(
     when the runs are identical, 1 when they differ.
     """
     from afcli._render import Printer, out_console, print_json
-    from afcli._runs import open_run
+    from afcli._runs import open_run, refuse_a_flow, resolve
     from afcore.readmodel import diff_runs
 
+    for ref in (a, b):
+        refuse_a_flow(resolve(ref), "diff")
     with open_run(a) as left, open_run(b) as right:
         result = diff_runs(left, right)
     if json_output:

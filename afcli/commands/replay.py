@@ -74,7 +74,7 @@ def replay(
     recording or cannot be run, 2 when the agent cannot be loaded.
     """
     from afcli._render import err_console, print_json
-    from afcli._runs import resolve
+    from afcli._runs import refuse_a_flow, resolve
     from afcore.replay import Tape
     from afcore.replay import replay as run_replay
 
@@ -82,6 +82,7 @@ def replay(
         raise CliError(f"--tools is run or recorded, not {tools!r}", EXIT_USAGE)
     mode: Literal["run", "recorded"] = "run" if tools == "run" else "recorded"
     path = resolve(run)
+    refuse_a_flow(path, "replay")
     try:
         tape = Tape.read(path)
     except Exception as e:

@@ -225,3 +225,16 @@ def test_af_chat_says_a_flow_is_run_with_af_run(invoke: Invoke, tmp_path: Path) 
     ran = invoke("chat", root / "examples" / "router.py", "--store", tmp_path / "sessions")
     assert ran.code == 2
     assert "is a flow" in ran.err and "af run" in ran.err
+
+
+def test_af_replay_and_af_diff_say_where_a_flow_s_agent_runs_are(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = Path(routed["recording"])
+    (run,) = (log.parent / log.stem).glob("*.jsonl")
+    for args in (("replay", log), ("diff", log, run), ("diff", run, log)):
+        ran = invoke(*args)
+        assert ran.code == 2, ran.out
+        said = " ".join(ran.err.split())
+        assert "is a flow's log" in said and "reads one agent's run" in said
+        assert log.stem in said
