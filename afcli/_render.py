@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, overload
 
 import orjson
@@ -25,6 +26,7 @@ __all__ = [
     "Printer",
     "block",
     "cells",
+    "columns",
     "err_console",
     "fit",
     "out_console",
@@ -128,6 +130,22 @@ def fit(head: Line | Text, tail: str, width: int, *, total: int | None = None) -
         text.append(cut)
         return text
     return Line(*head.pieces, style=head.style).append(cut)
+
+
+def columns(
+    heads: tuple[str, ...], rows: Sequence[tuple[str, ...]], right: Collection[int] = ()
+) -> Callable[[tuple[str, ...]], list[str]]:
+    """A table's cells padded to its widest (heading or row) in each column, the columns
+    whose index is in ``right`` aligned right (numbers)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+
+    def cells(values: tuple[str, ...]) -> list[str]:
+        return [
+            v.rjust(w) if i in right else v.ljust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        ]
+
+    return cells
 
 
 def block(text: str, limit: int = 4000) -> Text:

@@ -173,7 +173,7 @@ def _parse_time(text: str | None) -> datetime | None:
 def _table(entries: list[dict[str, Any]]) -> None:
     from rich.text import Text
 
-    from afcli._render import out_console
+    from afcli._render import columns, out_console
     from afcore.readmodel import line, status_style
 
     rows = []
@@ -193,14 +193,7 @@ def _table(entries: list[dict[str, Any]]) -> None:
             )
         )
     heads = ("RUN", "STARTED UTC", "AGENT", "STATUS", "ITER", "TOKENS")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    right = {4, 5}
-
-    def cells(values: tuple[str, ...]) -> list[str]:
-        return [
-            v.rjust(w) if i in right else v.ljust(w)
-            for i, (v, w) in enumerate(zip(values, widths, strict=True))
-        ]
+    cells = columns(heads, rows, right={4, 5})
 
     console = out_console()
     console.print(Text("  ".join(cells(heads)).rstrip(), "bold"), soft_wrap=True)

@@ -200,7 +200,7 @@ def _table(listed: list[SessionInfo]) -> None:
 
     from rich.text import Text
 
-    from afcli._render import out_console
+    from afcli._render import columns, out_console
     from afcore.readmodel import line
 
     now = time.time()
@@ -216,14 +216,7 @@ def _table(listed: list[SessionInfo]) -> None:
         for s in listed
     ]
     heads = ("SESSION", "AGENT", "STATE", "TURNS", "INBOX", "LAST ACTIVE UTC")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-    right = {3, 4}
-
-    def cells(values: tuple[str, ...]) -> list[str]:
-        return [
-            v.rjust(w) if i in right else v.ljust(w)
-            for i, (v, w) in enumerate(zip(values, widths, strict=True))
-        ]
+    cells = columns(heads, rows, right={3, 4})
 
     console = out_console()
     console.print(Text("  ".join(cells(heads)).rstrip(), "bold"), soft_wrap=True)

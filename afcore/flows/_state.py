@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from afcore.errors import UsageError
-from afcore.injections._view import MISSING, _Tracked
+from afcore.injections._view import MISSING, ReadNotes, _Tracked
 
 __all__ = ["FlowView", "Scope", "Writes", "writing"]
 
@@ -92,7 +92,7 @@ class Scope(dict[str, Any]):
         return self
 
 
-class FlowView(MutableMapping[str, Any]):
+class FlowView(ReadNotes, MutableMapping[str, Any]):
     """``s``: the flow's state as a step, a predicate or a merge sees it.
 
     ``s["key"]``, ``s.get("key")`` and ``"key" in s`` read the state; every value read is
@@ -102,7 +102,7 @@ class FlowView(MutableMapping[str, Any]):
     predicate only reads.
     """
 
-    __slots__ = ("_input", "_reads", "_scope", "_tracked", "_turn", "_user", "_writes")
+    __slots__ = ("_input", "_scope", "_tracked", "_turn", "_user", "_writes")
 
     def __init__(
         self,
@@ -120,14 +120,6 @@ class FlowView(MutableMapping[str, Any]):
         self._writes = writes
         self._reads: dict[str, Any] = {}
         self._tracked = _Tracked(self, "state", scope)
-
-    def _note(self, key: str, value: Any) -> None:
-        if key not in self._reads:
-            self._reads[key] = value
-
-    def _take_reads(self) -> dict[str, Any]:
-        reads, self._reads = self._reads, {}
-        return reads
 
     @property
     def message(self) -> Any:

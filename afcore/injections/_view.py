@@ -6,7 +6,7 @@ from __future__ import annotations
 import random as _random
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -50,15 +50,27 @@ def _json(value: Any) -> str:
         return repr(value)
 
 
-class _Noting(Protocol):
-    def _note(self, key: str, value: Any) -> None: ...
+class ReadNotes:
+    """What a view was read for, the first value of each key as it was read: the evidence
+    of a decision. A rule's :class:`RunView` and a flow's view of its state keep it alike."""
+
+    __slots__ = ("_reads",)
+    _reads: dict[str, Any]
+
+    def _note(self, key: str, value: Any) -> None:
+        if key not in self._reads:
+            self._reads[key] = value
+
+    def _take_reads(self) -> dict[str, Any]:
+        reads, self._reads = self._reads, {}
+        return reads
 
 
 class _Tracked(Mapping[str, Any]):
     """A read-only mapping whose reads are noted as `<prefix>.<key>` by ``view`` (a rule's
     :class:`RunView`, or a flow's view of its state)."""
 
-    def __init__(self, view: _Noting, prefix: str, data: Mapping[str, Any]) -> None:
+    def __init__(self, view: ReadNotes, prefix: str, data: Mapping[str, Any]) -> None:
         self._view = view
         self._prefix = prefix
         self._data = data
@@ -87,7 +99,7 @@ class _Tracked(Mapping[str, Any]):
         return len(self._data)
 
 
-class RunView:
+class RunView(ReadNotes):
     """What a rule may read about the run. Reads are noted per evaluation, as the values
     were (the engine turns them into evidence and into what it compares next time)."""
 
@@ -97,7 +109,6 @@ class RunView:
         "_iteration",
         "_last_results",
         "_random",
-        "_reads",
         "_skills",
         "_state",
         "_tracked_state",
@@ -126,14 +137,6 @@ class RunView:
         self._state = state
         self._tracked_state = _Tracked(self, "state", state)
         self._reads: dict[str, Any] = {}
-
-    def _note(self, key: str, value: Any) -> None:
-        if key not in self._reads:
-            self._reads[key] = value
-
-    def _take_reads(self) -> dict[str, Any]:
-        reads, self._reads = self._reads, {}
-        return reads
 
     @property
     def user_message(self) -> str:
