@@ -14,6 +14,8 @@
 - a fold of the window, checked field by field;
 - a session as its turns' recordings in order (:func:`session_runs`), and where a message
   a turn continued from was written (:func:`history_origin`);
+- a flow's run as one timeline of every agent's calls (:func:`flow_timeline`), and the
+  graph of what produced its answer or a state value (:func:`flow_graph`);
 - two runs side by side (:func:`diff_runs`, :func:`diff_call`): what differs, call by call,
   slot by slot, in the replies, the tool results and the ending;
 - plain text both front ends need: :func:`safe` display of hostile text, cuts that say what
@@ -46,6 +48,21 @@ if TYPE_CHECKING:
         diff_runs,
         excerpts,
         first_difference,
+    )
+    from afcore.readmodel._flow import (
+        AgentRun,
+        FlowCall,
+        FlowTimeline,
+        flow_timeline,
+        step_starts,
+    )
+    from afcore.readmodel._flowgraph import (
+        EDGE_KINDS,
+        FlowEdge,
+        FlowGraph,
+        FlowKeyError,
+        GraphNode,
+        flow_graph,
     )
     from afcore.readmodel._folds import (
         SUMMARIZER,
@@ -144,6 +161,21 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "excerpts",
         "first_difference",
     ),
+    "afcore.readmodel._flow": (
+        "AgentRun",
+        "FlowCall",
+        "FlowTimeline",
+        "flow_timeline",
+        "step_starts",
+    ),
+    "afcore.readmodel._flowgraph": (
+        "EDGE_KINDS",
+        "FlowEdge",
+        "FlowGraph",
+        "FlowKeyError",
+        "GraphNode",
+        "flow_graph",
+    ),
     "afcore.readmodel._folds": (
         "SUMMARIZER",
         "checked",
@@ -223,6 +255,17 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 __all__ = [
     "SLOTS",
+    "EDGE_KINDS",
+    "FlowEdge",
+    "FlowGraph",
+    "FlowKeyError",
+    "GraphNode",
+    "flow_graph",
+    "AgentRun",
+    "FlowCall",
+    "FlowTimeline",
+    "flow_timeline",
+    "step_starts",
     "Attempt",
     "CallDiff",
     "Change",

@@ -56,6 +56,10 @@ class Mark:
     attempt: str = ""
     """For a call made as attempts: which one, and where it went (``attempt 2 via
     providers[0] (openai)``)."""
+    ms: float = 0.0
+    """How long the model took to reply (0: no reply)."""
+    tools_ms: float = 0.0
+    """The longest of the tool calls its reply asked for (they run at the same time)."""
 
 
 _TROUBLE = {"": 0, "tool": 1, "rejected": 2, "error": 3}
@@ -167,6 +171,7 @@ def build(rec: Recording, timeline: Timeline) -> Iterator[float]:
                 replied.replied = True
                 replied.stop = record.stop_reason
                 replied.asked = len(record.tool_calls)
+                replied.ms = record.ms
         elif isinstance(record, Commit):
             _commit(rec, timeline, record, line, current, last)
         elif isinstance(record, ErrorEvent):
@@ -267,6 +272,7 @@ def _commit(
                 break
     tool = commit.tool
     if tool is not None and current is not None:
+        current.tools_ms = max(current.tools_ms, tool.ms)
         if tool.status == "rejected":
             _trouble(current, "rejected")
         elif tool.status in ("error", "unknown_tool", "interrupted"):

@@ -1,55 +1,292 @@
-"""A flow's recording in the Lens: the tree of its steps with the decisions taken, each
-agent's calls opened from its step and left again; hostile text in a step stays text."""
+"""A flow's recording in the Lens: the tree of its steps with the decisions taken, and one
+scrubber of every agent's calls in the order they happened, each call's slots as any run's;
+``w`` on a call as in any run, on a decision the values its predicate read; hostile text in
+a step or a model's reply stays text; a torn log or a missing agent's run is said."""
 
 from __future__ import annotations
 
+import itertools
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from afcore.flows import Sequence
-from tests.tui.conftest import SAMPLES, lens, position, screen_text
+import pytest
+
+from afcore import Agent, RecordingConfig, mock
+from afcore.flows import Parallel, Sequence
+from afcore.tools import define_tool
+from tests.tui.conftest import SAMPLES, lens, screen_text
 from tui.screens.flow import AgentRunScreen, FlowScreen
+from tui.screens.flow_why import FlowWhyScreen
+from tui.screens.why import WhyScreen
 
 ROUTER = SAMPLES / "flow-router.jsonl"
 
 
-async def test_a_flow_opens_on_its_steps_and_their_decisions() -> None:
+def flow_screen(app: Any) -> FlowScreen:
+    screen = app.screen_stack[0]
+    assert isinstance(screen, FlowScreen)
+    return screen
+
+
+def where(app: Any) -> str:
+    """The scrubber's position line."""
+    return flow_screen(app).query_one("FlowScrubber").status.plain  # type: ignore[attr-defined]
+
+
+async def research(folder: Path) -> Path:
+    """A Parallel of two agents, each calling a tool that takes its time (on a clock that
+    ticks a millisecond a reading, spent by the tools: the file is the same every run),
+    then a writer: alpha looks three things up, each for 20 ms; beta two, each for 50 ms."""
+    ticks = itertools.count()
+
+    def clock() -> float:
+        return next(ticks) / 1000
+
+    def spend(ms: int) -> Callable[..., Any]:
+        async def look(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+            for _ in range(ms):
+                clock()
+            return {"q": args["q"], "found": True}
+
+        return look
+
+    def researcher(name: str, asks: list[str], ms: int) -> Agent:
+        tool = define_tool(
+            f"look_{name}",
+            "Look something up.",
+            {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+            spend(ms),
+        )
+        replies: list[Any] = [
+            {
+                "content": f"looking {q}",
+                "tool_calls": [{"id": q, "name": tool.name, "args": {"q": q}}],
+            }
+            for q in asks
+        ]
+        replies.append(f"{name} is done")
+        return (
+            Agent.create(provider=mock(replies=replies), model="mock", name=name).tool(tool).build()
+        )
+
+    flow = (
+        Sequence.create(
+            "research", record=RecordingConfig(dir=folder, run_id="research", clock=clock)
+        )
+        .step(
+            "find",
+            Parallel.create("find")
+            .branch("alpha", researcher("alpha", ["a1", "a2", "a3"], 20))
+            .branch("beta", researcher("beta", ["b1", "b2"], 50))
+            .build(),
+        )
+        .step(
+            "write",
+            Agent.create(provider=mock(reply="The report."), model="mock", name="writer").build(),
+        )
+        .build()
+    )
+    await flow.arun("go")
+    assert flow.last_result is not None and flow.last_result.recording is not None
+    return flow.last_result.recording
+
+
+async def test_a_flow_opens_on_its_steps_its_decisions_and_its_first_call() -> None:
     async with lens(ROUTER) as (app, _):
         assert isinstance(app.screen, FlowScreen)
         text = screen_text(app)
-        assert "flow flow-router  support  answer · 2 calls" in text
+        assert "flow-router  support  sequence  answer · 1 agent · 2 calls" in text
         assert "answer from route/billing" in text
         for piece in ("triage function ok", "route conditional ok", "billing agent ok"):
             assert piece in text, piece
-        assert '⤷ chose billing  read state.intent = "billing"' in text
+        assert "⤷ chose billing" in text
+        assert 'read state.intent = "billing"' in text
+        assert where(app).startswith("call 1/2 · route/billing (billing) call 1/2")
+        # The call's three slots and its response, as any run's call view shows them.
+        for piece in ("SYSTEM", "MESSAGES", "TOOLS", "RESPONSE", "lookup_invoice"):
+            assert piece in text, piece
 
 
-async def test_enter_opens_an_agent_s_calls_and_b_comes_back() -> None:
-    async with lens(ROUTER) as (app, pilot):
+async def test_scrubbing_crosses_parallel_agents_in_the_order_their_calls_happened(
+    tmp_path: Path,
+) -> None:
+    path = await research(tmp_path)
+    async with lens(path) as (app, pilot):
+        screen = flow_screen(app)
+        calls = screen.timeline.calls
+        order = [(c.run.agent, c.n) for c in calls]
+        # Each agent's calls in their own order, the branches interleaved by time: beta's
+        # second call comes after alpha's third (alpha's tools are quicker), the writer last.
+        assert sorted(order) == sorted(
+            [("alpha", n) for n in range(1, 5)]
+            + [("beta", n) for n in range(1, 4)]
+            + [("writer", 1)]
+        )
+        assert order[-1] == ("writer", 1)
+        assert order.index(("alpha", 3)) < order.index(("beta", 2)) < order.index(("alpha", 4))
+        assert [c.at_ms for c in calls] == sorted(c.at_ms for c in calls)
+        seen = []
+        for _ in calls:
+            seen.append(where(app).split(" · ")[1])
+            await pilot.press("right")
+            await pilot.pause()
+        assert seen == [
+            f"find/{a} ({a}) call {n}/{4 if a == 'alpha' else 3}"
+            if a != "writer"
+            else "write (writer) call 1/1"
+            for a, n in order
+        ]
+        assert "The report." in screen_text(app)
+
+
+async def test_enter_on_a_step_goes_to_its_first_call(tmp_path: Path) -> None:
+    path = await research(tmp_path)
+    async with lens(path) as (app, pilot):
+        screen = flow_screen(app)
+        rows = [p for p, k in screen.rows_of]
+        steps = screen.query_one("#steps")
+        steps.highlighted = rows.index("write")  # type: ignore[attr-defined]
+        steps.focus()
         await pilot.press("enter")
         await pilot.pause()
-        assert isinstance(app.screen, AgentRunScreen)
-        assert position(app).startswith("call 1/2")
-        assert "lookup_invoice" in screen_text(app)
+        assert where(app).startswith("call 8/8 · write (writer) call 1/1")
+        steps.highlighted = rows.index("find/beta")  # type: ignore[attr-defined]
+        steps.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "find/beta (beta) call 1/3" in where(app)
+
+
+async def test_w_on_a_call_asks_why_of_that_agent_s_run() -> None:
+    async with lens(ROUTER) as (app, pilot):
         await pilot.press("right")
         await pilot.pause()
-        assert position(app).startswith("call 2/2")
+        app.screen.query_one("#slots").focus()
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, WhyScreen)
+        assert app.screen.key == "call:2"
+        assert "call 2" in screen_text(app)
+
+
+async def test_w_on_a_decision_shows_what_its_predicate_read_and_who_wrote_it() -> None:
+    async with lens(ROUTER) as (app, pilot):
+        screen = flow_screen(app)
+        steps = screen.query_one("#steps")
+        at = next(i for i, (_, k) in enumerate(screen.rows_of) if k == "decision:route#1")
+        steps.highlighted = at  # type: ignore[attr-defined]
+        steps.focus()
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowWhyScreen)
+        text = screen_text(app)
+        assert "route chose billing" in text
+        assert "✓ billing: predicate returned true" in text
+        assert "read state.intent = 'billing'" in text
+        assert "← read state.intent = billing" in text
+        assert "← produced by triage (function) ok" in text
+
+
+async def test_w_on_the_top_step_explains_the_answer_down_to_the_call() -> None:
+    async with lens(ROUTER) as (app, pilot):
+        await pilot.press("w")  # the steps have the focus, on the top step
+        await pilot.pause()
+        assert isinstance(app.screen, FlowWhyScreen)
+        assert "← produced by billing call 2 (route/billing)" in screen_text(app)
+        tree = app.screen.query_one("Tree")
+        line = next(
+            n
+            for n in tree._tree_lines
+            if "billing call 2" in str(n.node.label)  # type: ignore[attr-defined]
+        )
+        tree.cursor_line = tree._tree_lines.index(line)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowScreen)
+        assert where(app).startswith("call 2/2")
+
+
+async def test_o_opens_the_agent_s_run_and_b_comes_back() -> None:
+    async with lens(ROUTER) as (app, pilot):
+        await pilot.press("right", "o")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, AgentRunScreen)
         await pilot.press("b")
         await pilot.pause()
         assert isinstance(app.screen, FlowScreen)
 
 
-async def test_a_step_that_is_not_an_agent_opens_nothing(tmp_path: Path) -> None:
-    async with lens(ROUTER) as (app, pilot):
-        await pilot.press("home", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowScreen)
-
-
-async def test_escape_sequences_and_markup_in_a_step_stay_text(tmp_path: Path) -> None:
+async def test_escape_sequences_and_markup_in_a_step_and_a_reply_stay_text(
+    tmp_path: Path,
+) -> None:
     hostile = "\x1b[2J\x1b[31mred[/bold] [link=x]y[/link]"
-    flow = Sequence.create("h", record=tmp_path).step("say", lambda s: hostile).build()
+    speaker = Agent.create(provider=mock(reply=hostile), model="mock", name="[b]x[/b]").build()
+    flow = (
+        Sequence.create("h", record=tmp_path)
+        .step("say[b]\x1b[1m", lambda s: hostile)
+        .step("agent[red]", speaker)
+        .build()
+    )
     await flow.arun("m")
     assert flow.last_result is not None and flow.last_result.recording is not None
     async with lens(flow.last_result.recording) as (app, _):
         text = screen_text(app)
         assert "\\x1b[2J\\x1b[31mred[/bold] [link=x]y[/link]" in text
+        assert "say[b]\\x1b[1m" in text
+        assert "agent[red] ([b]x[/b]) call 1/1" in where(app)
+
+
+async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> None:
+    # The log alone, without the folder of its agent's run.
+    shutil.copy(ROUTER, tmp_path / "flow-router.jsonl")
+    async with lens(tmp_path / "flow-router.jsonl") as (app, pilot):
+        text = screen_text(app)
+        assert "✗ route/billing: 001-route-billing.jsonl cannot be read" in text
+        assert "no agent's calls in this flow's recording" in text
+        await pilot.press("right", "left", "o", "w")  # nothing to scrub: nothing breaks
+        await pilot.pause()
+    # Cut in the middle of the agent step's start: the rest is shown, the tear said.
+    shutil.copytree(ROUTER.with_suffix(""), tmp_path / "flow-router")
+    lines = ROUTER.read_bytes().splitlines(keepends=True)
+    at = next(i for i, b in enumerate(lines) if b.startswith(b'{"t":"step_start","path":"route/'))
+    (tmp_path / "flow-router.jsonl").write_bytes(b"".join(lines[:at]) + lines[at][:30])
+    async with lens(tmp_path / "flow-router.jsonl") as (app, pilot):
+        text = screen_text(app)
+        assert "unfinished: no flow_end" in text
+        assert "torn: cut off mid-write" in text
+        assert "route conditional unfinished" in text
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowWhyScreen)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 40)], ids=["80x24", "wide"])
+def test_the_flow_screen(snap_compare: Callable[..., bool], size: tuple[int, int]) -> None:
+    from tui.app import make_lens_app
+
+    assert snap_compare(make_lens_app(ROUTER), press=["right"], terminal_size=size)
+
+
+async def test_the_debate_example_scrubs_both_sides_then_the_judge() -> None:
+    from tests.test_examples import load
+
+    debate = load("debate").debate
+    await debate.arun("Should the city build a second bridge?")
+    assert debate.last_result is not None and debate.last_result.recording is not None
+    async with lens(debate.last_result.recording) as (app, pilot):
+        said = []
+        for _ in range(3):
+            said.append(where(app).split(" · ")[1])
+            await pilot.press("right")
+            await pilot.pause()
+        assert said == [
+            "sides/pro (pro) call 1/1",
+            "sides/con (con) call 1/1",
+            "judge (judge) call 1/1",
+        ]
+        text = screen_text(app)
+        assert "⤶ merge pro=ok con=ok" in text
+        assert "PRO: Yes: traffic on the old bridge" in text  # what the judge was given

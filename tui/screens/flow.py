@@ -1,21 +1,70 @@
-"""A flow's recording in the Lens: the tree of its steps, each with its status, the
-decisions taken (which branch, what the predicate read), merges and loop turns; Enter on an
-agent's step opens that agent's run in the Lens as any run, ``b`` comes back."""
+"""A flow's recording in the Lens: the tree of its steps (each with its status, the decisions
+taken with the values their predicates read, merges and loop turns) beside one scrubber of
+every agent's calls in the order they happened, and the selected call's three slots and
+response as the Lens shows any run's.
+
+← → scrub across agents without leaving the screen; Enter on a step goes to its first call;
+``w`` asks why of the selected item (a call's, as in any run; a step or a decision: the
+graph of what produced it, with the values its predicates read); ``o`` opens the selected
+call's agent run in a Lens of its own, ``b`` comes back.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import replace
+
 from rich.text import Text
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from afcore.readmodel import as_text, evidence_text, line, ms_text, plural, safe, status_style
+from afcore.readmodel import (
+    AgentRun,
+    CallView,
+    FlowCall,
+    FlowTimeline,
+    Mark,
+    as_text,
+    call_view,
+    evidence_text,
+    flow_timeline,
+    line,
+    ms_text,
+    plural,
+    safe,
+    status_style,
+)
 from afcore.recording import FlowLogStep, FlowRecording, open_recording
-from tui.screens.lens import LensScreen
+from tui.response import response_entries
+from tui.screens.lens import STACK_BELOW, LensScreen
+from tui.slots import Rows, slot_entries
+from tui.widgets.item_list import Item, ItemList
+from tui.widgets.scrubber import Scrubber
 
-__all__ = ["AgentRunScreen", "FlowScreen"]
+__all__ = ["FLOW_KEYS", "AgentRunScreen", "FlowScrubber", "FlowScreen"]
+
+FLOW_KEYS: list[tuple[str, str]] = [
+    ("← → or h l", "the call before, the call after, whichever agent made it"),
+    ("Home End", "the first call, the last call"),
+    ("Tab", "the next pane: the steps, the slots, the response and events"),
+    ("Enter", "on a step: go to its first call; in the slots or events: open the item"),
+    ("w", "why: of a call's item, as in any run; of a step or a decision, what produced it"),
+    ("o", "open the selected call's agent run in a Lens of its own (b comes back)"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+
+WIDE = 120
+"""From this many columns the steps are beside the call, below it above."""
+
+STEPS = 40
+"""Columns of the steps' pane beside the call (lens.tcss says the same)."""
+_VIEWS = 32
 
 
 class AgentRunScreen(LensScreen):
@@ -31,95 +80,384 @@ class AgentRunScreen(LensScreen):
         self.rec.close()
 
 
+class FlowScrubber(Scrubber):
+    """The Lens's scrubber over every agent's calls: numbered along the flow, a ``│``
+    where the next call is another agent's."""
+
+    def _turns(self) -> int:
+        return 1
+
+
 class FlowScreen(Screen[None]):
     BINDINGS = [
-        Binding("enter", "open", "Open the agent's calls", priority=True, id="flow.open"),
+        Binding("left,h", "move(-1)", "Prev call", priority=True, id="flow.prev-call"),
+        Binding("right,l", "move(1)", "Next call", priority=True, id="flow.next-call"),
+        Binding("home", "edge(0)", "First call", priority=True, show=False, id="flow.first"),
+        Binding("end", "edge(1)", "Last call", priority=True, show=False, id="flow.last"),
+        Binding("enter", "enter", "Go / open", priority=True, id="flow.enter"),
+        Binding("w", "why", "Why", id="flow.why"),
+        Binding("o", "open", "Agent's run", id="flow.open"),
+        Binding("question_mark", "help", "Keys", id="flow.help"),
         Binding("q", "app.quit", "Quit", id="flow.quit"),
     ]
 
     def __init__(self, flow: FlowRecording) -> None:
         super().__init__()
         self.flow = flow
-        self.steps: list[FlowLogStep] = []
-        """the step each option of the list is, by index (None rows are notes)"""
-        self.agent_rows: dict[str, FlowLogStep] = {}
+        self.timeline: FlowTimeline = FlowTimeline(flow)
+        self.index = 0
+        self.marks: list[Mark] = []
+        """each call's mark, numbered along the flow, for the scrubber"""
+        self.rows_of: list[tuple[str, str | None]] = []
+        """each row of the steps list: (step path, decision key or None)"""
+        self.views: OrderedDict[tuple[int, int], CallView] = OrderedDict()
+        self.rows: dict[int, Rows] = {}
+        """per agent run: its messages drawn, kept from call to call"""
+        self.opened: dict[int, set[int]] = {}
+        """per agent run: the folds whose seams are open"""
+        self.shown: int | None = None
+        self._width = 38
+        """columns a row of the steps may take"""
 
     def compose(self) -> ComposeResult:
         yield Static(id="header", markup=False)
-        yield OptionList(id="steps")
+        yield FlowScrubber()
+        with Horizontal(id="flow-body"):
+            yield OptionList(id="steps", markup=False)
+            with Horizontal(id="body"):
+                yield ItemList(id="slots")
+                yield ItemList(id="events")
         yield Footer()
 
-    def on_mount(self) -> None:
-        h = self.flow.header
-        end = self.flow.end
-        head = Text.assemble(
-            ("flow ", "dim"), (safe(h.run_id), "bold"), "  ", (safe(h.flow.name), "bold")
-        )
-        if end is None:
-            head.append("  unfinished", "red")
-        else:
-            head.append(f"  {end.status}", status_style(end.status))
-            head.append(f" · {plural(end.calls, 'call')} · {ms_text(end.duration_ms)}", "dim")
-            if end.produced_by:
-                head.append(f" · answer from {safe(end.produced_by)}", "cyan")
-        self.query_one("#header", Static).update(head)
-        options = self.query_one("#steps", OptionList)
-        if self.flow.top is not None:
-            self._add(options, self.flow.top, 0)
-        options.focus()
-        first = next((i for i, o in enumerate(options._options) if o.id), None)
-        if first is not None:
-            options.highlighted = first
+    def on_resize(self, event: events.Resize) -> None:
+        wide = event.size.width >= WIDE
+        self.query_one("#flow-body").set_class(not wide, "-narrow")
+        room = event.size.width - (STEPS if wide else 0)
+        self.query_one("#body").set_class(room < STACK_BELOW, "-stacked")
+        width = (STEPS if wide else event.size.width) - 4  # its border and scrollbar
+        if width != self._width:
+            self._width = width
+            self._fill_steps()
 
-    def _add(self, options: OptionList, step: FlowLogStep, depth: int) -> None:
+    def on_mount(self) -> None:
+        self.timeline = flow_timeline(self.flow)
+        # The scrubber's marks, numbered along the flow; a new "turn" where the agent changes.
+        agent_turn = 0
+        last: AgentRun | None = None
+        for c in self.timeline.calls:
+            if c.run is not last:
+                agent_turn += 1
+                last = c.run
+            self.marks.append(replace(c.mark, n=c.index + 1, turn=agent_turn))
+        self._fill_steps()
+        self.select(0)
+        self.query_one("#steps", OptionList).focus()
+
+    def on_unmount(self) -> None:
+        self.timeline.close()
+
+    # -- the steps -----------------------------------------------------------------------
+
+    def _fill_steps(self) -> None:
+        options = self.query_one("#steps", OptionList)
+        self.rows_of = []
+        prompts: list[Option] = []
+        if self.flow.top is not None:
+            self._add(prompts, self.flow.top, 0)
+        was = options.highlighted
+        options.set_options(prompts)
+        if prompts:
+            options.highlighted = was if was is not None and was < len(prompts) else 0
+
+    def _row(self, prompts: list[Option], text: Text, path: str, key: str | None) -> None:
+        # One line a row, cut to the pane: the tree stays a tree (w says it all).
+        text.truncate(max(self._width - 1, 8), overflow="ellipsis")
+        prompts.append(Option(text, id=f"row:{len(self.rows_of)}"))
+        self.rows_of.append((path, key))
+
+    def _add(self, prompts: list[Option], step: FlowLogStep, depth: int) -> None:
         pad = "  " * depth
         label = step.path.rsplit("/", 1)[-1] if step.path else self.flow.header.flow.name
-        row = Text.assemble(pad, (safe(label), "bold"), (f" {step.kind} ", "dim"))
-        row.append(step.status, status_style(step.status))
-        if step.end is not None:
-            row.append(f"  {ms_text(step.end.ms)}", "dim")
-            if step.end.calls:
-                row.append(f"  {plural(step.end.calls, 'call')}  ⏎ open", "cyan")
-            if step.end.error is not None:
-                row.append(
-                    f"  {line(step.end.error.kind + ': ' + step.end.error.message, 80)}", "red"
-                )
-            elif step.kind != "agent" and not step.steps and step.end.output is not None:
-                row.append(f"  → {line(as_text(step.end.output), 60)}", "dim")
-        if step.kind == "agent" and self.flow.run_file(step) is not None:
-            self.agent_rows[step.path] = step
-            options.add_option(Option(row, id=step.path))
-        else:
-            options.add_option(Option(row, disabled=False))
-        for d in step.decisions:
+        text = Text.assemble(pad, (safe(label), "bold"), (f" {step.kind} ", "dim"))
+        text.append(step.status, status_style(step.status))
+        end = step.end
+        if end is not None:
+            text.append(f" {ms_text(end.ms)}", "dim")
+            if end.calls:
+                text.append(f" {plural(end.calls, 'call')}", "cyan")
+            if end.error is not None:
+                text.append(f" {line(end.error.kind + ': ' + end.error.message, 80)}", "red")
+            elif step.kind == "function" and end.output is not None:
+                text.append(f" → {line(as_text(end.output), 60)}", "dim")
+        run = self.timeline.run_of(step.path) if step.kind == "agent" else None
+        if run is not None and run.problem is not None:
+            text.append(f" ✗ {safe(run.problem)}", "red")
+        self._row(prompts, text, step.path, None)
+        for k, d in enumerate(step.decisions, 1):
             which = f"turn {d.turn}: " if d.turn is not None else ""
-            note = Text.assemble(pad, "  ", ("⤷ ", "magenta"), f"{which}chose {d.chosen}")
-            fired = [v for v in d.verdicts if v.fired] or d.verdicts[-1:]
-            for v in fired:
-                if v.reads:
-                    note.append(f"  read {line(evidence_text(dict(v.reads)), 80)}", "dim")
-            options.add_option(Option(note))
+            chosen = d.chosen if d.chosen is not None else "nothing"
+            note = Text.assemble(pad, "  ", ("⤷ ", "magenta"), f"{which}chose ")
+            note.append(safe(chosen), "magenta")
+            self._row(prompts, note, step.path, f"decision:{step.path}#{k}")
+            reads = [r for v in d.verdicts for r in v.reads]
+            if reads:
+                said = Text.assemble(pad, "    ", (f"read {evidence_text(dict(reads))}", "dim"))
+                self._row(prompts, said, step.path, f"decision:{step.path}#{k}")
         for child in step.steps:
-            self._add(options, child, depth + 1)
+            self._add(prompts, child, depth + 1)
         if step.merge is not None:
             m = step.merge
-            said = " ".join(f"{k}={v}" for k, v in m.branches.items())
-            options.add_option(Option(Text.assemble(pad, "  ", ("⤶ merge ", "magenta"), said)))
+            branches = " ".join(f"{safe(k)}={safe(v)}" for k, v in m.branches.items())
+            merged = Text.assemble(pad, "  ", ("⤶ merge ", "magenta"), branches)
+            self._row(prompts, merged, step.path, f"merge:{step.path}")
+
+    def _follow_step(self, call: FlowCall) -> None:
+        """Keep the step of the selected call highlighted in the tree."""
+        options = self.query_one("#steps", OptionList)
+        rows = enumerate(self.rows_of)
+        at = next((i for i, (p, k) in rows if p == call.step and k is None), None)
+        if at is not None:
+            options.highlighted = at
+
+    # -- the selection -------------------------------------------------------------------
+
+    def select(self, index: int) -> None:
+        calls = self.timeline.calls
+        if not calls:
+            self._draw_top()
+            note = Text("no agent's calls in this flow's recording", style="yellow")
+            self.query_one("#slots", ItemList).fill([(note, None)], keep=False)
+            self.query_one("#events", ItemList).fill([], keep=False)
+            return
+        self.index = max(0, min(index, len(calls) - 1))
+        self._draw_top()
+        self.call_later(self._draw_call, self.index)
+
+    def view(self, call: FlowCall) -> CallView:
+        key = (call.run.order, call.n)
+        cached = self.views.get(key)
+        if cached is not None:
+            self.views.move_to_end(key)
+            return cached
+        assert call.run.rec is not None
+        view = call_view(call.run.rec, call.run.timeline, call.n)
+        self.views[key] = view
+        if len(self.views) > _VIEWS:
+            self.views.popitem(last=False)
+        return view
+
+    def _draw_call(self, index: int, force: bool = False) -> None:
+        if index != self.index or (not force and self.shown == index):
+            return
+        call = self.timeline.calls[index]
+        run = call.run
+        assert run.rec is not None
+        view = self.view(call)
+        slots = self.query_one("#slots", ItemList)
+        events = self.query_one("#events", ItemList)
+        left = slots.size.width or self.app.size.width * 2 // 5
+        right = events.size.width or self.app.size.width // 4
+        rows = self.rows.setdefault(run.order, OrderedDict())
+        opened = self.opened.setdefault(run.order, set())
+        slots.fill(slot_entries(view, run.rec, opened, max(left - 26, 30), rows), keep=True)
+        events.fill(response_entries(view, max(right, 30)), keep=True)
+        self.shown = index
+        self._follow_step(call)
+        self._draw_top()
+
+    def _draw_top(self) -> None:
+        self.query_one("#header", Static).update(self._header())
+        self.query_one(FlowScrubber).show(self.marks, self.index, self._position())
+
+    def _header(self) -> Text:
+        h = self.flow.header
+        end = self.flow.end
+        text = Text.assemble(
+            ("af lens ", "bold"), (safe(h.run_id), "bold cyan"), "  ", (safe(h.flow.name), "bold")
+        )
+        text.append(f"  {h.flow.kind}", "dim")
+        if end is None:
+            text.append("  unfinished: no flow_end (cut off, or still running)", "yellow")
+        else:
+            text.append(f"  {end.status}", f"bold {status_style(end.status)}")
+            text.append(
+                f" · {plural(len(self.timeline.runs), 'agent')} · {plural(end.calls, 'call')}"
+                f" · {ms_text(end.duration_ms)}",
+                "dim",
+            )
+            if end.produced_by:
+                text.append(f" · answer from {safe(end.produced_by)}", "cyan")
+        notes = [f"line {n}: {p}" for n, p in self.flow.problems]
+        notes += [f"{r.step.path}: {r.problem}" for r in self.timeline.runs if r.problem]
+        if notes:
+            more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
+            text.append(f"\n✗ {line(safe(notes[0]), 160)}{more}", "red")
+        return text
+
+    def _position(self) -> Text:
+        calls = self.timeline.calls
+        if not calls:
+            return Text("no calls", style="dim")
+        call = calls[self.index]
+        mark = call.mark
+        text = Text(f"call {self.index + 1}/{len(calls)}", style="bold")
+        text.append(" · ")
+        text.append(safe(call.step), "bold cyan")
+        text.append(f" ({safe(call.run.agent)}) call {mark.n}/{len(call.run.timeline.marks)}")
+        text.append(f" · iteration {mark.iteration}", "")
+        text.append(f" · at {ms_text(call.at_ms)}", "dim")
+        if not mark.agent:
+            text.append(" · the summarizer's call", "magenta")
+        view = self.views.get((call.run.order, mark.n))
+        if view is not None and view.detail is not None:
+            if view.detail.verified:
+                text.append(" · ✓ verified", "green")
+            else:
+                text.append(" · ✗ not verified", "bold red")
+        return text
+
+    # -- actions -------------------------------------------------------------------------
+
+    def action_move(self, step: int) -> None:
+        self.select(self.index + step)
+
+    def action_edge(self, end: int) -> None:
+        self.select(len(self.timeline.calls) - 1 if end else 0)
+
+    def _flush(self) -> None:
+        if self.timeline.calls:
+            self._draw_call(self.index)
+
+    def action_enter(self) -> None:
+        self._flush()
+        focused = self.focused
+        if isinstance(focused, ItemList):
+            focused.action_select()
+            return
+        if isinstance(focused, OptionList) and focused.highlighted is not None:
+            path, _ = self.rows_of[focused.highlighted]
+            first = self.timeline.first_call(path)
+            if first is None:
+                self.notify("no agent's call was made under this step", severity="warning")
+                return
+            self.select(first)
+
+    @on(OptionList.OptionSelected, "#steps")
+    def _step_clicked(self, event: OptionList.OptionSelected) -> None:
+        path, _ = self.rows_of[event.option_index]
+        first = self.timeline.first_call(path)
+        if first is not None:
+            self.select(first)
+
+    @on(ItemList.OptionSelected)
+    def _open_item(self, event: ItemList.OptionSelected) -> None:
+        listed = event.option_list
+        if not isinstance(listed, ItemList) or event.option.id is None:
+            return
+        item = listed.items.get(event.option.id)
+        if item is None or not self.timeline.calls:
+            return
+        call = self.timeline.calls[self.index]
+        if item.seam is not None:
+            self.opened.setdefault(call.run.order, set()).symmetric_difference_update({item.seam})
+            self._draw_call(self.index, force=True)
+        elif item.jump is not None:
+            self._go_to(call.run, item.jump)
+        elif item.run is not None:
+            self._open_file(call.run, item.run)
+        elif item.full is not None:
+            from tui.screens.viewer import Viewer
+
+            self.app.push_screen(Viewer(item.title, item.full))
+
+    def _go_to(self, run: AgentRun, n: int, item: str | None = None) -> None:
+        at = self.timeline.index_of(run, n)
+        if at is None:
+            self.notify(f"{run.agent} made no call {n}", severity="warning")
+            return
+        self.select(at)
+        if item is not None:
+            self.call_later(self._highlight, at, item)
+
+    def _highlight(self, index: int, item: str) -> None:
+        self._draw_call(index)
+        for name in ("#slots", "#events"):
+            listed = self.query_one(name, ItemList)
+            if listed.go_to(item):
+                listed.focus()
+                return
+
+    def _open_file(self, run: AgentRun, relative: str) -> None:
+        from afcore.errors import RecordingError
+        from tui.app import PREFIX
+
+        here = run.file.parent if run.file is not None else self.flow.path.parent
+        try:
+            inner = open_recording(here / relative, upto=PREFIX)
+        except (RecordingError, OSError) as e:
+            self.notify(f"cannot open {relative}: {e}", severity="warning", markup=False)
+            return
+        self.app.push_screen(AgentRunScreen(inner, follow=False))
 
     def action_open(self) -> None:
-        options = self.query_one("#steps", OptionList)
-        if options.highlighted is None:
+        """The selected call's agent run in a Lens of its own, at that call."""
+        from afcore.errors import RecordingError
+
+        if not self.timeline.calls:
             return
-        option = options.get_option_at_index(options.highlighted)
-        step = self.agent_rows.get(option.id or "")
-        if step is None:
-            self.notify("only an agent's step has calls to open", severity="warning")
-            return
-        file = self.flow.run_file(step)
-        assert file is not None
+        call = self.timeline.calls[self.index]
+        assert call.run.file is not None
         try:
-            rec = open_recording(file)
-        except Exception as e:  # noqa: BLE001 - a missing or broken run is said, not raised
-            self.notify(f"cannot open {file.name}: {e}", severity="error")
+            rec = open_recording(call.run.file)
+        except (RecordingError, OSError) as e:
+            self.notify(f"cannot open {call.run.file.name}: {e}", severity="error", markup=False)
             return
-        self.app.push_screen(AgentRunScreen(rec, follow=False))
+        screen = AgentRunScreen(rec, follow=False)
+        self.app.push_screen(screen)
+        screen.call_later(screen.go_to, call.n)
+
+    def action_why(self) -> None:
+        focused = self.focused
+        if isinstance(focused, OptionList) and not isinstance(focused, ItemList):
+            if focused.highlighted is None:
+                return
+            path, key = self.rows_of[focused.highlighted]
+            self._flow_why(key or path or "answer")
+            return
+        if not self.timeline.calls:
+            return
+        from tui.locate import locate
+        from tui.screens.why import WhyScreen
+
+        self._flush()
+        call = self.timeline.calls[self.index]
+        run = call.run
+        assert run.rec is not None
+        item: Item | None = focused.current if isinstance(focused, ItemList) else None
+        key = item.why if item is not None and item.why else f"call:{call.n}"
+        at = f"call:{call.n}" if key.startswith("system:") else None
+
+        def chosen(at_line: int | None) -> None:
+            if at_line is None or run.rec is None:
+                return
+            place = locate(run.rec, run.timeline, at_line)
+            if place is not None:
+                self._go_to(run, place.call, place.item)
+
+        self.app.push_screen(WhyScreen(run.rec, key, at), chosen)
+
+    def _flow_why(self, key: str) -> None:
+        from tui.screens.flow_why import FlowWhyScreen
+
+        def chosen(index: int | None) -> None:
+            if index is not None:
+                self.select(index)
+
+        self.app.push_screen(FlowWhyScreen(self.flow, self.timeline, key), chosen)
+
+    def action_help(self) -> None:
+        from tui.screens.help import Help
+
+        self.app.push_screen(
+            Help(FLOW_KEYS, "│ here: the next call is another agent's (its step is named below)")
+        )

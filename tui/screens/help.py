@@ -33,11 +33,18 @@ KEYS: list[tuple[str, str]] = [
 class Help(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Back", id="help.back")]
 
+    def __init__(self, keys: list[tuple[str, str]] | None = None, legend: str = "") -> None:
+        """``keys``: the screen's own (the Lens's by default); ``legend``: what its
+        scrubber's marks mean besides the Lens's."""
+        super().__init__()
+        self.keys = KEYS if keys is None else keys
+        self.legend = legend
+
     def compose(self) -> ComposeResult:
         keys = Table.grid(padding=(0, 2))
         keys.add_column(style="bold cyan", no_wrap=True)
         keys.add_column()
-        for key, what in KEYS:
+        for key, what in self.keys:
             keys.add_row(key, what)
         marks = Table.grid(padding=(0, 2))
         marks.add_column(no_wrap=True)
@@ -49,4 +56,6 @@ class Help(ModalScreen[None]):
             yield Static(keys)
             yield Static(Text("\nthe scrubber's marks", style="bold"))
             yield Static(marks)
+            if self.legend:
+                yield Static(Text(self.legend))
             yield Static(Text("\nEsc: back", style="dim"))

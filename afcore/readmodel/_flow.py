@@ -1,0 +1,172 @@
+"""A flow's run as one timeline: every agent step's calls, from every agent's recording, in
+the order they happened, each with the step that ran it, so that a front end scrubs across
+agents as it scrubs one run's calls.
+
+The records hold durations, not clock times: a step's ``ms``, a reply's ``ms``, a tool
+call's ``ms``. When a call was sent is placed from them: a step starts when the step
+before it in its flow ended (a Parallel's branches when the Parallel started), and an
+agent's call when its run's calls and tools before it are done. Calls of branches running
+at the same time are interleaved by that time; a tie goes to the step that started first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from afcore.errors import RecordingError
+from afcore.readmodel._timeline import Mark, Timeline, build
+from afcore.recording import FlowLogStep, FlowRecording, Recording, open_recording
+
+__all__ = ["AgentRun", "FlowCall", "FlowTimeline", "flow_timeline", "step_starts"]
+
+
+@dataclass(eq=False)
+class AgentRun:
+    """An agent step's run, opened for reading (or why it cannot be)."""
+
+    step: FlowLogStep
+    agent: str
+    """The agent's name (its run's header's; the step's name when the run cannot be read)."""
+    file: Path | None
+    rec: Recording | None
+    timeline: Timeline
+    start_ms: float
+    """When the step started, in ms from the flow's start (placed from durations)."""
+    problem: str | None = None
+    """Why its calls cannot be shown: no run named, the file missing or not a recording."""
+    order: int = 0
+    """Its place among the agent steps in the order they started, from 0."""
+
+
+@dataclass(slots=True)
+class FlowCall:
+    """One model call of one agent of the flow."""
+
+    index: int
+    """Its place on the flow's timeline, from 0."""
+    run: AgentRun
+    mark: Mark
+    at_ms: float
+    """When it was sent, in ms from the flow's start (placed from durations)."""
+
+    @property
+    def step(self) -> str:
+        return self.run.step.path
+
+    @property
+    def n(self) -> int:
+        """Its number in its agent's run."""
+        return self.mark.n
+
+
+@dataclass(eq=False)
+class FlowTimeline:
+    """Every agent's calls of a flow run, in the order they happened. Holds the agents'
+    recordings open: close it (or use it as a context manager)."""
+
+    flow: FlowRecording
+    runs: list[AgentRun] = field(default_factory=list)
+    calls: list[FlowCall] = field(default_factory=list)
+    starts: dict[str, float] = field(default_factory=dict)
+    """Each step's path -> when it started, in ms from the flow's start."""
+
+    def first_call(self, path: str) -> int | None:
+        """The index of the first call made under the step at ``path`` (by itself or by a
+        step inside it); None when none was."""
+        inside = path + "/"
+        return next(
+            (
+                c.index
+                for c in self.calls
+                if not path or c.step == path or c.step.startswith(inside)
+            ),
+            None,
+        )
+
+    def index_of(self, run: AgentRun, n: int) -> int | None:
+        """The index of call ``n`` of ``run``."""
+        return next((c.index for c in self.calls if c.run is run and c.n == n), None)
+
+    def run_of(self, path: str) -> AgentRun | None:
+        return next((r for r in self.runs if r.step.path == path), None)
+
+    def close(self) -> None:
+        for run in self.runs:
+            if run.rec is not None:
+                run.rec.close()
+
+    def __enter__(self) -> FlowTimeline:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def step_starts(flow: FlowRecording) -> dict[str, float]:
+    """When each step started, in ms from the flow's start, placed from the durations the
+    log holds: a Parallel's branches start together, any other flow's steps one after the
+    other (a loop's turns too)."""
+    out: dict[str, float] = {}
+
+    def place(step: FlowLogStep, at: float) -> None:
+        out[step.path] = at
+        t = at
+        for child in step.steps:
+            place(child, at if step.kind == "parallel" else t)
+            t += child.end.ms if child.end is not None else 0.0
+
+    if flow.top is not None:
+        place(flow.top, 0.0)
+    return out
+
+
+def flow_timeline(flow: FlowRecording) -> FlowTimeline:
+    """Open every agent step's run of ``flow`` and lay their calls on one timeline."""
+    out = FlowTimeline(flow, starts=step_starts(flow))
+    placed: list[tuple[float, int, int, AgentRun, Mark]] = []
+    for step in flow.steps():
+        if step.kind != "agent":
+            continue
+        run = _open(flow, step, out.starts.get(step.path, 0.0), len(out.runs))
+        out.runs.append(run)
+        at = run.start_ms
+        for i, mark in enumerate(run.timeline.marks):
+            placed.append((at, run.order, i, run, mark))
+            at += mark.ms + mark.tools_ms
+    placed.sort(key=lambda p: p[:3])
+    out.calls = [FlowCall(i, run, mark, at) for i, (at, _, _, run, mark) in enumerate(placed)]
+    return out
+
+
+def _open(flow: FlowRecording, step: FlowLogStep, start: float, order: int) -> AgentRun:
+    file = flow.run_file(step)
+    run = AgentRun(step, step.name, file, None, Timeline(), start, order=order)
+    if file is None:
+        run.problem = (
+            "the step never ended: its run is not named"
+            if step.end is None
+            else "the step names no run"
+        )
+        return run
+    try:
+        rec = open_recording(file)
+    except (OSError, RecordingError) as e:
+        run.problem = f"{file.name} cannot be read: {e}"
+        return run
+    run.rec = rec
+    run.agent = rec.header.agent.name or step.name
+    _drain(build(rec, run.timeline))
+    return run
+
+
+def _drain(steps: Iterator[float]) -> None:
+    for _ in steps:
+        pass
