@@ -336,10 +336,15 @@ def _why_flow(path: Path, key: str | None, *, list_keys: bool, json_output: bool
             _print_keys(rows)
         return
     assert key is not None
-    said = why_flow(flow, key)
     if json_output:
-        print_json({"key": key, "lines": [line.plain for line in said]})
+        from afcore.readmodel import FlowKeyError, flow_graph
+
+        try:
+            print_json(flow_graph(flow, key).to_json())
+        except FlowKeyError as e:
+            raise CliError(str(e), EXIT_FAILED) from None
         return
+    said = why_flow(flow, key)
     out = Printer(out_console())
     for line in said:
         out.print(line)

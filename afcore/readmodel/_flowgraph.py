@@ -11,7 +11,8 @@ Edges point from what is explained to what explains it:
 - ``decided_by``: a step to the decision that chose it (a Conditional's branch; a loop's
   turn, by the decision after the turn before);
 - ``read``: a decision, a merge, a function step or an agent's call (through its rules'
-  evidence) to each value it read;
+  evidence) to each value it read; a step to its input; an agent's call to the call before
+  it in its run (whose reply, and the results of the tools it asked for, it was sent);
 - ``ran_in``: an agent's call to the step that made it.
 """
 
@@ -232,7 +233,7 @@ class _Builder:
         if at == 0:
             return
         before = parent.steps[at - 1]
-        value = self._value(f"input of {step.path}", step.start.input)
+        value = self._value(f"input:{step.path}", step.start.input)
         self._edge(id, value, "read")
         self._edge(value, self._step(before), "produced_by")
 
@@ -289,6 +290,7 @@ class _Builder:
         from afcore.readmodel._call import call_detail
 
         answered: str | None = None
+        before: str | None = None
         for call in self.timeline.calls:
             if call.run is not run:
                 continue
@@ -304,6 +306,9 @@ class _Builder:
                 index=call.index,
             )
             self._edge(node, id, "ran_in")
+            if before is not None:
+                self._edge(node, before, "read")  # the call before's reply is in its window
+            before = node
             if call.mark.agent and call.mark.replied:
                 answered = node
             try:

@@ -238,3 +238,83 @@ def test_af_replay_and_af_diff_say_where_a_flow_s_agent_runs_are(
         said = " ".join(ran.err.split())
         assert "is a flow's log" in said and "reads one agent's run" in said
         assert log.stem in said
+
+
+def _graph_checks(graph: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
+    """The graph's edges by kind, after checking its shape: every edge joins two of its
+    nodes, is of a known kind, and but for ``ran_in`` (a call ran in the step its reply
+    answers for) none leads back to where it started."""
+    nodes, edges = graph["nodes"], graph["edges"]
+    assert graph["root"] in nodes
+    by: dict[str, set[tuple[str, str]]] = {}
+    for e in edges:
+        assert e["from"] in nodes and e["to"] in nodes, e
+        by.setdefault(e["kind"], set()).add((e["from"], e["to"]))
+    assert set(by) <= {"produced_by", "decided_by", "read", "ran_in"}
+    after: dict[str, list[str]] = {}
+    for e in edges:
+        if e["kind"] != "ran_in":
+            after.setdefault(e["from"], []).append(e["to"])
+    state: dict[str, int] = {}
+
+    def acyclic(node: str) -> None:
+        state[node] = 1
+        for nxt in after.get(node, []):
+            assert state.get(nxt) != 1, f"a cycle through {nxt}"
+            if nxt not in state:
+                acyclic(nxt)
+        state[node] = 2
+
+    acyclic(graph["root"])
+    assert set(state) == set(nodes)  # every node is reached from the key
+    return by
+
+
+def test_af_why_json_gives_the_router_s_graph(routed: dict[str, Any], invoke: Invoke) -> None:
+    ran = invoke("why", routed["recording"], "answer", "--json")
+    assert ran.code == 0, ran.err
+    graph = ran.json()
+    by = _graph_checks(graph)
+    kinds = {n["kind"] for n in graph["nodes"].values()}
+    assert kinds == {"answer", "step", "decision", "call", "value"}
+    assert ("answer", "step:") in by["produced_by"]
+    assert ("step:", "step:route") in by["produced_by"]
+    assert ("step:route", "step:route/billing") in by["produced_by"]
+    assert ("step:route/billing", "call:route/billing#2") in by["produced_by"]
+    assert ("step:route/billing", "decision:route#1") in by["decided_by"]
+    assert ("decision:route#1", "value:state.intent") in by["read"]
+    assert ("value:state.intent", "step:triage") in by["produced_by"]
+    # The billing agent's rule read the priority triage wrote: from its calls to the step.
+    assert ("call:route/billing#1", "value:state.priority") in by["read"]
+    assert ("value:state.priority", "step:triage") in by["produced_by"]
+    assert {("call:route/billing#1", "step:route/billing")} <= by["ran_in"]
+    assert graph["nodes"]["value:state.intent"]["value"] == "billing"
+    assert graph["nodes"]["decision:route#1"]["verdicts"][0]["reads"] == [
+        ["state.intent", "billing"]
+    ]
+    # The text stays the lines a person reads.
+    assert "answer ← step route/billing" in invoke("why", routed["recording"], "answer").out
+
+
+def test_af_why_json_gives_a_parallel_flow_s_graph_through_its_merge(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    from tests.test_examples import EXAMPLES
+
+    ran = invoke("run", EXAMPLES / "debate.py", "Bridge?", "--json", "--out", tmp_path)
+    assert ran.code == 0, ran.err
+    graph = invoke("why", ran.json()["recording"], "answer", "--json").json()
+    by = _graph_checks(graph)
+    assert ("step:judge", "value:input:judge") in by["read"]
+    assert ("value:input:judge", "step:sides") in by["produced_by"]
+    assert ("step:sides", "merge:sides") in by["produced_by"]
+    assert {("merge:sides", "step:sides/pro"), ("merge:sides", "step:sides/con")} <= by[
+        "produced_by"
+    ]
+    for side in ("pro", "con"):
+        assert (f"step:sides/{side}", f"call:sides/{side}#1") in by["produced_by"]
+        assert (f"call:sides/{side}#1", f"step:sides/{side}") in by["ran_in"]
+    merge = graph["nodes"]["merge:sides"]
+    assert merge["kind"] == "merge" and merge["branches"] == {"pro": "ok", "con": "ok"}
+    missing = invoke("why", ran.json()["recording"], "state.nothing", "--json")
+    assert missing.code == 1 and "no step wrote 'state.nothing'" in missing.err
