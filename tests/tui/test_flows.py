@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from afcore import Agent, RecordingConfig, mock
-from afcore.flows import Parallel, Sequence
+from afcore.flows import Conditional, Parallel, Sequence
 from afcore.tools import define_tool
 from tests.tui.conftest import SAMPLES, lens, screen_text
 from tui.screens.flow import AgentRunScreen, FlowScreen
@@ -227,7 +227,12 @@ async def test_escape_sequences_and_markup_in_a_step_and_a_reply_stay_text(
     flow = (
         Sequence.create("h", record=tmp_path)
         .step("say[b]\x1b[1m", lambda s: hostile)
-        .step("agent[red]", speaker)
+        .step(
+            "pick",
+            Conditional.create("pick")
+            .when("[i]x", lambda s: s["say[b]\x1b[1m"] == hostile, speaker)
+            .build(),
+        )
         .build()
     )
     await flow.arun("m")
@@ -236,7 +241,9 @@ async def test_escape_sequences_and_markup_in_a_step_and_a_reply_stay_text(
         text = screen_text(app)
         assert "\\x1b[2J\\x1b[31mred[/bold] [link=x]y[/link]" in text
         assert "say[b]\\x1b[1m" in text
-        assert "agent[red] ([b]x[/b]) call 1/1" in where(app)
+        assert 'read state.say[b]\\x1b[1m = "' in text  # the decision's evidence, cut
+        assert "\x1b" not in text
+        assert "pick/[i]x ([b]x[/b]) call 1/1" in where(app)
 
 
 async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> None:

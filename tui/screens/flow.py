@@ -201,7 +201,8 @@ class FlowScreen(Screen[None]):
             self._row(prompts, note, step.path, f"decision:{step.path}#{k}")
             reads = [r for v in d.verdicts for r in v.reads]
             if reads:
-                said = Text.assemble(pad, "    ", (f"read {evidence_text(dict(reads))}", "dim"))
+                evidence = line(evidence_text(dict(reads)), 400)
+                said = Text.assemble(pad, "    ", (f"read {evidence}", "dim"))
                 self._row(prompts, said, step.path, f"decision:{step.path}#{k}")
         for child in step.steps:
             self._add(prompts, child, depth + 1)
