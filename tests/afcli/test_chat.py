@@ -295,11 +295,12 @@ def test_a_second_ctrl_c_during_a_turn_that_is_slow_to_stop_leaves_at_once(
         assert [t.status for t in _turns(store, "left-2")] == ["interrupted", "answer"]
 
 
-def _pty_chat(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
+def _pty_chat(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], _Screen]:
     """``af chat`` on a pseudo-terminal of its own, as in a terminal: Ctrl-C typed there is
     a SIGINT from the terminal."""
     (tmp_path / "talker.py").write_text(TALKER)
     leader, follower = pty.openpty()
+    terminal = os.ttyname(follower)
     fcntl.ioctl(follower, termios.TIOCSWINSZ, b"\x28\x00\xc8\x00\x00\x00\x00\x00")  # 40x200
 
     def own_terminal() -> None:
@@ -318,7 +319,7 @@ def _pty_chat(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]
         preexec_fn=own_terminal,
     )
     os.close(follower)
-    return process, leader
+    return process, _Screen(leader, terminal)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -328,8 +329,9 @@ class _Screen:
     """What the terminal was sent, as text without its escape sequences; each wait reads on
     from where the last one's text was found."""
 
-    def __init__(self, leader: int) -> None:
+    def __init__(self, leader: int, terminal: str) -> None:
         self.leader = leader
+        self.terminal = terminal
         self.raw = b""
         self.at = 0
 
@@ -358,10 +360,38 @@ class _Screen:
     def type(self, keys: str) -> None:
         os.write(self.leader, keys.encode())
 
+    def type_ahead(self, line: str) -> None:
+        """Type a line while the program is not reading, and return once the terminal holds
+        it: the kernel takes typed keys in later, and until it has, whether they are echoed
+        is not yet decided."""
+        self.type(line)
+        held = os.open(self.terminal, os.O_RDWR | os.O_NOCTTY)
+        try:
+            deadline = time.monotonic() + GUARD
+            while True:
+                queued = fcntl.ioctl(held, termios.FIONREAD, b"\0\0\0\0")
+                if int.from_bytes(queued, sys.byteorder) >= len(line):
+                    return
+                assert time.monotonic() < deadline, "the terminal never took the keys"
+                time.sleep(0.01)
+        finally:
+            os.close(held)
+
+    def close(self) -> None:
+        os.close(self.leader)
+
+
+def _wait_for_file(path: Path, process: subprocess.Popen[bytes]) -> None:
+    """Until ``path`` exists: a guard against a hang, not a measurement."""
+    deadline = time.monotonic() + GUARD
+    while not path.exists():
+        assert process.poll() is None, f"af chat ended before {path.name} appeared"
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.02)
+
 
 def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Path) -> None:
-    process, leader = _pty_chat(tmp_path, "--session", "typed-1")
-    screen = _Screen(leader)
+    process, screen = _pty_chat(tmp_path, "--session", "typed-1")
     try:
         screen.read_until("› ")
         screen.type("hello\r")
@@ -369,8 +399,7 @@ def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Pat
         screen.read_until("› ")
         screen.type("run slow\r")
         screen.read_until("→ slow()")
-        while not (tmp_path / "started").exists():
-            time.sleep(0.02)
+        _wait_for_file(tmp_path / "started", process)
         screen.type("\x03")  # Ctrl-C, as the terminal sends it
         screen.read_until("turn 2 interrupted")
         screen.read_until("› ")
@@ -383,7 +412,7 @@ def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Pat
     finally:
         if process.poll() is None:
             process.kill()
-        os.close(leader)
+        screen.close()
     shown = screen.text
     assert "interrupting the turn: cancelling slow (running" in shown
     assert "Traceback" not in shown
@@ -444,8 +473,7 @@ def test_store_takes_a_sqlite_path(talker: Path, invoke: Invoke) -> None:
 
 
 def test_in_a_terminal_a_paste_of_several_lines_is_one_message(tmp_path: Path) -> None:
-    process, leader = _pty_chat(tmp_path, "--session", "pasted-1")
-    screen = _Screen(leader)
+    process, screen = _pty_chat(tmp_path, "--session", "pasted-1")
     try:
         screen.read_until("› ")
         # The prompt asks the terminal to bracket what is pasted (a terminal not asked sends
@@ -460,7 +488,7 @@ def test_in_a_terminal_a_paste_of_several_lines_is_one_message(tmp_path: Path) -
     finally:
         if process.poll() is None:
             process.kill()
-        os.close(leader)
+        screen.close()
     with _store(tmp_path) as store:
         assert len(_turns(store, "pasted-1")) == 1
         with store.transaction("pasted-1", write=False) as tx:
@@ -469,20 +497,22 @@ def test_in_a_terminal_a_paste_of_several_lines_is_one_message(tmp_path: Path) -
 
 
 def test_in_a_terminal_what_is_typed_during_a_turn_waits_for_the_prompt(tmp_path: Path) -> None:
-    process, leader = _pty_chat(tmp_path, "--session", "ahead-1")
-    screen = _Screen(leader)
+    process, screen = _pty_chat(tmp_path, "--session", "ahead-1")
     try:
         screen.read_until("› ")
         screen.type("run gated\r")
         screen.read_until("→ gated()")
-        while not (tmp_path / "started").exists():
-            time.sleep(0.02)
-        screen.type("typed meanwhile\r")
+        _wait_for_file(tmp_path / "started", process)
+        screen.type_ahead("typed meanwhile\r")
         (tmp_path / "open").write_text("")
         screen.read_until("answer after")
-        # Not echoed into the turn's output: shown at the prompt, and sent from there.
-        assert "typed meanwhile" not in screen.text
         screen.read_until("› typed meanwhile")
+        # Not echoed into the turn's output: first shown at the prompt, and sent from there.
+        # (What was read may already hold the prompt: the output is checked up to it.)
+        shown = screen.text
+        first = shown.find("typed meanwhile")
+        assert first > shown.find("answer after") > 0, shown
+        assert shown[:first].endswith("› "), shown
         screen.read_until("answer to: typed meanwhile")
         screen.read_until("› ")
         screen.type("\x04")  # Ctrl-D
@@ -491,6 +521,6 @@ def test_in_a_terminal_what_is_typed_during_a_turn_waits_for_the_prompt(tmp_path
     finally:
         if process.poll() is None:
             process.kill()
-        os.close(leader)
+        screen.close()
     with _store(tmp_path) as store:
         assert [t.status for t in _turns(store, "ahead-1")] == ["answer", "answer"]
