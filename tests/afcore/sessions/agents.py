@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,10 @@ NAME = "session-bot"
 SLOW = "run slow"
 
 
-def respond(delay: float = 0.0) -> Any:
+def respond(delay: float = 0.0, before: Callable[[], None] | None = None) -> Any:
     def reply(request: Request) -> dict[str, Any]:
+        if before is not None:
+            before()
         if delay:
             time.sleep(delay)
         last = request.messages[-1]
@@ -77,9 +80,10 @@ def builder(
     *,
     delay: float = 0.0,
     slow: Any = None,
+    before_reply: Callable[[], None] | None = None,
 ) -> AgentBuilder:
     b = Agent.create(
-        provider=mock(respond=respond(delay)),
+        provider=mock(respond=respond(delay, before_reply)),
         model="scripted",
         name=NAME,
         record=RecordingConfig(dir=recordings),

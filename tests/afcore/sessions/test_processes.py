@@ -63,19 +63,25 @@ def test_two_processes_posting_at_once_get_one_turn_at_a_time_and_every_answer(
             "0.02",
             "--go",
             str(go),
+            "--ready",
+            str(tmp_path / f"ready-{prefix}"),
+            "--overlap",
+            str(tmp_path / "held"),
             "--recordings",
             str(recordings),
         )
         for prefix in ("p1", "p2")
     ]
-    time.sleep(1.0)  # both import and open the store; then they start together
-    go.write_text("go")
+    for prefix, p in zip(("p1", "p2"), procs, strict=True):
+        wait_for(tmp_path / f"ready-{prefix}", p)
+    go.write_text("go")  # both have the session: they start together
     sent: list[dict[str, str]] = []
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
         sent += [orjson.loads(line) for line in out.splitlines()]
     assert len(sent) == 2 * COUNT
+    # The first turn waited for the other process's message (--overlap), so at least one.
     assert any(s["status"] == "queued" for s in sent), "the processes never overlapped"
 
     store = open_spec(store_spec)

@@ -131,7 +131,7 @@ def test_a_message_sent_while_a_turn_runs_is_queued_and_answered_at_its_end(
     out: list[SendResult] = []
     runner = threading.Thread(target=lambda: out.append(session.send(SLOW)))
     runner.start()
-    assert slow.started.wait(10)
+    assert slow.started.wait(60)
     queued = [session.send("first meanwhile"), session.send("second meanwhile")]
     assert [q.status for q in queued] == ["queued", "queued"]
     assert [i.text for i in session.inbox()] == ["first meanwhile", "second meanwhile"]
@@ -165,7 +165,7 @@ def test_interrupt_cancels_the_running_tool_and_the_interrupter_gets_the_next_an
     out: list[SendResult] = []
     runner = threading.Thread(target=lambda: out.append(session.send(SLOW)))
     runner.start()
-    assert slow.started.wait(10)
+    assert slow.started.wait(60)
     stop = session.send("stop that", interrupt=True)
     runner.join(30)
     assert slow.cancelled.is_set(), "the running tool did not see the cancellation"
