@@ -283,7 +283,7 @@ def test_branches_run_at_the_same_time() -> None:
     def branch(me: str, other: str) -> Any:
         async def run(s: FlowView) -> str:
             started[me].set()
-            await asyncio.wait_for(started[other].wait(), timeout=5)
+            await asyncio.wait_for(started[other].wait(), timeout=60)
             return me
 
         return run
@@ -308,7 +308,7 @@ def test_agents_in_branches_run_their_sync_tools_at_the_same_time() -> None:
     def branch_agent(me: str, other: str) -> Agent:
         def meet(args: dict[str, Any], ctx: Any) -> str:
             started[me].set()
-            met[me] = started[other].wait(timeout=5)
+            met[me] = started[other].wait(timeout=60)
             return "met"
 
         tool = define_tool("meet", "Meet.", {"type": "object", "properties": {}}, meet)
