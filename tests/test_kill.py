@@ -1,4 +1,4 @@
-"""Runs killed at random moments (SIGKILL, SIGINT, SIGTERM), from before the file exists to
+"""Runs killed at random points (SIGKILL, SIGINT, SIGTERM), from before the file exists to
 after the run ended: every call a recording holds whole verifies, and no recording is left
 empty (the file takes its name once its header is in it)."""
 
@@ -7,16 +7,15 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from afcore import recording as rec
 from afcore.errors import RecordingError
+from tests.kills import Run, full_size
 
 AGENT = textwrap.dedent(
     """
@@ -26,7 +25,7 @@ AGENT = textwrap.dedent(
     from afcore import Agent, RecordingConfig, define_tool, mock
 
     def work(args, ctx):
-        time.sleep(0.004)  # a run long enough for kills to land all through it
+        time.sleep(0.004)  # a run of many writes, for kills to land all through it
         return f"{args['i']} " + "x" * 3000
 
     tool = define_tool("work", "Works.", {"type": "object"}, work)
@@ -47,24 +46,24 @@ AGENT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_every_whole_call_verifies_after_a_kill_at_a_random_moment(tmp_path: Path) -> None:
+def test_every_whole_call_verifies_after_a_kill_at_a_random_point(tmp_path: Path) -> None:
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    size = full_size(
+        [sys.executable, str(script), str(tmp_path / "full")], tmp_path / "full", env=env
+    )
     rng = random.Random(14)
     signals = [signal.SIGKILL, signal.SIGINT, signal.SIGTERM]
     calls = 0
     for trial in range(24):
         runs = tmp_path / f"runs{trial}"
-        process = subprocess.Popen(
-            [sys.executable, str(script), str(runs)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        time.sleep(rng.uniform(0.0, 1.5))
-        process.send_signal(signals[trial % len(signals)])
-        _, err = process.communicate(timeout=120)
-        assert "Segmentation fault" not in err.decode(), err.decode()
+        # Points skewed to the start, where the file is made, and past the end (the run ends
+        # before the signal); the first trial's lands before the interpreter is up.
+        at = 0 if trial == 0 else int(size * rng.uniform(0.0, 1.2) ** 3)
+        run = Run([sys.executable, str(script), str(runs)], runs, env=env)
+        err = run.kill_at(at, signals[trial % len(signals)])
+        assert "Segmentation fault" not in err, err
         for path in runs.glob("*.jsonl") if runs.exists() else ():
             assert path.stat().st_size > 0, f"an empty recording was left: {path.name}"
             try:

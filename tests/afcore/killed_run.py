@@ -1,7 +1,6 @@
 """A run for a test to kill: ``python -m tests.afcore.killed_run DIR RUN_ID``. A scripted
 model asks for a tool at each of many iterations (some replies ask for two), each tool
-sleeps a little and its result is long enough to be a blob, and the final answer is too;
-the file ``DIR/started`` appears once the run is under way."""
+sleeps a little and its result is long enough to be a blob, and the final answer is too."""
 
 from __future__ import annotations
 
@@ -18,12 +17,9 @@ ITERATIONS = 300
 
 
 def main(folder: Path, run_id: str) -> None:
-    started = folder / "started"
     rng = random.Random(run_id)
 
     def respond(request: Request) -> Any:
-        if len(request.messages) > 1 and not started.exists():
-            started.write_text("")
         step = sum(1 for m in request.messages if getattr(m, "role", "") == "assistant")
         if step >= ITERATIONS:
             return "done: " + "the answer, at length. " * 20

@@ -5,11 +5,7 @@ whose file verifies up to its last complete record."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +17,7 @@ from afcore import Agent, ToolMiddleware, allow, ask, define_tool, mock
 from afcore import recording as rec
 from afcore.messages import Request
 from tests.conftest import fixed_recording
+from tests.kills import Run, full_size
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = [ROOT / "recordings" / f"sample-{name}.jsonl" for name in ("trip-rain", "trip")]
@@ -208,45 +205,34 @@ def test_whole_writes_cut_from_the_end_read_as_a_run_that_did_not_finish(
         assert any("after the last seal" in p.message for p in report.problems), n
 
 
-def _start(folder: Path, run_id: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.afcore.killed_run", str(folder), run_id],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def _killed_run(folder: Path, run_id: str) -> list[str]:
+    return [sys.executable, "-m", "tests.afcore.killed_run", str(folder), run_id]
 
 
 def test_a_run_killed_at_any_moment_verifies_up_to_its_last_complete_record(
     tmp_path: Path,
 ) -> None:
-    """Runs killed with SIGKILL at moments spread over their length: each file holds whole
+    """Runs killed with SIGKILL at points spread over their length: each file holds whole
     writes (a torn last line at worst), every call in it verifies, and the only thing verify
     says is that the run did not finish."""
-    delays = [0.0, 0.02, 0.08, 0.2, 0.45]
+    size = full_size(_killed_run(tmp_path / "full", "full"), tmp_path / "full", cwd=ROOT)
+    parts = [0.02, 0.1, 0.25, 0.45, 0.7]  # of what a whole run writes
     runs = []
-    for k, delay in enumerate(delays):
+    for k, part in enumerate(parts):  # side by side, each killed when its point comes
         folder = tmp_path / f"k{k}"
-        folder.mkdir()
-        runs.append((folder, delay, _start(folder, f"k{k}")))
-    for folder, delay, proc in runs:
-        deadline = time.monotonic() + 60
-        while not (folder / "started").exists() and proc.poll() is None:
-            assert time.monotonic() < deadline, "the run never started"
-            time.sleep(0.002)
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
+        runs.append((part, Run(_killed_run(folder, f"k{k}"), folder, cwd=ROOT)))
+    for part, run in runs:
+        run.kill_at(int(size * part))
     cut = 0
-    for folder, delay, _ in runs:
-        path = folder / f"{folder.name}.jsonl"
+    for part, run in runs:
+        path = run.folder / f"{run.folder.name}.jsonl"
         with rec.open_recording(path) as r:
             report = rec.verify(r)
-        assert report.calls >= 1 and report.verified == report.calls, (delay, report.problems)
+        assert report.calls >= 1 and report.verified == report.calls, (part, report.problems)
         problems = [p.message for p in report.problems]
-        assert len(problems) <= 1 and all(NO_END in p for p in problems), (delay, problems)
+        assert len(problems) <= 1 and all(NO_END in p for p in problems), (part, problems)
         cut += bool(problems)
-    assert cut >= len(delays) // 2  # most were killed mid-run, not after it ended
+    assert cut >= len(parts) // 2  # most were killed mid-run, not after it ended
 
 
 def _paused(folder: Path, name: str = "refunds") -> tuple[Any, Any]:
