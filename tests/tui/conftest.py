@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from tui.screens.lens import LensScreen
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "recordings"
 SIZE = (120, 40)
+GUARD = 60
+"""Seconds a test lets the app run for something to show before calling it hung: a guard,
+not a measure."""
 
 
 def screen_text(app: App[object]) -> str:
@@ -50,3 +54,11 @@ def main(app: LensApp) -> LensScreen:
 def position(app: LensApp) -> str:
     """The scrubber's position line."""
     return main(app).query_one("Scrubber").status.plain  # type: ignore[attr-defined]
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], what: str) -> None:
+    """Let the app run (its timers, workers and messages) until ``condition`` holds."""
+    deadline = time.monotonic() + GUARD
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await pilot.pause(0.05)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from rich.text import Text
-from textual.widgets import Log, Tree
+from textual.widgets import Log, Static, Tree
 
 from bench.big_recording import write
-from tests.tui.conftest import SAMPLES, lens, main, position, screen_text
+from tests.tui.conftest import SAMPLES, lens, main, position, screen_text, until
 from tui.app import LensApp
 from tui.screens.help import Help
 from tui.screens.search import SearchScreen
@@ -160,9 +160,7 @@ async def test_search_lists_matches_and_enter_goes_there() -> None:
         assert isinstance(app.screen, SearchScreen)
         await pilot.press(*"convert_currency")
         search = app.screen
-        await pilot.pause(0.4)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: _searched(search, "convert_currency"), "the search ended")
         assert search.matches, screen_text(app)
         results = search.query_one(ItemList)
         places = [m.place for m in search.matches.values()]
@@ -175,13 +173,20 @@ async def test_search_lists_matches_and_enter_goes_there() -> None:
         assert position(app).startswith(f"call {target.place.call}/5")
 
 
+def _searched(search: SearchScreen, query: str) -> bool:
+    """Whether the search for ``query`` (typed in full, not a part typed before a pause) is
+    over."""
+    status = str(search.query_one("#status", Static).render())
+    return search.query_text == query and "Enter goes there" in status and "searching" not in status
+
+
 async def test_search_ignores_keys_and_hashes() -> None:
     async with lens(TRIP) as (app, pilot):
         await pilot.press("slash", *"role")
-        await pilot.pause(0.4)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert isinstance(app.screen, SearchScreen)
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await until(pilot, lambda: _searched(search, "role"), "the search ended")
+        assert app.screen is search
         # "role" is a key of every message; no text holds it.
         assert not app.screen.matches
 
@@ -248,19 +253,12 @@ async def test_follow_shows_calls_as_they_land(tmp_path: Path) -> None:
             assert "following" in screen_text(app)
             with live.open("ab") as f:
                 f.write(b"".join(lines[calls[1] : calls[3]]))
-            for _ in range(40):
-                await pilot.pause(0.05)
-                if position(app).startswith("call 3/3"):
-                    break
             # At the newest call, the Lens moves on with the run.
-            assert position(app).startswith("call 3/3")
+            await until(pilot, lambda: position(app).startswith("call 3/3"), "call 3/3")
             await pilot.press("home")
             with live.open("ab") as f:
                 f.write(b"".join(lines[calls[3] :]))
-            for _ in range(40):
-                await pilot.pause(0.05)
-                if "answer after" in screen_text(app):
-                    break
+            await until(pilot, lambda: "answer after" in screen_text(app), "the answer")
             assert position(app).startswith("call 1/5")  # elsewhere, it stays put
             assert "answer after 5 iterations" in screen_text(app)
     finally:
