@@ -55,8 +55,9 @@ def test_a_full_disk_says_where_the_file_is_and_its_calls_verify(
     path = agent.last_recording
     assert path is not None
     assert "the disk is full" in said and str(path) in said and "intact" in said, said
-    if room == 0:
-        return  # not even the header fitted
+    if room == 0:  # not even the header fitted: no empty file is left, under any name
+        assert not path.exists() and not any(tmp_path.glob(".*.part")), list(tmp_path.iterdir())
+        return
     with rec.open_recording(path) as r:
         report = rec.verify(r)
         assert report.calls == report.verified, report.problems
@@ -64,4 +65,5 @@ def test_a_full_disk_says_where_the_file_is_and_its_calls_verify(
         # What it reports is the cut: a torn last line, or whole lines the last write left
         # without their seal.
         cut = ("torn", "cut", "after the last seal")
+        assert report.problems, "a run cut off verified as whole"
         assert all(any(w in str(p) for w in cut) for p in report.problems), report.problems
