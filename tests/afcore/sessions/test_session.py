@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from afcore import Agent, RecordingConfig, UsageError, mock, sliding_window, summarize_oldest
+from afcore import (
+    Agent,
+    RecordingConfig,
+    UsageError,
+    define_tool,
+    mock,
+    sliding_window,
+    summarize_oldest,
+)
 from afcore import recording as rec
 from afcore.messages import (
     AssistantMessage,
@@ -31,6 +39,7 @@ from afcore.sessions import (
     _caller,
     _turns,
 )
+from afcore.tools import gated_tools
 from tests.afcore.sessions.agents import NAME, SLOW, AsyncSlow, builder
 
 
@@ -318,21 +327,33 @@ def test_a_session_id_that_is_not_a_string_is_refused(tmp_path: Path) -> None:
         agent.session(7)  # type: ignore[arg-type]
 
 
-def _capturing(store: SessionStore, recordings: Path) -> tuple[Session, list[Request]]:
+def _capturing(
+    store: SessionStore, recordings: Path, identities: list[Any] | None = None
+) -> tuple[Session, list[Request]]:
+    """A session whose model's requests are kept; ``identities``: the identity each call of
+    the model is made for, as the run's tool providers see it."""
     seen: list[Request] = []
 
     def respond(request: Request) -> str:
         seen.append(request)
         return "ok"
 
-    agent = Agent.create(
+    builder = Agent.create(
         provider=mock(respond=respond),
         model="m",
         name="who",
         record=RecordingConfig(dir=recordings),
         sessions=store,
-    ).build()
-    return agent.session("caller-test"), seen
+    )
+    if identities is not None:
+
+        def gate(tool: Any, ctx: Any) -> bool:
+            identities.append(ctx.identity)
+            return False
+
+        never = define_tool("never", "Never offered.", {"type": "object"}, lambda a, c: "")
+        builder = builder.tool_provider(gated_tools([never], gate, name="who-runs"))
+    return builder.build().session("caller-test"), seen
 
 
 def test_a_principal_adds_a_caller_section_with_its_own_provenance(
@@ -429,7 +450,8 @@ def test_messages_from_several_callers_each_say_who_sent_them(
     tmp_path: Path, recordings: Path
 ) -> None:
     store = SQLiteStore(tmp_path / "s.db")
-    session, seen = _capturing(store, recordings)
+    identities: list[Any] = []
+    session, seen = _capturing(store, recordings, identities)
     _post(
         store,
         session,
@@ -439,6 +461,7 @@ def test_messages_from_several_callers_each_say_who_sent_them(
     )
     result = session.wait(session.inbox()[0].id)
     assert result.status == "answer"
+    assert identities == [None]  # the turn runs as none of its callers
     request = seen[-1]
     mark = _mark_of(request.system_text)
     assert request.messages[-1] == UserMessage(
@@ -448,6 +471,17 @@ def test_messages_from_several_callers_each_say_who_sent_them(
     )
     assert "more than one caller" in request.system_text
     assert "holds 3 messages" in request.system_text
+    store.close()
+
+
+def test_messages_of_one_caller_run_as_that_caller(tmp_path: Path, recordings: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    identities: list[Any] = []
+    session, _ = _capturing(store, recordings, identities)
+    alice = Principal(subject="alice")
+    _post(store, session, ("first", alice), ("second", Principal(subject="alice")))
+    assert session.wait(session.inbox()[0].id).status == "answer"
+    assert identities == [alice]
     store.close()
 
 
