@@ -123,6 +123,10 @@ def test_planted_personal_data_is_gone_from_every_byte_and_the_bundle_verifies(
     assert set(rules) == {"email", "card", "field:phone"}
     assert rules["email"]["values"] == 2
     assert rules["email"]["count"] == sum(p["count"] for p in rules["email"]["places"])
+    # Every replacement counted, a whole value's as one inside a text: as many as the file holds.
+    for rule, pattern in (("email", "email"), ("card", "card"), ("field:phone", "field:phone")):
+        placed = len(re.findall(rf"\[redacted:{pattern}:\d+\]", text))
+        assert rules[rule]["count"] == placed, (rule, rules[rule]["count"], placed)
     assert rules["card"]["values"] == 2
     slots = {(p.get("call"), p.get("slot")) for p in rules["email"]["places"]}
     assert (1, "messages") in slots
