@@ -1,13 +1,26 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from afcore import RecordingConfig
+
+# Property tests: no check that measures time (a loaded machine is slow, and that says nothing
+# of af), and in CI the same examples at every run, so that a submission does not fail on
+# inputs the one before it never drew.
+settings.register_profile(
+    "af",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=bool(os.environ.get("CI")),
+)
+settings.load_profile("af")
 
 
 def ticking_clock(step: float = 0.001) -> Callable[[], float]:
