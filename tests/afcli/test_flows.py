@@ -5,12 +5,16 @@ the step that wrote what its rule read."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from afcore import recording as rec
 from tests.afcli.conftest import Invoke
+
+SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 
 
 @pytest.fixture
@@ -60,6 +64,56 @@ def test_af_verify_fails_a_flow_whose_agent_run_was_changed(
     ran = invoke("verify", log)
     assert ran.code == 1
     assert "✗ route/billing" in ran.out
+
+
+def test_af_verify_fails_a_flow_whose_agent_run_is_another_run(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = Path(routed["recording"])
+    (run,) = (log.parent / log.stem).glob("*.jsonl")
+    with rec.open_recording(run) as original:
+        mine = original.header.run_id
+    other = SAMPLES / "sample-trip.jsonl"  # a whole run that verifies on its own
+    with rec.open_recording(other) as r:
+        theirs = r.header.run_id
+    assert theirs != mine
+    run.write_bytes(other.read_bytes())
+    ran = invoke("verify", log, "--json")
+    assert ran.code == 1
+    assert f"{run.name} is run {theirs}, not {mine}" in [
+        p["message"] for p in ran.json()["problems"]
+    ]
+
+
+def test_af_verify_fails_a_flow_whose_agent_step_names_no_run(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    from tests.conftest import reseal
+
+    log = Path(routed["recording"])
+    whole = log.read_bytes()
+    named = re.compile(rb'(\{"t":"step_end","path":"route/billing",.*?)"run":"[^"]*",')
+    edited, n = named.subn(rb"\1", whole)
+    assert n == 1
+    log.write_bytes(reseal(edited))  # the chain holds: only the step's reference is gone
+    ran = invoke("verify", log, "--json")
+    assert ran.code == 1
+    problems = [p["message"] for p in ran.json()["problems"]]
+    assert "agent step 'route/billing' names no run" in problems, problems
+
+
+def test_af_verify_names_the_steps_a_cut_log_never_ended(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = Path(routed["recording"])
+    lines = log.read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"step_end","path":"route/'))
+    log.write_bytes(b"".join(lines[:at]))  # killed while the billing agent ran
+    ran = invoke("verify", log, "--json")
+    assert ran.code == 1
+    problems = [p["message"] for p in ran.json()["problems"]]
+    for step in ("route/billing", "route", "(top)"):
+        assert f"step {step!r} started and never ended" in problems, problems
 
 
 def test_af_verify_catches_an_edit_of_the_flow_s_log_by_its_seals(
