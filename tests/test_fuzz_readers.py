@@ -28,7 +28,13 @@ from afcore.recording import open_recording, verify
 from afcore.why import why
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = {p.name: p.read_bytes().split(b"\n") for p in (ROOT / "recordings").glob("*.jsonl")}
+# The samples the repository ships (runs a developer made land in recordings/ too).
+SAMPLES = {
+    p.name: p.read_bytes().split(b"\n")
+    for pattern in ("sample-*.jsonl", "flow-*.jsonl")
+    for p in (ROOT / "recordings").glob(pattern)
+}
+assert SAMPLES, "no sample recordings in recordings/"
 EXAMPLES = int(os.environ.get("AF_FUZZ_EXAMPLES", "60"))
 
 ODD_VALUES: list[Any] = [
