@@ -20,6 +20,7 @@ import pytest
 from afcore import Agent, McpError, UsageError, mcp_tools, mock
 from afcore import recording as rec
 from afcore.messages import Request
+from afcore.replay import replay
 from afcore.tools import ABSENCE_NOTE, McpTools, mcp_server, read_result
 from tests.conftest import fixed_recording
 
@@ -237,6 +238,10 @@ def _alive(pid: int) -> bool:
 # -- an agent calling MCP tools, end to end ---------------------------------------------------
 
 
+def _timeless(outcome: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in outcome.items() if k != "ms"}
+
+
 def test_an_agent_calls_mcp_tools_across_runs_sync_and_async(tmp_path: Path) -> None:
     seen: list[Any] = []
 
@@ -279,6 +284,15 @@ def test_an_agent_calls_mcp_tools_across_runs_sync_and_async(tmp_path: Path) -> 
         assert [o["result_status"] for o in outcomes] == ["success", "success", "failure"]
         crashed = seen[1][2]
         assert "The tool crash failed: McpError: the MCP server 'order-desk' stopped" in crashed
+        # Replayed with the recorded results served (no server asked): each call is written
+        # again as recorded, its server as source and its result status included.
+        replayed = replay(path, agent, tools="recorded", out=tmp_path / "replayed")
+        assert replayed.ok, replayed.summary()
+        assert replayed.recording is not None
+        again = [orjson.loads(x) for x in Path(replayed.recording).read_bytes().splitlines()]
+        assert [_timeless(r["tool"]) for r in again if r.get("tool")] == [
+            _timeless(o) for o in outcomes
+        ]
         # the same agent again, async this time: the server was started again after the crash
         agent2 = (
             Agent.create(provider=mock(respond=respond), model="mock", record=tmp_path)
