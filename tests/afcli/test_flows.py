@@ -436,3 +436,24 @@ def test_af_why_json_gives_a_parallel_flow_s_graph_through_its_merge(
     assert merge["kind"] == "merge" and merge["branches"] == {"pro": "ok", "con": "ok"}
     missing = invoke("why", ran.json()["recording"], "state.nothing", "--json")
     assert missing.code == 1 and "no step wrote 'state.nothing'" in missing.err
+
+
+def test_a_record_of_a_type_this_reader_does_not_know_is_kept_not_a_problem(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    from afcore.recording import open_flow
+    from tests.conftest import reseal
+
+    log = Path(routed["recording"])
+    whole = log.read_bytes()
+    # A later 1.1 writer may add record types to a flow's log: sealed, they read and verify.
+    added = b'{"t":"later_record","note":"from a later writer"}\n{"t":"seal","h":"x"}\n'
+    log.write_bytes(reseal(whole + added))
+    flow = open_flow(log)
+    assert flow.problems == [] and [r.t for _, r in flow.unknown] == ["later_record"]
+    assert invoke("verify", log).code == 0
+    assert invoke("show", log).code == 0
+    # Unsealed, it is caught as any added line is.
+    log.write_bytes(whole + added.splitlines(keepends=True)[0])
+    ran = invoke("verify", log)
+    assert ran.code == 1 and "come after the last seal" in " ".join(ran.out.split())
