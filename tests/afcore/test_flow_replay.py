@@ -319,3 +319,14 @@ def test_diff_says_when_an_agent_s_runs_cannot_be_compared(tmp_path: Path) -> No
     (step,) = d.steps
     assert step.run is None and step.run_error is not None
     assert "cannot be compared" in step.run_error
+
+
+def test_an_agent_s_run_cut_short_ends_the_replay_in_its_step(tmp_path: Path) -> None:
+    log = sample(tmp_path)
+    run = log.with_suffix("") / "001-route-billing.jsonl"
+    whole = run.read_bytes()
+    run.write_bytes(whole[: whole.index(b'{"t":"reply","seq":7')])  # call 2, unanswered
+    report = replayed(log, router.build_flow(), tmp_path)
+    assert not report.ok and report.divergence is None, report.summary()
+    assert report.ended_at == "route/billing"
+    assert "the recording ends in step route/billing" in report.summary()
