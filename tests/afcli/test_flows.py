@@ -239,6 +239,11 @@ def test_af_replay_runs_the_flow_again_from_the_source_its_log_names(
     ).json()
     assert data["status"] == "identical" and data["steps"] == 4 and data["calls"] == 2
     assert invoke("verify", data["recording"]).code == 0
+    shown = " ".join(invoke("show", data["recording"]).out.split())
+    assert f"replay of {Path(routed['recording']).name} tools recorded" in shown
+    assert "from afcore.demos.router:build_flow" in shown
+    link = invoke("show", data["recording"], "--json").json()["replay_of"]
+    assert link["file"] == Path(routed["recording"]).name and link["tools"] == "recorded"
     # The replay and the run it replays, side by side: identical.
     same = invoke("diff", routed["recording"], data["recording"])
     assert same.code == 0 and "identical: 4 steps, the same ending" in same.out
