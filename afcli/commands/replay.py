@@ -344,6 +344,10 @@ def _print_flow(report: FlowReplayReport, run: str, path: Path) -> None:
     d = report.divergence
     if report.status == "identical":
         out.print(Line((report.summary(), "bold green" if report.ok else "bold yellow")))
+        if report.error:
+            out.print(
+                Line(("  the flow ended on ", "dim"), safe(report.error), (", as recorded", "dim"))
+            )
     elif report.status == "failed":
         out.print(Line(("failed: ", "bold red"), safe(report.error or "")))
     elif d is not None:

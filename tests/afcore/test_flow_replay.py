@@ -330,3 +330,29 @@ def test_an_agent_s_run_cut_short_ends_the_replay_in_its_step(tmp_path: Path) ->
     assert not report.ok and report.divergence is None, report.summary()
     assert report.ended_at == "route/billing"
     assert "the recording ends in step route/billing" in report.summary()
+
+
+def test_a_flow_that_failed_replays_to_the_same_failure(tmp_path: Path) -> None:
+    from afcore.flows import FlowError, Parallel
+
+    def boom(s: Any) -> None:
+        raise ValueError("no")
+
+    def build() -> Flow:
+        a = Agent.create(provider=mock(reply="A"), model="m", name="a").build()
+        branches = (
+            Parallel.create("p")
+            .branch("a", a)
+            .branch("b", boom)
+            .merge_with(lambda s, br: {k: v.status for k, v in br.items()})
+            .build()
+        )
+        return Sequence.create("s").step("p", branches).step("fail", boom).build()
+
+    flow = build()
+    with pytest.raises(FlowError):
+        recorded(flow, "hi", tmp_path)
+    assert flow.last_result is not None and flow.last_result.recording is not None
+    report = replayed(flow.last_result.recording, build(), tmp_path)
+    assert report.ok and report.summary() == "5 steps, 1 call, identical"
+    assert report.error == "FlowError: step 'fail' failed: ValueError: no"
