@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,8 @@ class FlowReplayer:
         self.divergence: FlowDivergence | None = None
         self.ended_at: str | None = None
         self.error: str | None = None
+        self._held: dict[str, Callable[[], None]] = {}
+        """step path -> what its agent's replay found, raised once the step's end is written"""
 
     # -- agent steps -------------------------------------------------------------------
 
@@ -122,15 +125,20 @@ class FlowReplayer:
         except ReplayDivergedError:
             pass
         self.calls += result.calls
+        # Raised once the step's end is written, so that the replay's log names the run
+        # that departed (af diff of the two then goes into its calls).
         d = replayer.divergence
         if d is not None:
             self.identical_calls += replayer.identical
             recorded = self.by_path[path]
             run = recorded.end.run if recorded.end is not None else None
-            self._diverge(FlowDivergence.in_agent(path, run, d))
+            self._held[path] = lambda: self._diverge(FlowDivergence.in_agent(path, run, d))
+            return
         self.identical_calls += result.calls
         if replayer.ended_at is not None or not replayer.recorded_finished:
-            self._end(path, f"the run of step {path} ends before its agent did")
+            self._held[path] = lambda: self._end(
+                path, f"the run of step {path} ends before its agent did"
+            )
 
     # -- the flow's records ------------------------------------------------------------
 
@@ -209,6 +217,9 @@ class FlowReplayer:
         self._check(merge_changes(recorded.merge, record))
 
     def _ended(self, record: StepEnd) -> None:
+        held = self._held.pop(record.path, None)
+        if held is not None:
+            held()
         recorded = self.by_path[record.path]
         if recorded.end is None:
             self._end(record.path, f"the recording ends in step {record.path or '(top)'}")

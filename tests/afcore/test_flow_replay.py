@@ -174,6 +174,12 @@ def test_an_edited_agent_instruction_is_named_at_its_call(
         report.summary()
         == "diverged at step route/billing, call 1, messages, message 2: content: differs"
     )
+    # The replay's log names the run that departed: the two diff into its calls.
+    assert report.recording is not None
+    d_runs = diff_flows(open_flow(SAMPLE), open_flow(report.recording))
+    inside = next(s for s in d_runs.steps if s.path == "route/billing")
+    assert inside.run is not None and inside.run.first is not None
+    assert inside.run.first.path == "message 2: content"
 
 
 def test_a_value_a_step_wrote_otherwise_is_named_before_the_decision_that_reads_it(
