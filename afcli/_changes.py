@@ -26,6 +26,10 @@ SLOT_NAMES = {
     "tool_args": "tool arguments",
     "run": "run",
     "request": "request",
+    "step": "step",
+    "decision": "decision",
+    "merge": "merge",
+    "end": "end",
 }
 
 

@@ -22,8 +22,20 @@ from afcore.recording import RecordingConfig
 __all__ = ["run_flow"]
 
 
-def run_flow(flow: Flow, text: str, *, out: Path | None, json_output: bool, quiet: bool) -> None:
+def run_flow(
+    flow: Flow,
+    text: str,
+    *,
+    source: str | None = None,
+    out: Path | None,
+    json_output: bool,
+    quiet: bool,
+) -> None:
+    """``source``: where the flow was loaded from, for its log's header (``af replay``
+    loads it from there)."""
     runnable = copy.copy(flow)
+    if source is not None:
+        runnable.source = source
     config = flow.recording or RecordingConfig()
     if out is not None:
         if out.exists() and not out.is_dir():

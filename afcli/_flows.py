@@ -46,6 +46,17 @@ def show_flow(flow: FlowRecording, *, json_output: bool) -> None:
         )
     )
     out.print(Line(f"started {safe(h.started_at)[:19].replace('T', ' ')} UTC", style="dim"))
+    if h.source:
+        out.print(Line(("from ", "dim"), safe(h.source)))
+    if h.replay_of is not None:
+        r = h.replay_of
+        out.print(
+            Line(
+                ("replay of ", "dim"),
+                (safe(r.file), "bold"),
+                (f"  tools {'recorded' if r.tools == 'recorded' else 'run again'}", "dim"),
+            )
+        )
     out.print()
     if flow.top is not None:
         _print_step(out, flow, flow.top, 0)
@@ -173,6 +184,8 @@ def _flow_json(flow: FlowRecording) -> dict[str, Any]:
     return {
         "run_id": flow.header.run_id,
         "flow": flow.header.flow.model_dump(),
+        "source": flow.header.source,
+        "replay_of": flow.header.replay_of.model_dump() if flow.header.replay_of else None,
         "steps": node(flow.top) if flow.top else None,
         "end": flow.end.model_dump(exclude={"t"}) if flow.end else None,
     }

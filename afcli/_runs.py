@@ -3,7 +3,6 @@ newest recording when none is named."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,20 +64,6 @@ def open_run(ref: str | Path, *, index: bool = True) -> Recording:
         return open_recording(path, index=index)
     except RecordingError as e:
         raise CliError(str(e), EXIT_FAILED) from None
-
-
-def refuse_a_flow(path: Path, command: str) -> None:
-    """``command`` reads one agent's run: a flow's log is refused in a sentence that says
-    where its agents' runs are."""
-    from afcore.recording import is_flow
-
-    if is_flow(path):
-        folder = path.with_suffix("")
-        raise CliError(
-            f"{path} is a flow's log: af {command} reads one agent's run; each agent step's "
-            f"run is a recording in {folder}{os.sep}",
-            EXIT_USAGE,
-        )
 
 
 def _is_file(ref: str) -> bool:

@@ -9,6 +9,10 @@
    as its run) and as the steps of a recorded Sequence: milliseconds per model call of each
    (target: composed / on their own at most 1.1), and, from the same runs with recording
    off, what recording adds per call in each.
+3. A replay of that composed run (``af replay`` of a flow, the tools' results served)
+   against the composed run itself: the same target as an agent's replay (at most 1.5x
+   the original run). pydantic-ai has no replay (``python -m bench.replay`` holds af's
+   loop to its plain run); the original run is the bar here.
 
 Runs alternate (which goes first alternates each round) and the best of each is compared.
 Run: ``python -m bench.flows``.
@@ -26,11 +30,13 @@ from typing import Any
 from afcore import Agent, RecordingConfig, define_tool, mock
 from afcore.flows import Parallel, Sequence
 from afcore.messages import Request, ToolResultMessage
+from afcore.replay import replay_flow
 from bench._af_loop import build_agent, recordings_dir
 from bench._report import print_table, timed, verdict
 
 PARALLEL_TARGET = 1.3
 COMPOSED_TARGET = 1.1
+REPLAY_TARGET = 1.5
 WAIT = 0.05
 USAGE = {"input_tokens": 1, "output_tokens": 1}
 
@@ -176,11 +182,24 @@ def composed(agents: int, each: int, rounds: int) -> dict[str, float]:
             return go
 
         seq_on, seq_off = sequence(True), sequence(False)
+        run_flow(seq_on, calls)
+        original = folder / "original"
+        assert seq_on.last_result is not None and seq_on.last_result.recording is not None
+        shutil.move(seq_on.last_result.recording.parent, original)
+        log = original / seq_on.last_result.recording.name
+        again = sequence(True)
+
+        def replayed() -> None:
+            report = replay_flow(log, again, tools="recorded", out=folder / "replays")
+            if not report.ok or report.calls != calls:
+                raise RuntimeError(f"the replay went wrong: {report.summary()}")
+
         jobs: list[tuple[str, Any]] = [
             ("alone on", alone(True)),
             ("alone off", alone(False)),
             ("composed on", lambda: run_flow(seq_on, calls)),
             ("composed off", lambda: run_flow(seq_off, calls)),
+            ("replay", replayed),
         ]
         best = {name: float("inf") for name, _ in jobs}
         for _, job in jobs:
@@ -188,7 +207,7 @@ def composed(agents: int, each: int, rounds: int) -> dict[str, float]:
         for r in range(rounds):
             for name, job in jobs if r % 2 == 0 else list(reversed(jobs)):
                 best[name] = min(best[name], timed(job) / calls)
-            for sub in ("alone", "seq"):
+            for sub in ("alone", "seq", "replays"):
                 shutil.rmtree(folder / sub, ignore_errors=True)
     return best
 
@@ -246,6 +265,18 @@ def main() -> None:
         ],
     )
     print(f"target: recorded ratio <= {COMPOSED_TARGET}: {verdict(cost <= COMPOSED_TARGET)}")
+    print()
+    again = b["replay"] / b["composed on"]
+    print_table(
+        f"replaying the composed run ({args.agents} agents x {args.each} tool iterations, "
+        f"tools recorded): ms per model call (best of {args.rounds} interleaved)",
+        ("", "ms per call", "ratio"),
+        [
+            ("the composed run, recorded", ms(b["composed on"]), "1.00"),
+            ("its replay (af replay)", ms(b["replay"]), f"{again:.2f}"),
+        ],
+    )
+    print(f"target: replay ratio <= {REPLAY_TARGET}: {verdict(again <= REPLAY_TARGET)}")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ from afcli._errors import EXIT_FAILED, command
 from afcli._params import RunArg
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from afcli._render import Line, Printer
-    from afcore.readmodel import CallDiff, Change, RunDiff
+    from afcore.readmodel import CallDiff, Change, FlowDiff, RunDiff
 
 __all__ = ["diff"]
 
@@ -41,16 +43,35 @@ def diff(
     injections, messages, tools, params), in the tool calls and their results, and in the
     answers.
 
+    Two flows' runs (their logs) are compared step by step: the steps that ran in one and
+    not the other, the decisions that went another way with the values their predicates
+    read, what steps gave and wrote, the merges, then call by call inside each agent step
+    both ran.
+
     A difference a later call is sent again is listed at the first call that has it. Exit 0
     when the runs are identical, 1 when they differ.
     """
     from afcli._render import Printer, out_console, print_json
-    from afcli._runs import open_run, refuse_a_flow, resolve
+    from afcli._runs import open_run, resolve
     from afcore.readmodel import diff_runs
+    from afcore.recording import is_flow
 
-    for ref in (a, b):
-        refuse_a_flow(resolve(ref), "diff")
-    with open_run(a) as left, open_run(b) as right:
+    left_path, right_path = resolve(a), resolve(b)
+    flows = is_flow(left_path), is_flow(right_path)
+    if any(flows):
+        _flows_or_refuse(left_path, right_path, flows)
+        result_flow = _diff_flows(left_path, right_path)
+        if json_output:
+            print_json(result_flow.to_json())
+        else:
+            console = out_console()
+            out = Printer(console)
+            _print_flow(out, result_flow, console.width or 100)
+            out.flush()
+        if not result_flow.identical:
+            raise typer.Exit(EXIT_FAILED)
+        return
+    with open_run(left_path) as left, open_run(right_path) as right:
         result = diff_runs(left, right)
     if json_output:
         print_json(result.to_json())
@@ -61,6 +82,104 @@ def diff(
         out.flush()
     if not result.identical:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _flows_or_refuse(a: Path, b: Path, flows: tuple[bool, bool]) -> None:
+    """A flow's run is compared with a flow's run only: one with an agent's run is refused
+    in a sentence that says where the flow's agents' runs are."""
+    import os
+
+    from afcli._errors import EXIT_USAGE, CliError
+
+    if all(flows):
+        return
+    log, other = (a, b) if flows[0] else (b, a)
+    raise CliError(
+        f"{log} is a flow's log and {other} is one agent's run: af diff compares two flows' "
+        f"runs, or two agents' runs (each agent step's run is a recording in "
+        f"{log.with_suffix('')}{os.sep})",
+        EXIT_USAGE,
+    )
+
+
+def _diff_flows(a: Path, b: Path) -> FlowDiff:
+    from afcli._flows import open_flow_cli
+    from afcore.readmodel import diff_flows
+
+    return diff_flows(open_flow_cli(a), open_flow_cli(b))
+
+
+def _print_flow(out: Printer, d: FlowDiff, width: int) -> None:
+    from pathlib import Path
+
+    from afcli._changes import SLOT_NAMES
+    from afcli._render import Line
+    from afcore.readmodel import evidence_text, line, plural, safe
+
+    for label, side in (("a", d.a), ("b", d.b)):
+        out.print(
+            Line(
+                (f"{label}  ", "bold"),
+                safe(Path(side.path).name),
+                (
+                    f"  {plural(side.steps, 'step')} · {plural(side.calls, 'call')} · "
+                    f"{side.status or 'did not finish'}",
+                    "dim",
+                ),
+            )
+        )
+    for step in d.steps:
+        head = Line(
+            ("step ", "bold"), (safe(step.path or "(top)"), "bold"), (f"  {step.kind}", "dim")
+        )
+        if step.only_in is not None:
+            head.append(f"  ran only in {step.only_in}", "yellow")
+        out.print(head)
+        slot = None
+        for change in step.changes:
+            if change.slot != slot:
+                slot = change.slot
+                out.print(Line("  ", (SLOT_NAMES.get(slot, slot), "cyan")))
+            _print_change(out, change, width, indent=4)
+            for label, key in (("a read", "reads_a"), ("b read", "reads_b")):
+                reads = change.where.get(key)
+                if isinstance(reads, dict) and reads:
+                    out.print(
+                        Line(
+                            "        ",
+                            (label.ljust(8), "dim"),
+                            "  ",
+                            line(evidence_text(reads), max(width - 20, 24)),
+                        )
+                    )
+        if step.run_error is not None:
+            out.print(Line("  ", ("✗ ", "red"), line(step.run_error, max(width - 4, 24))))
+        if step.run is not None:
+            run = step.run
+            out.print(
+                Line(
+                    "  ",
+                    ("agent run", "cyan"),
+                    (f"  {len(run.calls)} of {plural(run.compared, 'call')} differ", "dim"),
+                )
+            )
+            for call in run.calls:
+                _print_call(out, call, width)
+            for change in run.end:
+                _print_change(out, change, width, indent=4)
+    if d.end:
+        out.print(Line(("end", "bold")))
+        for change in d.end:
+            _print_change(out, change, width)
+    if d.identical:
+        out.print(Line((f"identical: {plural(d.compared, 'step')}, the same ending", "bold green")))
+    else:
+        out.print(
+            Line(
+                (f"{len(d.steps)} of {plural(d.compared, 'step')} differ", "bold"),
+                ("" if not d.end else " · the endings differ", "bold"),
+            )
+        )
 
 
 def _print(out: Printer, d: RunDiff, width: int) -> None:

@@ -4,7 +4,7 @@ and say where the run first departs from it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -13,7 +13,9 @@ from afcli._params import RunArg
 
 if TYPE_CHECKING:
     from afcore import Agent
-    from afcore.replay import ReplayReport
+    from afcore.flows import Flow
+    from afcore.recording import FlowRecording
+    from afcore.replay import FlowDivergence, FlowReplayReport, ReplayReport
 
 __all__ = ["replay"]
 
@@ -25,8 +27,8 @@ def replay(
         str | None,
         typer.Argument(
             metavar="[AGENT]",
-            help="The agent to run: file.py, file.py:NAME or module:NAME, as af run takes it. "
-            "Default: the one the recording names.",
+            help="The agent (or, for a flow's run, the flow) to run: file.py, file.py:NAME or "
+            "module:NAME, as af run takes it. Default: the one the recording names.",
             show_default=False,
         ),
     ] = None,
@@ -70,11 +72,18 @@ def replay(
     first difference stops the replay and is shown with the `af why` key that explains
     the recorded side.
 
-    Exit 0 when the replay is identical ("23 calls, identical"), 1 when it departs from the
-    recording or cannot be run, 2 when the agent cannot be loaded.
+    A flow's run (its log) is replayed by running the flow again: its functions and
+    predicates run, each agent step is answered from its recorded run, and the first
+    difference may be a step, a decision (with the values its predicates read), a merge,
+    or a call inside an agent step.
+
+    Exit 0 when the replay is identical ("23 calls, identical"; a flow's "4 steps, 2 calls,
+    identical"), 1 when it departs from the recording or cannot be run, 2 when the agent
+    cannot be loaded.
     """
     from afcli._render import err_console, print_json
-    from afcli._runs import refuse_a_flow, resolve
+    from afcli._runs import resolve
+    from afcore.recording import is_flow
     from afcore.replay import Tape
     from afcore.replay import replay as run_replay
 
@@ -82,7 +91,17 @@ def replay(
         raise CliError(f"--tools is run or recorded, not {tools!r}", EXIT_USAGE)
     mode: Literal["run", "recorded"] = "run" if tools == "run" else "recorded"
     path = resolve(run)
-    refuse_a_flow(path, "replay")
+    if out is not None and out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} is a file; give a folder", EXIT_USAGE)
+    if is_flow(path):
+        if then_live:
+            raise CliError(
+                "--then-live goes on with one agent's provider; a flow's replay stops at its "
+                "first difference (replay an agent step's run with --then-live to go on live)",
+                EXIT_USAGE,
+            )
+        _replay_flow(path, run, agent, mode, out, json_output)
+        return
     try:
         tape = Tape.read(path)
     except Exception as e:
@@ -93,12 +112,10 @@ def replay(
         raise
     try:
         spec = agent or tape.rec.header.agent.source or ""
-        loaded = _load(spec, agent is None, run)
+        loaded = _load(spec, agent is None, run, path)
         made_by = tape.rec.header.agent.name
     finally:
         tape.close()
-    if out is not None and out.exists() and not out.is_dir():
-        raise CliError(f"--out {out} is a file; give a folder", EXIT_USAGE)
     if not json_output:
         from rich.text import Text
 
@@ -128,12 +145,23 @@ def replay(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _load(spec: str, from_header: bool, run: str) -> Agent:
+def _load(spec: str, from_header: bool, run: str, path: Path) -> Agent:
     """The agent to replay with, loaded as af run loads it, without its keys (no call will
     need them)."""
     from afcli._loading import LoadError, load_agent
     from afcore.providers import keys_when_called
 
+    step = _step_of_a_flow(path)
+    if step is not None and from_header:
+        # An agent step's header names where its agent was built, inside the flow: it is
+        # the flow that replays it.
+        log, at = step
+        raise CliError(
+            f"{path.name} is the run of step {at} of the flow run {log}: replay the flow (af "
+            f"replay {log}), or name an agent to replay this step alone: af replay {run} "
+            "file.py:NAME",
+            EXIT_USAGE,
+        )
     if not spec:
         raise CliError(
             f"the recording does not say what its agent was; name it: af replay {run} AGENT",
@@ -162,11 +190,227 @@ def _load(spec: str, from_header: bool, run: str) -> Agent:
 
     if not isinstance(loaded, Agent):
         raise CliError(
-            f"{spec} is a flow: af replay replays one agent's run (a flow's are in the folder "
-            "beside its log); name the agent: file.py:NAME",
+            f"{spec} is a flow, and {path.name} is one agent's run: a flow replays the run "
+            "of a flow (af replay FLOWRUN FLOW); name the agent to replay this run: "
+            "file.py:NAME",
             EXIT_USAGE,
         )
     return loaded
+
+
+def _step_of_a_flow(path: Path) -> tuple[str, str] | None:
+    """For an agent step's run (in the folder beside its flow's log): the log, and the
+    step's path."""
+    from afcore.errors import RecordingError
+    from afcore.recording import is_flow, open_flow
+
+    log = path.parent.with_suffix(".jsonl")
+    if not is_flow(log):
+        return None
+    try:
+        flow = open_flow(log)
+    except (OSError, RecordingError):
+        return None
+    name = f"{path.parent.name}/{path.name}"
+    at = next((s.path for s in flow.steps() if s.end is not None and s.end.run == name), None)
+    return (_shown(log), at) if at is not None else None
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# -- a flow's run ---------------------------------------------------------------------------
+
+
+def _replay_flow(
+    path: Path,
+    run: str,
+    spec: str | None,
+    mode: Literal["run", "recorded"],
+    out: Path | None,
+    json_output: bool,
+) -> None:
+    from afcli._flows import open_flow_cli
+    from afcli._render import err_console, print_json
+    from afcore.replay import replay_flow
+
+    recorded = open_flow_cli(path)
+    chosen = spec or _flow_source(recorded)
+    flow = _load_flow(chosen, spec is None, run, path)
+    if not json_output:
+        from rich.text import Text
+
+        from afcore.readmodel import safe
+
+        err = err_console()
+        err.print(
+            Text.assemble(
+                ("replaying the flow run ", "dim"), safe(path.name), (" with ", "dim"), safe(chosen)
+            ),
+            soft_wrap=True,
+        )
+        made_by = recorded.header.flow.name
+        if flow.name != made_by:
+            # Not an error (a renamed flow replays), but the likely cause of what follows.
+            err.print(
+                Text.assemble(
+                    ("note: ", "yellow"),
+                    f"the recording was made by flow {safe(made_by)!r}; this one is "
+                    f"{safe(flow.name)!r}",
+                ),
+                soft_wrap=True,
+            )
+    report = replay_flow(recorded, flow, tools=mode, out=out)
+    if json_output:
+        print_json(report.to_json())
+    else:
+        _print_flow(report, run, path)
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _flow_source(flow: FlowRecording) -> str:
+    """Where the recorded flow came from: its header's ``source`` (``af run`` writes it);
+    for a log written before it did, the one ``module:function`` all its agents name as
+    theirs (the built-in demo's agents name the function that builds the flow)."""
+    if flow.header.source:
+        return flow.header.source
+    sources: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        if node.get("kind") == "agent":
+            sources.add(str(node.get("source") or ""))
+        for child in node.get("steps") or ():
+            walk(child)
+
+    walk(flow.header.flow.model_dump())
+    if len(sources) == 1:
+        (found,) = sources
+        where, _, attr = found.rpartition(":")
+        if where and attr.replace(".", "").isidentifier():
+            return found
+    return ""
+
+
+def _load_flow(spec: str, from_header: bool, run: str, path: Path) -> Flow:
+    from afcli._loading import LoadError, load_agent
+    from afcore.flows import Flow
+    from afcore.providers import keys_when_called
+
+    if not spec:
+        raise CliError(
+            f"{path.name} does not say where its flow came from (it was run from Python, not "
+            f"af run); name it: af replay {run} file.py:NAME",
+            EXIT_USAGE,
+        )
+    try:
+        with keys_when_called():
+            loaded = load_agent(spec).agent
+    except LoadError as e:
+        if from_header:
+            raise CliError(
+                f"the recording's flow, {spec}, does not load here ({e.message}); name it: "
+                f"af replay {run} FLOW",
+                EXIT_USAGE,
+            ) from None
+        raise
+    if not isinstance(loaded, Flow):
+        folder = path.with_suffix("")
+        raise CliError(
+            f"{spec} is an agent, and {path.name} is a flow's log: name the flow that made it "
+            f"(af replay {run} file.py:NAME), or replay one agent step's run with this agent "
+            f"(its runs are in {_shown(folder)}/)",
+            EXIT_USAGE,
+        )
+    return loaded
+
+
+def _print_flow(report: FlowReplayReport, run: str, path: Path) -> None:
+    from rich.text import Text
+
+    from afcli._changes import SLOT_NAMES, change_lines
+    from afcli._render import Line, Printer, err_console, out_console
+    from afcore.readmodel import evidence_text, line, plural, safe
+
+    console = out_console()
+    out = Printer(console)
+    width = console.width or 100
+    d = report.divergence
+    if report.status == "identical":
+        out.print(Line((report.summary(), "bold green" if report.ok else "bold yellow")))
+        if report.error:
+            out.print(
+                Line(("  the flow ended on ", "dim"), safe(report.error), (", as recorded", "dim"))
+            )
+    elif report.status == "failed":
+        out.print(Line(("failed: ", "bold red"), safe(report.error or "")))
+    elif d is not None:
+        head = Line(
+            ("diverged ", "bold red"), "at ", ("step ", ""), (safe(d.step or "(top)"), "bold")
+        )
+        if d.call is not None:
+            head.append(f", call {d.call}")
+        head.append(", ")
+        head.append(SLOT_NAMES.get(d.slot, d.slot), "bold")
+        out.print(head)
+        for row in change_lines(
+            d.kind, d.path, d.recorded, d.replayed, labels=("recorded", "replayed"), width=width
+        ):
+            out.print(row)
+        reads = d.where.get("reads_b")
+        if isinstance(reads, dict) and reads:
+            out.print(
+                Line(
+                    "      ", ("read".ljust(8), "dim"), "  ", line(evidence_text(reads), width - 20)
+                )
+            )
+        if d.why_key is not None:
+            out.print(
+                Line("      ", ("why".ljust(8), "dim"), "  ", _flow_why(run, path, d)),
+                soft_wrap=True,
+            )
+        notes = [
+            f"{plural(report.steps, 'step')} identical before it"
+            if report.steps
+            else "the first step differs"
+        ]
+        if report.identical_calls:
+            notes.append(f"{plural(report.identical_calls, 'call')} identical")
+        if d.others:
+            notes.append(f"{plural(d.others, 'more difference')} there")
+        out.print(Line(("  " + "; ".join(notes), "dim")))
+    out.flush()
+    err = err_console()
+    if report.recording is not None:
+        err.print(Text.assemble(("recording ", "dim"), safe(str(report.recording))), soft_wrap=True)
+        if d is not None:
+            err.print(
+                Text.assemble(
+                    ("every difference: ", "dim"),
+                    f"af diff {safe(run)} {safe(str(report.recording))}",
+                ),
+                soft_wrap=True,
+            )
+
+
+def _flow_why(run: str, path: Path, d: FlowDivergence) -> str:
+    """The af why command for the recorded side: the flow's own keys are asked of its log,
+    a call's of the agent step's run."""
+    from afcore.readmodel import safe
+
+    key = d.why_key or ""
+    if d.run is None:
+        return f"af why {safe(run)} {safe(key)}"
+    where = Path(run).parent if Path(run).is_file() else path.parent
+    file = (where / d.run).as_posix()
+    at = f" --at call:{d.call}" if key.startswith("system:") and d.call is not None else ""
+    return f"af why {safe(file)} {safe(key)}{at}"
 
 
 def _print(report: ReplayReport, run: str) -> None:

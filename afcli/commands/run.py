@@ -126,7 +126,7 @@ def run(
             raise CliError("--lens follows one agent's run; open a flow's with af lens after it")
         from afcli._flowrun import run_flow
 
-        run_flow(built, text, out=out, json_output=json_output, quiet=quiet)
+        run_flow(built, text, source=source, out=out, json_output=json_output, quiet=quiet)
         return
     if model is not None:
         built = built.with_model(model)  # a missing key or a bad id: a usage error, exit 2

@@ -143,9 +143,11 @@ def build_flow(*, record: Any = True) -> Sequence:
         .otherwise("tech", tech)
         .build()
     )
-    return (
+    flow = (
         Sequence.create("support", record=record)
         .step("triage", triage)
         .step("route", route)
         .build()
     )
+    flow.source = f"{__name__}:build_flow"  # what af replay loads to run it again
+    return flow

@@ -32,6 +32,7 @@ import orjson
 from afcore.agent._agent import Agent
 from afcore.errors import AfError, UsageError
 from afcore.flows._log import FlowLog
+from afcore.flows._replayer import FlowReplayer
 from afcore.flows._result import (
     FlowDecision,
     FlowResult,
@@ -202,6 +203,12 @@ class Flow:
     name: str
     recording: RecordingConfig | None
     last_result: FlowResult | None
+    source: str | None = None
+    """Where the flow was loaded from (``file.py:NAME``, ``module:function``), as ``af run``
+    loads it: the log's header names it, for ``af replay``."""
+    replayer: FlowReplayer | None = None
+    """For a flow made by ``afcore.replay.replaying_flow``: the recorded run its runs
+    replay."""
 
     def __init__(self, name: str, recording: RecordingConfig | None) -> None:
         self.name = name
@@ -240,7 +247,16 @@ class Flow:
                 f"run(...) takes the user's message as a string, got {type(message).__name__}"
             )
         scope = Scope(state or {})
-        log = FlowLog(describe(self, self.name), self.recording) if self.recording else None
+        log = None
+        if self.recording is not None:
+            log = FlowLog(
+                describe(self, self.name),
+                self.recording,
+                source=self.source,
+                replayer=self.replayer,
+            )
+        elif self.replayer is not None:
+            raise UsageError("a replay of a flow writes its own recording: give it one")
         run = _Run(scope, message, log, progress)
         started = run.clock()
         try:
@@ -342,7 +358,12 @@ def _replace(step: StepResult, **changes: Any) -> StepResult:
 async def _agent_step(run: _Run, path: str, name: str, agent: Agent, message: Any) -> StepResult:
     run.agents += 1
     config = run.log.agent_recording(agent, path, run.agents) if run.log is not None else None
+    replayer = run.log.replayer if run.log is not None else None
+    if replayer is not None:
+        agent = replayer.agent(agent, path)
     result, raised = await agent._execute(as_text(message), state=run.scope, recording=config)
+    if replayer is not None:
+        replayer.agent_ended(path, agent, result)
     status: StepStatus = {
         "answer": "ok",
         "max_iterations": "max_iterations",

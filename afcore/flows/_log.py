@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from afcore._version import __version__
 from afcore.agent._agent import Agent
@@ -26,6 +26,9 @@ from afcore.recording._models import RedactionInfo
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._writer import Recorder, error_info, usage_info
 
+if TYPE_CHECKING:
+    from afcore.flows._replayer import FlowReplayer
+
 __all__ = ["FlowLog"]
 
 
@@ -36,8 +39,16 @@ def _slug(path: str) -> str:
 class FlowLog:
     """The writer of one flow run's recording."""
 
-    def __init__(self, composition: FlowNode, config: RecordingConfig) -> None:
+    def __init__(
+        self,
+        composition: FlowNode,
+        config: RecordingConfig,
+        *,
+        source: str | None = None,
+        replayer: FlowReplayer | None = None,
+    ) -> None:
         self.config = config
+        self.replayer = replayer
         self.run_id = config.run_id or new_run_id(config.now())
         folder = config.dir or default_dir()
         self.path = folder / f"{self.run_id}{SUFFIX}"
@@ -52,6 +63,8 @@ class FlowLog:
                 af_version=__version__,
                 python=".".join(map(str, sys.version_info[:3])),
                 flow=composition,
+                source=source,
+                replay_of=replayer.link if replayer is not None else None,
                 redaction=RedactionInfo(
                     fields=list(redactor.policy.fields),
                     patterns=redactor.pattern_names,
@@ -59,8 +72,15 @@ class FlowLog:
                 ),
             )
         )
+        if replayer is not None:
+            replayer.start(self.path)
         self._runs: dict[str, tuple[str, str]] = {}
         """step path -> its agent run's file (relative) and run id"""
+
+    def _event(self, record: Any) -> None:
+        raw = self.rec.event(record)
+        if self.replayer is not None:
+            self.replayer.written(raw)
 
     def agent_recording(self, agent: Agent, path: str, n: int) -> RecordingConfig:
         """Where the agent step at ``path`` records its run: the flow's folder of runs, on
@@ -73,7 +93,7 @@ class FlowLog:
         return replace(self.config, dir=self.runs, run_id=run_id, redaction=redaction)
 
     def step_start(self, path: str, name: str, kind: str, message: Any) -> None:
-        self.rec.event(StepStart(path=path, kind=kind, input=message))
+        self._event(StepStart(path=path, kind=kind, input=message))
 
     def step_end(self, step: StepResult, writes: dict[str, Any]) -> None:
         from afcore.injections._view import MISSING
@@ -81,7 +101,7 @@ class FlowLog:
         run, run_id = (
             self._runs.get(step.path, (None, None)) if step.kind == "agent" else (None, None)
         )
-        self.rec.event(
+        self._event(
             StepEnd(
                 path=step.path,
                 status=step.status,
@@ -99,7 +119,7 @@ class FlowLog:
         )
 
     def decision(self, path: str, decision: FlowDecision) -> None:
-        self.rec.event(
+        self._event(
             StepDecision(
                 path=path,
                 chosen=decision.chosen,
@@ -126,7 +146,7 @@ class FlowLog:
         output: Any,
         error: BaseException | None,
     ) -> None:
-        self.rec.event(
+        self._event(
             StepMerge(
                 path=path,
                 branches=branches,
@@ -143,20 +163,21 @@ class FlowLog:
             paused = next(
                 (s.path for s in result.steps.walk() if s.status == "paused" and not s.steps), None
             )
-        self.rec.event(
-            FlowEnd(
-                status=result.status,
-                answer=result.answer,
-                produced_by=result.produced_by,
-                calls=result.calls,
-                iterations=result.iterations,
-                usage=usage_info(result.usage),
-                duration_ms=round(result.seconds * 1000, 3),
-                error=error_info(result.error) if result.error is not None else None,
-                paused=paused,
-            )
+        ending = FlowEnd(
+            status=result.status,
+            answer=result.answer,
+            produced_by=result.produced_by,
+            calls=result.calls,
+            iterations=result.iterations,
+            usage=usage_info(result.usage),
+            duration_ms=round(result.seconds * 1000, 3),
+            error=error_info(result.error) if result.error is not None else None,
+            paused=paused,
         )
-        self.rec.close()
+        try:
+            self._event(ending)
+        finally:
+            self.rec.close()
 
     def abort(self, error: BaseException) -> None:
         """The flow was stopped from outside (cancelled, interrupted)."""

@@ -23,7 +23,7 @@ from afcore.recording._flows import (
     StepStart,
 )
 from afcore.recording._hashing import seal, short_id, unseal
-from afcore.recording._models import Seal
+from afcore.recording._models import Seal, UnknownRecord
 from afcore.recording._reader import MAX_LINE
 
 __all__ = [
@@ -88,6 +88,9 @@ class FlowRecording:
     chain: list[tuple[int, str]] = field(default_factory=list)
     """(line, what is wrong) with the hash chain its seals make: a record changed, added,
     removed or moved (checked by :func:`verify_flow`)."""
+    unknown: list[tuple[int, UnknownRecord]] = field(default_factory=list)
+    """(line, record) for records of a type this reader does not know (written by a later
+    version), kept as they are."""
 
     def steps(self) -> Iterator[FlowLogStep]:
         return self.top.walk() if self.top is not None else iter(())
@@ -128,6 +131,7 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
     is not one; a torn or malformed line is a problem, and the rest is read."""
     path = Path(path)
     problems: list[tuple[int, str]] = []
+    unknown: list[tuple[int, UnknownRecord]] = []
     header: FlowHeader | None = None
     end: FlowEnd | None = None
     open_steps: dict[str, FlowLogStep] = {}
@@ -150,8 +154,13 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
                 continue
             try:
                 data = orjson.loads(raw)
-                model = FLOW_TYPES[data["t"]]
-                record = model.model_validate(data)
+                model = FLOW_TYPES.get(data["t"]) if isinstance(data["t"], str) else None
+                if model is None and number > 1:
+                    # A record of a type this reader does not know (a later writer's):
+                    # kept as it is, as readers keep an agent's; its seal covers it.
+                    unknown.append((number, UnknownRecord.model_validate(data)))
+                    continue
+                record = (model or FlowHeader).model_validate(data)
             except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError) as e:
                 if number == 1:
                     raise RecordingFormatError(
@@ -194,7 +203,7 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
                 end = record
     if header is None:  # empty, or a first line that is blank or a seal
         raise RecordingFormatError(f"{path} is not a flow's recording: no flow header", path=path)
-    return FlowRecording(path, header, top, end, problems, chain.end(torn_at))
+    return FlowRecording(path, header, top, end, problems, chain.end(torn_at), unknown)
 
 
 class _Chain:

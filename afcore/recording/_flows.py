@@ -20,6 +20,7 @@ from afcore.recording._models import (
     ErrorInfo,
     Record,
     RedactionInfo,
+    ReplayLink,
     Sparse,
     UsageInfo,
     _Model,
@@ -69,6 +70,12 @@ class FlowHeader(_Model):
     """The composition: the top flow and everything under it."""
     redaction: RedactionInfo
     """The policy the flow's own records went through (the agents' files name their own)."""
+    source: Sparse[str | None] = None
+    """Where the flow was loaded from, as `af run` loads it (`examples/router.py:router`,
+    `afcore.demos.router:build_flow`): what `af replay` runs again."""
+    replay_of: Sparse[ReplayLink | None] = None
+    """For a replay's log (`af replay`): the flow run it re-ran (its agents' runs name
+    theirs)."""
 
 
 class StepStart(_Model):

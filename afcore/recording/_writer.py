@@ -833,9 +833,10 @@ class Recorder:
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
 
-    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> None:
+    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> bytes:
         """An event (what the loop saw: an error, a tool starting, a message leaving the
-        window), screened by the redaction policy as a whole."""
+        window), screened by the redaction policy as a whole. Returns the line as written
+        (a replay compares it with the recorded one)."""
         raw = _dumps(record, default=as_json)
         if self.redactor.needs_redaction(raw):
             raw = _dumps(self.redactor.redact(orjson.loads(raw)))
@@ -844,6 +845,7 @@ class Recorder:
             self._observe(raw)
         if flush:
             self.flush()
+        return raw
 
     def sync(self) -> None:
         """An iteration boundary: what is pending goes out with the next write, which comes
@@ -1117,8 +1119,8 @@ class NullRecorder(Recorder):
     def reply(self, rsid: str, iteration: int, call: int, **_: Any) -> int:
         return 0
 
-    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> None:
-        pass
+    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> bytes:
+        return b""
 
     def flush(self) -> None:
         pass

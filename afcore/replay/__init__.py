@@ -11,18 +11,32 @@ the recorded side (``af replay``).
   and random source (``ctx.now()``, ``ctx.random``, ``s.now()``, ``s.random``), ids a
   provider made, the order of a tool result's keys. Values taken from anywhere else make
   the replay differ where they are used;
+- :func:`replay_flow` (and :func:`areplay_flow`, :func:`replaying_flow`) replays a composed
+  run: the flow's code runs again, each agent step replaying its recorded run, and the first
+  difference (a step, a decision and the values its predicates read, a merge, a call inside
+  an agent step) is a :class:`FlowDivergence` in a :class:`FlowReplayReport`;
 - a governed run replays through its middleware (a served result keeps what the result
   chain decided then), and through each pause for a person: the same question at the same
   call, answered as the person answered it then.
 """
 
+from afcore.replay._flow import FlowReplayer, areplay_flow, replay_flow, replaying_flow
 from afcore.replay._replay import areplay, replay, replaying
 from afcore.replay._replayer import Replayer, ToolsMode
-from afcore.replay._report import Divergence, ReplayReport, ReplayStatus
+from afcore.replay._report import (
+    Divergence,
+    FlowDivergence,
+    FlowReplayReport,
+    ReplayReport,
+    ReplayStatus,
+)
 from afcore.replay._tape import RecordedCall, Tape
 
 __all__ = [
     "Divergence",
+    "FlowDivergence",
+    "FlowReplayReport",
+    "FlowReplayer",
     "RecordedCall",
     "ReplayReport",
     "ReplayStatus",
@@ -30,6 +44,9 @@ __all__ = [
     "Tape",
     "ToolsMode",
     "areplay",
+    "areplay_flow",
     "replay",
+    "replay_flow",
     "replaying",
+    "replaying_flow",
 ]

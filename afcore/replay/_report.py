@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from afcore.readmodel import Change
 
-__all__ = ["Divergence", "ReplayReport", "ReplayStatus"]
+__all__ = ["Divergence", "FlowDivergence", "FlowReplayReport", "ReplayReport", "ReplayStatus"]
 
 ReplayStatus = Literal["identical", "diverged", "failed"]
 
@@ -162,5 +162,156 @@ class ReplayReport:
             "error": self.error,
             "resumed": self.resumed,
             "paused": self.paused,
+            "finished": self.finished,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FlowDivergence:
+    """The first place a replay of a flow departed from the recorded flow run: in the flow
+    itself (a step that ran in one only, a decision, a merge, what a step gave or wrote,
+    the ending), or inside an agent step's run (``call`` says which call)."""
+
+    step: str
+    """The path of the step it is in (``""``: the top flow)."""
+    slot: str
+    """For the flow's own difference: ``step``, ``decision``, ``merge`` or ``end``; inside
+    an agent's run, the call's slot as for an agent's replay (``system``, ``messages``,
+    ``tools``, ``tool_result``, ``run``, ...)."""
+    path: str
+    """Where in it: ``predicate billing: answered``, ``wrote state.intent``, ``chosen``,
+    ``ran``; inside an agent's run, as :attr:`Divergence.path`."""
+    kind: Literal["added", "removed", "changed"]
+    recorded: Any
+    replayed: Any
+    why_key: str | None
+    """The ``af why`` key that explains the recorded side: of the flow's log (``state.intent``,
+    ``route/billing``, ``answer``), or, with :attr:`run`, of that agent's recorded run (with
+    ``--at call:<call>``)."""
+    call: int | None = None
+    """Inside an agent step's run: the call it is at."""
+    run: str | None = None
+    """Inside an agent step's run: the recorded run's file, relative to the log's folder."""
+    where: dict[str, Any] = field(default_factory=dict)
+    others: int = 0
+
+    @classmethod
+    def of_change(cls, change: Change) -> FlowDivergence:
+        where = dict(change.where)
+        return cls(
+            step=str(where.get("step", "")),
+            slot=change.slot,
+            path=change.path,
+            kind=change.kind,
+            recorded=change.a,
+            replayed=change.b,
+            why_key=change.why_key,
+            where=where,
+        )
+
+    @classmethod
+    def in_agent(cls, step: str, run: str | None, d: Divergence) -> FlowDivergence:
+        return cls(
+            step=step,
+            slot=d.slot,
+            path=d.path,
+            kind=d.kind,
+            recorded=d.recorded,
+            replayed=d.replayed,
+            why_key=d.why_key,
+            call=d.call,
+            run=run,
+            where=dict(d.where),
+            others=d.others,
+        )
+
+    def describe(self) -> str:
+        """One line: where, and what happened there."""
+        step = f"step {self.step}" if self.step else "the top flow"
+        if self.call is not None:
+            inner = Divergence(
+                self.call, self.slot, self.path, self.kind, self.recorded, self.replayed, None
+            )
+            return f"{step}, {inner.describe()}"
+        what = {"added": "only in the replay", "removed": "only in the recording"}.get(
+            self.kind, "differs"
+        )
+        return f"{step}, {self.slot}, {self.path}: {what}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "call": self.call,
+            "slot": self.slot,
+            "path": self.path,
+            "kind": self.kind,
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+            "why_key": self.why_key,
+            "run": self.run,
+            "where": self.where,
+            "others": self.others,
+        }
+
+
+@dataclass(slots=True)
+class FlowReplayReport:
+    """How a replay of a flow went."""
+
+    status: ReplayStatus
+    """``identical``: every step ran as recorded (the same decisions on the same evidence,
+    the same outputs and writes), every agent step's calls were sent again exactly and the
+    flow ended as it did; ``diverged``: see :attr:`divergence`; ``failed``: the replay
+    could not be run (:attr:`error`)."""
+    steps: int
+    """Steps the replay ran to their end (the top flow among them)."""
+    calls: int
+    """Model calls its agents made, all answered from the recording."""
+    identical_calls: int
+    """Calls sent exactly as recorded before the first difference."""
+    replay_of: Path
+    recording: Path | None = None
+    """The replay's own log (its header's ``replay_of`` names the one replayed)."""
+    divergence: FlowDivergence | None = None
+    ended_at: str | None = None
+    """The step at which the recording ends without what the replay needed next (the
+    recorded flow stopped there): the replay stopped with it."""
+    error: str | None = None
+    """Why the replay failed, or the error the flow ended on (as recorded)."""
+    answer: str | None = None
+    finished: bool = True
+    """False when the recorded flow did not finish (no ``flow_end``)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "identical" and self.finished and self.ended_at is None
+
+    def summary(self) -> str:
+        """``4 steps, 2 calls, identical``; ``diverged at step route, ...``; ``failed: ...``."""
+        if self.status == "identical":
+            steps = f"{self.steps} step{'s' if self.steps != 1 else ''}"
+            calls = f"{self.calls} call{'s' if self.calls != 1 else ''}"
+            if self.ended_at is not None or not self.finished:
+                where = f" in step {self.ended_at}" if self.ended_at else ""
+                return (
+                    f"the recorded flow did not finish: {steps}, {calls} identical, the "
+                    f"recording ends{where} before the flow did"
+                )
+            return f"{steps}, {calls}, identical"
+        if self.status == "diverged" and self.divergence is not None:
+            return f"diverged at {self.divergence.describe()}"
+        return f"failed: {self.error}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "steps": self.steps,
+            "calls": self.calls,
+            "identical_calls": self.identical_calls,
+            "divergence": None if self.divergence is None else self.divergence.to_json(),
+            "recording": None if self.recording is None else str(self.recording),
+            "replay_of": str(self.replay_of),
+            "ended_at": self.ended_at,
+            "error": self.error,
             "finished": self.finished,
         }

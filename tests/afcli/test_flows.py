@@ -281,17 +281,140 @@ def test_af_chat_says_a_flow_is_run_with_af_run(invoke: Invoke, tmp_path: Path) 
     assert "is a flow" in ran.err and "af run" in ran.err
 
 
-def test_af_replay_and_af_diff_say_where_a_flow_s_agent_runs_are(
-    routed: dict[str, Any], invoke: Invoke
+def test_af_replay_runs_the_flow_again_from_the_source_its_log_names(
+    routed: dict[str, Any], invoke: Invoke, tmp_path: Path
+) -> None:
+    ran = invoke("replay", routed["recording"], "--out", tmp_path / "replays")
+    assert ran.code == 0, ran.out + ran.err
+    assert ran.out.strip() == "4 steps, 2 calls, identical"
+    assert "with afcore.demos.router:build_flow" in ran.err
+    data = invoke(
+        "replay", routed["recording"], "--tools", "recorded", "--json", "--out", tmp_path
+    ).json()
+    assert data["status"] == "identical" and data["steps"] == 4 and data["calls"] == 2
+    assert invoke("verify", data["recording"]).code == 0
+    shown = " ".join(invoke("show", data["recording"]).out.split())
+    assert f"replay of {Path(routed['recording']).name} tools recorded" in shown
+    assert "from afcore.demos.router:build_flow" in shown
+    link = invoke("show", data["recording"], "--json").json()["replay_of"]
+    assert link["file"] == Path(routed["recording"]).name and link["tools"] == "recorded"
+    # The replay and the run it replays, side by side: identical.
+    same = invoke("diff", routed["recording"], data["recording"])
+    assert same.code == 0 and "identical: 4 steps, the same ending" in same.out
+
+
+def test_af_replay_of_a_flow_file_names_the_edited_step_and_its_why(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import afcore.demos.router as router
+
+    monkeypatch.chdir(tmp_path)  # the log names the flow's file relative to where it ran
+    monkeypatch.setattr(router, "URGENT_NOTE", router.URGENT_NOTE)  # the edit below is undone
+    flow = tmp_path / "support.py"
+    flow.write_text(
+        "import afcore.demos.router as router\n"
+        "URGENT = router.URGENT_NOTE\n"
+        "support = router.build_flow()\n"
+    )
+    ran = invoke("run", flow, "Invoice 1042 charged me twice, urgent!", "--json", "--out", tmp_path)
+    assert ran.code == 0, ran.err
+    log = ran.json()["recording"]
+    assert invoke("replay", log, "--out", tmp_path / "r").out.startswith("4 steps, 2 calls")
+    edited = tmp_path / "support_edited.py"
+    edited.write_text(
+        "import afcore.demos.router as router\n"
+        "router.URGENT_NOTE = 'Urgent: say sorry.'\n"
+        "support = router.build_flow()\n"
+    )
+    ran = invoke("replay", log, edited, "--out", tmp_path / "r")
+    assert ran.code == 1
+    said = " ".join(ran.out.split())
+    assert "diverged at step route/billing, call 1, messages" in said
+    assert "~ message 2: content" in said and "replayed 'Urgent: say sorry.'" in said
+    assert f"why af why {Path(log).with_suffix('')}/001-route-billing.jsonl message:2" in said
+    data = invoke("replay", log, edited, "--json", "--out", tmp_path / "r").json()
+    d = data["divergence"]
+    assert data["status"] == "diverged"
+    assert (d["step"], d["call"], d["slot"], d["why_key"]) == (
+        "route/billing",
+        1,
+        "messages",
+        "message:2",
+    )
+
+
+def test_af_replay_of_an_edited_predicate_shows_what_it_read(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    edited = tmp_path / "router_edited.py"
+    edited.write_text(
+        "import afcore.demos.router as router\n"
+        "def build_flow():\n"
+        "    flow = router.build_flow()\n"
+        "    route = flow.steps[1][1]\n"
+        "    (name, _, agent), *rest = route.whens\n"
+        "    route.whens = ((name, lambda s: s['intent'] == 'refund', agent), *rest)\n"
+        "    return flow\n"
+    )
+    ran = invoke("run", "--demo", "router", "--json", "--out", tmp_path)
+    log = ran.json()["recording"]
+    ran = invoke("replay", log, f"{edited}:build_flow", "--out", tmp_path / "r")
+    assert ran.code == 1
+    said = " ".join(ran.out.split())
+    assert "diverged at step route, decision" in said
+    assert "~ predicate billing: answered recorded true replayed false" in said
+    assert 'read state.intent = "billing"' in said
+    assert f"why af why {log} route/billing" in said
+    # The recorded side's why: the decision and the step that wrote what it read.
+    why = " ".join(invoke("why", log, "route/billing").out.split())
+    assert "chosen by route" in why and "state.intent ← written by triage" in why
+
+
+def test_af_diff_of_two_flow_runs_says_where_they_depart(
+    routed: dict[str, Any], invoke: Invoke, tmp_path: Path
+) -> None:
+    other = invoke("run", "--demo", "router", "the sync is broken", "--json", "--out", tmp_path)
+    ran = invoke("diff", routed["recording"], other.json()["recording"])
+    assert ran.code == 1
+    said = " ".join(ran.out.split())
+    assert "step route/billing agent ran only in a" in said
+    assert "step route/tech agent ran only in b" in said
+    assert "~ predicate billing: answered a true b false" in said
+    assert 'a read state.intent = "billing" b read state.intent = "tech"' in said
+    assert "~ chosen a 'billing' b 'tech'" in said
+    data = invoke("diff", routed["recording"], other.json()["recording"], "--json").json()
+    assert not data["identical"]
+    assert {s["path"] for s in data["steps"]} >= {"route", "route/billing", "route/tech"}
+
+
+def test_a_flow_s_log_and_an_agent_s_run_are_not_taken_for_each_other(
+    routed: dict[str, Any], invoke: Invoke, tmp_path: Path
 ) -> None:
     log = Path(routed["recording"])
     (run,) = (log.parent / log.stem).glob("*.jsonl")
-    for args in (("replay", log), ("diff", log, run), ("diff", run, log)):
-        ran = invoke(*args)
-        assert ran.code == 2, ran.out
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "from afcore import Agent, mock\n"
+        "agent = Agent.create(provider=mock(reply='hi'), model='m', name='a').build()\n"
+    )
+    cases = [
+        (("replay", log, f"{agent}:agent"), ["is an agent", "is a flow's log", log.stem]),
+        (("replay", run), ["is the run of step route/billing of the flow run", "af replay"]),
+        (
+            ("replay", run, "afcore.demos.router:build_flow"),
+            ["is a flow", "is one agent's run"],
+        ),
+        (("diff", log, run), ["is a flow's log", "is one agent's run", log.stem]),
+        (("diff", run, log), ["is a flow's log", "is one agent's run", log.stem]),
+    ]
+    for args, words in cases:
+        ran = invoke(*args, "--out", tmp_path) if args[0] == "replay" else invoke(*args)
+        assert ran.code == 2, (args, ran.out)
         said = " ".join(ran.err.split())
-        assert "is a flow's log" in said and "reads one agent's run" in said
-        assert log.stem in said
+        for word in words:
+            assert word in said, (args, said)
+    refused = invoke("replay", log, "--then-live")
+    assert refused.code == 2 and "--then-live" in refused.err
 
 
 def _graph_checks(graph: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
@@ -372,3 +495,24 @@ def test_af_why_json_gives_a_parallel_flow_s_graph_through_its_merge(
     assert merge["kind"] == "merge" and merge["branches"] == {"pro": "ok", "con": "ok"}
     missing = invoke("why", ran.json()["recording"], "state.nothing", "--json")
     assert missing.code == 1 and "no step wrote 'state.nothing'" in missing.err
+
+
+def test_a_record_of_a_type_this_reader_does_not_know_is_kept_not_a_problem(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    from afcore.recording import open_flow
+    from tests.conftest import reseal
+
+    log = Path(routed["recording"])
+    whole = log.read_bytes()
+    # A later 1.1 writer may add record types to a flow's log: sealed, they read and verify.
+    added = b'{"t":"later_record","note":"from a later writer"}\n{"t":"seal","h":"x"}\n'
+    log.write_bytes(reseal(whole + added))
+    flow = open_flow(log)
+    assert flow.problems == [] and [r.t for _, r in flow.unknown] == ["later_record"]
+    assert invoke("verify", log).code == 0
+    assert invoke("show", log).code == 0
+    # Unsealed, it is caught as any added line is.
+    log.write_bytes(whole + added.splitlines(keepends=True)[0])
+    ran = invoke("verify", log)
+    assert ran.code == 1 and "come after the last seal" in " ".join(ran.out.split())
