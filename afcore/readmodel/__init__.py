@@ -99,7 +99,6 @@ if TYPE_CHECKING:
         ToolCall,
         ToolEntry,
         ToolResult,
-        usage_json,
     )
     from afcore.readmodel._run import RunPart, overview, run_view
     from afcore.readmodel._session import (
@@ -129,6 +128,7 @@ if TYPE_CHECKING:
         shown_status,
         status_style,
         stop_text,
+        usage_json,
         usage_text,
     )
     from afcore.readmodel._timeline import FoldMark, Mark, Timeline, build
@@ -211,7 +211,6 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "ToolCall",
         "ToolEntry",
         "ToolResult",
-        "usage_json",
     ),
     "afcore.readmodel._run": ("RunPart", "overview", "run_view"),
     "afcore.readmodel._session": (
@@ -239,6 +238,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "safe",
         "shown_status",
         "status_style",
+        "usage_json",
         "usage_text",
         "block_text",
         "stop_text",
