@@ -139,3 +139,26 @@ def test_help_starts_without_the_read_model_or_the_recording_models() -> None:
     held = held_at_exit("--help")
     assert "afcli.app" in held, "the probe ran no af"
     assert not {"pydantic", "afcore.readmodel._model", "afcore.recording._reader"} & held
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("show", str(SAMPLE)), ("why", str(SAMPLE), "answer"), ("verify", str(SAMPLE))],
+    ids=lambda a: a[0],
+)
+def test_reading_a_run_builds_no_flow_models(args: tuple[str, ...]) -> None:
+    # Whether a file is a flow's log is its first bytes; the flow records' models are a
+    # flow reader's to build.
+    held = held_at_exit(*args)
+    assert "afcore.recording._reader" in held, "the probe read no run"
+    assert "afcore.recording._flows" not in held
+
+
+def test_listing_runs_builds_no_flow_models(tmp_path: Path) -> None:
+    (tmp_path / SAMPLE.name).write_bytes(SAMPLE.read_bytes())
+    held = held_at_exit("ls", str(tmp_path))
+    assert "afcore.recording._models" in held, "the probe read no header"
+    assert "afcore.recording._flows" not in held
+    flow = next(SAMPLE.parent.glob("flow-*.jsonl"))
+    (tmp_path / flow.name).write_bytes(flow.read_bytes())
+    assert "afcore.recording._flows" in held_at_exit("ls", str(tmp_path))
