@@ -68,7 +68,7 @@ def peek(path: Path) -> dict[str, Any]:
 
 
 def _header(first: bytes) -> Any:
-    from afcore.recording import FORMAT, FORMAT_VERSION, FlowHeader, Header
+    from afcore.recording import FORMAT, FORMAT_VERSION, Header
 
     if not first:
         raise _Unreadable("the file is empty")
@@ -90,8 +90,14 @@ def _header(first: bytes) -> Any:
         raise _Unreadable(
             f"format version {version} is newer than this af reads ({supported}.x); upgrade af"
         )
+    model: Any = Header
+    if kind == "flow":
+        # Only for a flow's log: its records' models are not built for a folder of runs.
+        from afcore.recording import FlowHeader
+
+        model = FlowHeader
     try:
-        return (FlowHeader if kind == "flow" else Header).model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "header"
@@ -99,8 +105,6 @@ def _header(first: bytes) -> Any:
 
 
 def _tail(f: Any, entry: dict[str, Any], *, end_type: str = "run_end") -> None:
-    from afcore.recording import FlowEnd, RunEnd
-
     size = os.fstat(f.fileno()).st_size
     start = max(0, size - TAIL_LIMIT)
     f.seek(start)
@@ -131,8 +135,15 @@ def _tail(f: Any, entry: dict[str, Any], *, end_type: str = "run_end") -> None:
     if not isinstance(data, dict) or data.get("t") != end_type:
         entry["reason"] = f"no {end_type} record: the run was cut off or is still running"
         return
+    from afcore.recording import RunEnd
+
+    model: Any = RunEnd
+    if end_type == "flow_end":
+        from afcore.recording import FlowEnd
+
+        model = FlowEnd
     try:
-        end = (FlowEnd if end_type == "flow_end" else RunEnd).model_validate(data)
+        end = model.model_validate(data)
     except ValidationError:
         entry["reason"] = f"the {end_type} record is malformed"
         return

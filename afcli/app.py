@@ -6,7 +6,8 @@ Exit codes: 0 ok, 1 the run or the check failed, 2 usage error, 130 interrupted.
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
@@ -63,20 +64,27 @@ def _root(
     settings.debug = debug
 
 
-app.command("run")(run.run)
-app.command("resume")(resume.resume)
-app.command("chat")(chat.chat)
-app.command("ls")(ls.ls)
-app.command("show")(show.show)
-app.command("verify")(verify.verify)
-app.command("schema")(schema.schema)
-app.command("why")(why.why)
-app.command("lens")(lens.lens)
-app.command("sessions")(sessions.sessions)
-app.command("replay")(replay.replay)
-app.command("diff")(diff.diff)
-app.command("export")(export.export)
-app.command("report")(report.report)
+def _add(name: str, fn: Callable[..., Any]) -> None:
+    # typer reads each signature six times per start and compiles every string annotation
+    # each time (``from __future__ import annotations``): resolved once here, they are not.
+    fn.__annotations__.update(get_type_hints(fn, include_extras=True))
+    app.command(name)(fn)
+
+
+_add("run", run.run)
+_add("resume", resume.resume)
+_add("chat", chat.chat)
+_add("ls", ls.ls)
+_add("show", show.show)
+_add("verify", verify.verify)
+_add("schema", schema.schema)
+_add("why", why.why)
+_add("lens", lens.lens)
+_add("sessions", sessions.sessions)
+_add("replay", replay.replay)
+_add("diff", diff.diff)
+_add("export", export.export)
+_add("report", report.report)
 
 
 def main() -> None:

@@ -9,9 +9,7 @@ closed in the transcript); a second Ctrl-C leaves.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
@@ -271,6 +269,10 @@ class _Chat:
 
     def _turn(self, text: str) -> None:
         """Send ``text`` and show its turn; Ctrl-C interrupts it, a second one leaves."""
+        # Here, not at the top: asyncio alone costs every other command's start-up 14 ms.
+        import asyncio
+        import signal
+
         from rich.text import Text
 
         from afcli._progress import Progress

@@ -98,7 +98,6 @@ def show(
     run given) by the links the recordings' headers hold.
     """
     from afcli._runs import newest, open_run, resolve
-    from afcore.readmodel import call_detail
     from afcore.recording import is_flow
 
     if session is not None:
@@ -121,6 +120,8 @@ def show(
         return
     with open_run(path, index=call is not None) as rec:
         if call is not None:
+            from afcore.readmodel import call_detail  # --call's alone: the run view needs none
+
             data = call_detail(rec, call)
             if json_output:
                 print_json(data.to_json())

@@ -112,7 +112,6 @@ if TYPE_CHECKING:
         ToolCall,
         ToolEntry,
         ToolResult,
-        usage_json,
     )
     from afcore.readmodel._run import RunPart, overview, run_view
     from afcore.readmodel._session import (
@@ -142,6 +141,7 @@ if TYPE_CHECKING:
         shown_status,
         status_style,
         stop_text,
+        usage_json,
         usage_text,
     )
     from afcore.readmodel._timeline import FoldMark, Mark, Timeline, build
@@ -237,7 +237,6 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "ToolCall",
         "ToolEntry",
         "ToolResult",
-        "usage_json",
     ),
     "afcore.readmodel._run": ("RunPart", "overview", "run_view"),
     "afcore.readmodel._session": (
@@ -265,6 +264,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "safe",
         "shown_status",
         "status_style",
+        "usage_json",
         "usage_text",
         "block_text",
         "stop_text",

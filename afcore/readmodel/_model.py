@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from afcore.readmodel._text import evidence_text
+from afcore.readmodel._text import evidence_text, usage_json
 
 if TYPE_CHECKING:
     from afcore.recording import AttemptDecision, SkippedProvider, UsageInfo
@@ -40,18 +40,7 @@ __all__ = [
     "ToolCall",
     "ToolEntry",
     "ToolResult",
-    "usage_json",
 ]
-
-
-def usage_json(usage: UsageInfo | None) -> dict[str, Any] | None:
-    """A usage as the read model's JSON gives it: the token counts, and what else it says."""
-    if usage is None:
-        return None
-    return usage.model_dump(exclude_defaults=True) | {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-    }
 
 
 def _decision_json(decision: AttemptDecision | None) -> dict[str, Any] | None:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from afcore.recording import UsageInfo
 
 __all__ = [
     "args_text",
@@ -31,6 +34,7 @@ __all__ = [
     "result_notes",
     "shown_status",
     "status_style",
+    "usage_json",
     "usage_text",
 ]
 
@@ -121,6 +125,16 @@ def args_text(args: Any, limit: int = 100) -> str:
 def plural(n: int, word: str) -> str:
     """``1 call``, ``2 calls``, ``1,024 calls``."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def usage_json(usage: UsageInfo | None) -> dict[str, Any] | None:
+    """A usage as the read model's JSON gives it: the token counts, and what else it says."""
+    if usage is None:
+        return None
+    return usage.model_dump(exclude_defaults=True) | {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+    }
 
 
 def usage_text(usage: Mapping[str, Any] | None) -> str:

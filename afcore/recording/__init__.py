@@ -16,7 +16,6 @@ if TYPE_CHECKING:
         FlowLogStep,
         FlowRecording,
         FlowVerifyReport,
-        is_flow,
         open_flow,
         verify_flow,
     )
@@ -102,7 +101,7 @@ if TYPE_CHECKING:
         Write,
         record_schema,
     )
-    from afcore.recording._paths import default_dir, new_run_id, resolve_run
+    from afcore.recording._paths import default_dir, is_flow, new_run_id, resolve_run
     from afcore.recording._reader import (
         MAX_LINE,
         CallCheck,
@@ -124,7 +123,6 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "FlowLogStep",
         "FlowRecording",
         "FlowVerifyReport",
-        "is_flow",
         "open_flow",
         "verify_flow",
     ),
@@ -218,6 +216,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
     ),
     "afcore.recording._paths": (
         "default_dir",
+        "is_flow",
         "new_run_id",
         "resolve_run",
     ),

@@ -30,20 +30,9 @@ __all__ = [
     "FlowLogStep",
     "FlowRecording",
     "FlowVerifyReport",
-    "is_flow",
     "open_flow",
     "verify_flow",
 ]
-
-
-def is_flow(path: str | Path) -> bool:
-    """Whether the file at ``path`` is a flow's recording (its first line a ``flow``)."""
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(4096)
-    except OSError:
-        return False
-    return first.startswith(b'{"t":"flow"')
 
 
 @dataclass

@@ -12,7 +12,9 @@ model's types by construction (mypy checks every call against the model's own si
 and validating each record would cost the loop more than writing it.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: pydantic would compile and evaluate each of
+# the ~350 field annotations from a string when the models are built, which every read
+# command does at start-up; as objects they cost nothing more.
 
 from collections.abc import Callable
 from operator import attrgetter

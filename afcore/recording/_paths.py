@@ -11,7 +11,7 @@ from pathlib import Path
 
 from afcore.errors import RunNotFoundError
 
-__all__ = ["SUFFIX", "default_dir", "new_run_id", "resolve_run"]
+__all__ = ["SUFFIX", "default_dir", "is_flow", "new_run_id", "resolve_run"]
 
 SUFFIX = ".jsonl"
 ENV_DIR = "AF_RECORDINGS"
@@ -75,3 +75,15 @@ def resolve_run(ref: str, folder: Path | None = None) -> Path:
         shown = ", ".join(p.stem for p in matches[:5]) + (", ..." if len(matches) > 5 else "")
         raise RunNotFoundError(f"{shown!r} matches {len(matches)} recordings in {folder}: {shown}")
     return matches[0]
+
+
+# Here, not beside the flow reader: af show, why and verify ask it of every run, and the
+# flow reader's import builds the flow records' models.
+def is_flow(path: str | Path) -> bool:
+    """Whether the file at ``path`` is a flow's recording (its first line a ``flow``)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return False
+    return first.startswith(b'{"t":"flow"')

@@ -6,6 +6,7 @@ a fresh interpreter, where nothing else has imported them."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,3 +88,77 @@ def test_read_commands_import_only_what_reading_takes(args: tuple[str, ...]) -> 
     report = probe(*args)
     assert report["code"] == 0, report["out"]
     assert report["attempts"] == []
+
+
+# Through the console script's own entry point, as a person runs af: what the process holds
+# when it exits, whatever imported it (af, typer, rich or a library below them).
+EXIT_PROBE = r"""
+import atexit, json, sys
+
+@atexit.register
+def _held() -> None:
+    sys.__stderr__.write("\nHELD " + json.dumps(sorted(sys.modules)) + "\n")
+
+sys.argv = ["af", *sys.argv[1:]]
+from afcli import main
+main()
+"""
+
+
+def held_at_exit(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.rpartition("\nHELD ")[2]
+    return set(json.loads(said))
+
+
+READS = [
+    ("--help",),
+    ("ls", str(SAMPLE.parent)),
+    ("show", str(SAMPLE)),
+    ("why", str(SAMPLE), "answer"),
+]
+
+
+@pytest.mark.parametrize("args", READS, ids=lambda a: a[0])
+def test_read_commands_start_without_an_event_loop(args: tuple[str, ...]) -> None:
+    # asyncio (with ssl, sockets, threads) is af run's and af chat's: 14 ms of every start-up.
+    held = held_at_exit(*args)
+    assert "afcli.app" in held, "the probe ran no af"
+    assert "asyncio" not in held
+
+
+def test_help_starts_without_the_read_model_or_the_recording_models() -> None:
+    # Listing the commands needs their signatures, not what they show.
+    held = held_at_exit("--help")
+    assert "afcli.app" in held, "the probe ran no af"
+    assert not {"pydantic", "afcore.readmodel._model", "afcore.recording._reader"} & held
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("show", str(SAMPLE)), ("why", str(SAMPLE), "answer"), ("verify", str(SAMPLE))],
+    ids=lambda a: a[0],
+)
+def test_reading_a_run_builds_no_flow_models(args: tuple[str, ...]) -> None:
+    # Whether a file is a flow's log is its first bytes; the flow records' models are a
+    # flow reader's to build.
+    held = held_at_exit(*args)
+    assert "afcore.recording._reader" in held, "the probe read no run"
+    assert "afcore.recording._flows" not in held
+
+
+def test_listing_runs_builds_no_flow_models(tmp_path: Path) -> None:
+    (tmp_path / SAMPLE.name).write_bytes(SAMPLE.read_bytes())
+    held = held_at_exit("ls", str(tmp_path))
+    assert "afcore.recording._models" in held, "the probe read no header"
+    assert "afcore.recording._flows" not in held
+    flow = next(SAMPLE.parent.glob("flow-*.jsonl"))
+    (tmp_path / flow.name).write_bytes(flow.read_bytes())
+    assert "afcore.recording._flows" in held_at_exit("ls", str(tmp_path))
