@@ -94,7 +94,6 @@ def verify(rec: Recording) -> VerifyReport:
     end_line: int | None = None
     paused = False
     """the run_end at end_line says paused: a resume record may follow it"""
-    last_line = 0
 
     def check_ref(line: int, ref: str | None, what: str) -> None:
         if ref is not None and ref not in blobs:
@@ -151,32 +150,35 @@ def verify(rec: Recording) -> VerifyReport:
                     )
         written[seq] = keys
 
+    # The types are compared by identity (every record is an instance of its model, never of
+    # a subclass), most frequent first: this loop runs once per line of the file.
     for line, record in rec.records(blobs="checked"):
-        last_line = line
-        if end_line is not None and type(record) is not Seal:
+        kind = type(record)
+        if end_line is not None and kind is not Seal:
             # A paused run goes on in the same file: its run_end, then a resume record.
-            if not (paused and isinstance(record, Resume)):
+            if not (paused and kind is Resume):
                 t = "blob" if isinstance(record, CheckedBlob) else record.t
                 problems.append(Problem(line, f"a {t} record follows run_end (line {end_line})"))
             end_line = None
-        elif isinstance(record, Resume):
+        elif kind is Resume:
             problems.append(Problem(line, "a resume record that follows no paused run_end"))
-        kind = type(record)
-        if kind in _UNCHECKED:
-            continue  # nothing to check beyond their fields (seals: below, on the bytes)
         if kind is CheckedBlob:
             assert isinstance(record, CheckedBlob)
             if not record.intact:
                 problems.append(Problem(line, f"blob {record.id[:12]} does not hash to its id"))
             blobs.add(record.id)
             hashes.blob(record.id, record.intact)
-        elif isinstance(record, Commit):
+        elif kind in _UNCHECKED:
+            continue  # nothing to check beyond their fields (seals: below, on the bytes)
+        elif kind is Commit:
+            assert isinstance(record, Commit)
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
             note_writes(line, record.seq, record.writes)
             hashes.writes(record.writes)
             problems.extend(Problem(line, p) for p in window.commit(record))
-        elif isinstance(record, Call):
+        elif kind is Call:
+            assert isinstance(record, Call)
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
             calls += 1
@@ -219,7 +221,8 @@ def verify(rec: Recording) -> VerifyReport:
                     report.verified += 1
                 else:
                     problems.append(Problem(line, f"call {record.call}: {check.problem}"))
-        elif isinstance(record, Reply):
+        elif kind is Reply:
+            assert isinstance(record, Reply)
             check_seq(line, record.seq)
             note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
             hashes.writes(record.writes)
@@ -228,19 +231,21 @@ def verify(rec: Recording) -> VerifyReport:
                 problems.append(
                     Problem(line, f"reply to call {record.call} while call {calls} is open")
                 )
-        elif isinstance(record, RunEnd):
+        elif kind is RunEnd:
+            assert isinstance(record, RunEnd)
             end_line = line
             paused = record.status == "paused"
             if record.answer is not None:
                 check_ref(line, record.answer.ref, "the answer")
-        elif isinstance(record, ContextEvicted):
+        elif kind is ContextEvicted:
+            assert isinstance(record, ContextEvicted)
             wrong = window.evicted(record)
             if wrong is not None:
                 problems.append(Problem(line, wrong))
-        elif isinstance(record, Header):
+        elif kind is Header:
             if line != 1:
                 problems.append(Problem(line, "a second header"))
-        elif isinstance(record, UnknownRecord):
+        elif kind is UnknownRecord:
             pass  # kept as it is; counted in unknown_records
     if rec.header.hash != "sha256":
         problems.extend(_check_seals(rec))
@@ -260,7 +265,6 @@ def verify(rec: Recording) -> VerifyReport:
         )
     problems.extend(p for p in rec.problems if p not in problems)
     problems.sort(key=lambda p: p.line)
-    del last_line
     return report
 
 
