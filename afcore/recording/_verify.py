@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from afcore.recording._hashing import Scheme, request_digest, seal, short_id, unseal
 from afcore.recording._models import (
@@ -284,8 +284,8 @@ class _CallHashes:
         """ids of the blobs seen so far whose value hashes to their id"""
         self._bad: set[str] = set()
         """ids under which a blob that does not hash to it was stored"""
-        self._refs: list[bytes | None] = [None]
-        """message n -> the hash it was written under, as bytes (None: not seen)"""
+        self._refs: list[str | None] = [None]
+        """message n -> the hash it was written under (None: not seen)"""
         self._lists: dict[str, list[str] | None] = {}
         self._marks: list[tuple[list[tuple[int, int]], Any]] = []
         """up to two (window, running sha256 over its messages' hashes): the last call's
@@ -308,18 +308,17 @@ class _CallHashes:
             if refs[n] is not None:
                 continue  # the first write of a message is the one read
             if isinstance(w.ref, str):
-                refs[n] = w.ref.encode()
+                refs[n] = w.ref
             elif w.value is not None:
                 # Written inline (1.1): its id is that of its canonical JSON, checked here.
                 ref = self._scheme.content(w.value)
                 self._good.add(ref)
-                refs[n] = ref.encode()
+                refs[n] = ref
 
     def ref(self, n: int) -> str | None:
         """The id message ``n`` was written under, as far as the pass has seen."""
         refs = self._refs
-        held = refs[n] if 0 < n < len(refs) else None
-        return None if held is None else held.decode()
+        return refs[n] if 0 < n < len(refs) else None
 
     def check(self, call: Call) -> CallCheck | None:
         """The call's check, or None when it must be rebuilt from the file as a reader
@@ -420,14 +419,13 @@ class _CallHashes:
             a, b = window[k]
             if k < len(start):
                 a = start[k]
-            for n in range(a, b + 1):
-                ref = refs[n]
-                if ref is None:
+            if a <= b:
+                # Checked and hashed in C: a window may hold thousands of messages (a
+                # message not seen, None, is in neither set).
+                chunk = refs[a : b + 1]
+                if not good.issuperset(chunk) or (bad and not bad.isdisjoint(chunk)):
                     return None
-                text = ref.decode()
-                if text not in good or text in bad:
-                    return None
-                h.update(ref)
+                h.update("".join(cast("list[str]", chunk)).encode())
             if k == len(window) - 2:
                 head = list(window[: k + 1])
                 if k + 1 < len(start):
