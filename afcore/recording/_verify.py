@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from afcore.recording._hashing import Scheme, request_digest, seal, short_id, unseal
 from afcore.recording._models import (
@@ -94,7 +94,6 @@ def verify(rec: Recording) -> VerifyReport:
     end_line: int | None = None
     paused = False
     """the run_end at end_line says paused: a resume record may follow it"""
-    last_line = 0
 
     def check_ref(line: int, ref: str | None, what: str) -> None:
         if ref is not None and ref not in blobs:
@@ -151,32 +150,35 @@ def verify(rec: Recording) -> VerifyReport:
                     )
         written[seq] = keys
 
+    # The types are compared by identity (every record is an instance of its model, never of
+    # a subclass), most frequent first: this loop runs once per line of the file.
     for line, record in rec.records(blobs="checked"):
-        last_line = line
-        if end_line is not None and type(record) is not Seal:
+        kind = type(record)
+        if end_line is not None and kind is not Seal:
             # A paused run goes on in the same file: its run_end, then a resume record.
-            if not (paused and isinstance(record, Resume)):
+            if not (paused and kind is Resume):
                 t = "blob" if isinstance(record, CheckedBlob) else record.t
                 problems.append(Problem(line, f"a {t} record follows run_end (line {end_line})"))
             end_line = None
-        elif isinstance(record, Resume):
+        elif kind is Resume:
             problems.append(Problem(line, "a resume record that follows no paused run_end"))
-        kind = type(record)
-        if kind in _UNCHECKED:
-            continue  # nothing to check beyond their fields (seals: below, on the bytes)
         if kind is CheckedBlob:
             assert isinstance(record, CheckedBlob)
             if not record.intact:
                 problems.append(Problem(line, f"blob {record.id[:12]} does not hash to its id"))
             blobs.add(record.id)
             hashes.blob(record.id, record.intact)
-        elif isinstance(record, Commit):
+        elif kind in _UNCHECKED:
+            continue  # nothing to check beyond their fields (seals: below, on the bytes)
+        elif kind is Commit:
+            assert isinstance(record, Commit)
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
             note_writes(line, record.seq, record.writes)
             hashes.writes(record.writes)
             problems.extend(Problem(line, p) for p in window.commit(record))
-        elif isinstance(record, Call):
+        elif kind is Call:
+            assert isinstance(record, Call)
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
             calls += 1
@@ -219,7 +221,8 @@ def verify(rec: Recording) -> VerifyReport:
                     report.verified += 1
                 else:
                     problems.append(Problem(line, f"call {record.call}: {check.problem}"))
-        elif isinstance(record, Reply):
+        elif kind is Reply:
+            assert isinstance(record, Reply)
             check_seq(line, record.seq)
             note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
             hashes.writes(record.writes)
@@ -228,19 +231,21 @@ def verify(rec: Recording) -> VerifyReport:
                 problems.append(
                     Problem(line, f"reply to call {record.call} while call {calls} is open")
                 )
-        elif isinstance(record, RunEnd):
+        elif kind is RunEnd:
+            assert isinstance(record, RunEnd)
             end_line = line
             paused = record.status == "paused"
             if record.answer is not None:
                 check_ref(line, record.answer.ref, "the answer")
-        elif isinstance(record, ContextEvicted):
+        elif kind is ContextEvicted:
+            assert isinstance(record, ContextEvicted)
             wrong = window.evicted(record)
             if wrong is not None:
                 problems.append(Problem(line, wrong))
-        elif isinstance(record, Header):
+        elif kind is Header:
             if line != 1:
                 problems.append(Problem(line, "a second header"))
-        elif isinstance(record, UnknownRecord):
+        elif kind is UnknownRecord:
             pass  # kept as it is; counted in unknown_records
     if rec.header.hash != "sha256":
         problems.extend(_check_seals(rec))
@@ -260,7 +265,6 @@ def verify(rec: Recording) -> VerifyReport:
         )
     problems.extend(p for p in rec.problems if p not in problems)
     problems.sort(key=lambda p: p.line)
-    del last_line
     return report
 
 
@@ -280,8 +284,8 @@ class _CallHashes:
         """ids of the blobs seen so far whose value hashes to their id"""
         self._bad: set[str] = set()
         """ids under which a blob that does not hash to it was stored"""
-        self._refs: list[bytes | None] = [None]
-        """message n -> the hash it was written under, as bytes (None: not seen)"""
+        self._refs: list[str | None] = [None]
+        """message n -> the hash it was written under (None: not seen)"""
         self._lists: dict[str, list[str] | None] = {}
         self._marks: list[tuple[list[tuple[int, int]], Any]] = []
         """up to two (window, running sha256 over its messages' hashes): the last call's
@@ -304,18 +308,17 @@ class _CallHashes:
             if refs[n] is not None:
                 continue  # the first write of a message is the one read
             if isinstance(w.ref, str):
-                refs[n] = w.ref.encode()
+                refs[n] = w.ref
             elif w.value is not None:
                 # Written inline (1.1): its id is that of its canonical JSON, checked here.
                 ref = self._scheme.content(w.value)
                 self._good.add(ref)
-                refs[n] = ref.encode()
+                refs[n] = ref
 
     def ref(self, n: int) -> str | None:
         """The id message ``n`` was written under, as far as the pass has seen."""
         refs = self._refs
-        held = refs[n] if 0 < n < len(refs) else None
-        return None if held is None else held.decode()
+        return refs[n] if 0 < n < len(refs) else None
 
     def check(self, call: Call) -> CallCheck | None:
         """The call's check, or None when it must be rebuilt from the file as a reader
@@ -416,14 +419,13 @@ class _CallHashes:
             a, b = window[k]
             if k < len(start):
                 a = start[k]
-            for n in range(a, b + 1):
-                ref = refs[n]
-                if ref is None:
+            if a <= b:
+                # Checked and hashed in C: a window may hold thousands of messages (a
+                # message not seen, None, is in neither set).
+                chunk = refs[a : b + 1]
+                if not good.issuperset(chunk) or (bad and not bad.isdisjoint(chunk)):
                     return None
-                text = ref.decode()
-                if text not in good or text in bad:
-                    return None
-                h.update(ref)
+                h.update("".join(cast("list[str]", chunk)).encode())
             if k == len(window) - 2:
                 head = list(window[: k + 1])
                 if k + 1 < len(start):

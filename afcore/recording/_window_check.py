@@ -28,6 +28,8 @@ class WindowReplay:
         self._ref = ref
         """message n -> the id it was written under"""
         self.live: list[int] = []
+        self._runs: list[tuple[int, int]] = []
+        """``live`` as runs of consecutive numbers, as a call's window names them"""
         self.injected: set[int] = set()
         self.folds: dict[int, set[int]] = {}
         """fold -> the messages it removed and no evicted event named yet"""
@@ -39,26 +41,36 @@ class WindowReplay:
         elif record.stage == "window":
             return self._fold(record, numbers)
         elif record.stage in ("history", "seed", "output") or record.stage.startswith("tool:"):
-            self.live.extend(numbers)  # what joins the history (see the writer's joins_history)
+            self._join(numbers)  # what joins the history (see the writer's joins_history)
         return []
+
+    def _join(self, numbers: list[int]) -> None:
+        self.live.extend(numbers)
+        _runs(self._runs, numbers)
 
     def reply(self, record: Reply) -> None:
         # An answer a reliability rule refused is kept in the file but joins no window.
         kept = record.decision is None or record.decision.verb == "ok"
-        for w in record.writes:
-            n = _number(w.key)
-            if n is not None:
-                if record.rsid.startswith("call-llm#") and kept:
-                    self.live.append(n)
+        if kept and record.rsid.startswith("call-llm#"):
+            self._join([n for n in (_number(w.key) for w in record.writes) if n is not None])
 
     def call(self, record: Call) -> str | None:
         """Why the call's window is not the live window (None when it is)."""
         if not record.rsid.startswith("call-llm#"):
             return None
+        if record.window == self._runs and not self.injected:
+            # The same ranges: the same messages, seen without expanding a window that grows
+            # with the run at every call (which would make the check quadratic in the run).
+            return None
         sent = _expand(record.window)
         if sent is None:
             return None  # ranges out of bounds are reported by verify itself
-        conversation = [n for n in sent if n not in self.injected]
+        injected = self.injected
+        conversation = (  # filtered in Python only when an injected message is in it
+            sent
+            if not injected or injected.isdisjoint(sent)
+            else [n for n in sent if n not in injected]
+        )
         if conversation == self.live:
             return None
         sent_set, live_set = set(conversation), set(self.live)
@@ -119,6 +131,7 @@ class WindowReplay:
         kept = [n for n in self.live if n not in gone]
         summaries = [n for n in numbers if n not in gone]
         self.live = kept[:at] + summaries + kept[at:]
+        self._runs = _runs([], self.live)
         self.folds[fold] = gone
         return problems
 
@@ -130,6 +143,16 @@ def _number(key: str) -> int | None:
         return int(key[8:])
     except ValueError:
         return None
+
+
+def _runs(runs: list[tuple[int, int]], numbers: list[int]) -> list[tuple[int, int]]:
+    """``runs`` extended by ``numbers``: each number one more than the last extends its run."""
+    for n in numbers:
+        if runs and runs[-1][1] + 1 == n:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs
 
 
 def _expand(ranges: Any) -> list[int] | None:

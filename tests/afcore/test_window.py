@@ -436,3 +436,27 @@ def test_verify_finds_a_call_sent_a_window_the_folds_do_not_explain(tmp_path: Pa
 def unsealed(path: Path) -> list[bytes]:
     """The file's lines as written, without the seals that close each write."""
     return [line for line in path.read_bytes().splitlines() if not line.startswith(b'{"t":"seal"')]
+
+
+def test_the_window_check_reads_a_window_by_its_messages_not_by_how_its_ranges_are_cut() -> None:
+    """The live window is compared by its ranges where they are the same (a window that grows
+    with the run is not expanded at every call); ranges cut or ordered otherwise are compared
+    message by message, with the same verdict as ever."""
+    from afcore.recording._models import Call, Commit, Write
+    from afcore.recording._window_check import WindowReplay
+
+    check = WindowReplay(lambda _: None, lambda _: None)
+    writes = [Write(key=f"message:{n}", ref=f"id{n}") for n in (1, 2, 3, 4, 5)]
+    check.commit(Commit(seq=1, rsid="seed#0", stage="seed", iter=0, writes=writes[:1]))
+    check.commit(Commit(seq=2, rsid="tool:t#1", stage="tool:t", iter=1, writes=writes[1:]))
+
+    def sent(*window: tuple[int, int]) -> str | None:
+        return check.call(
+            Call(seq=3, rsid="call-llm#2", iter=1, call=1, window=list(window), hash="h")
+        )
+
+    assert sent((1, 5)) is None
+    assert sent((1, 2), (3, 5)) is None  # the same messages, cut in two
+    assert sent((3, 5), (1, 2)) == "its window holds the live messages in another order"
+    assert "messages 5 should be in it" in (sent((1, 4)) or "")
+    assert "messages 6 should not" in (sent((1, 6)) or "")
