@@ -61,6 +61,42 @@ def _change(
     return Change(slot, path, kind, a, b, {"step": step, **where}, why)  # type: ignore[arg-type]
 
 
+def _state_changes(kind: str, step: str, a: Any, b: Any, why: str | None) -> list[Change]:
+    """What a step or a merge read and wrote differently, key by key."""
+    out: list[Change] = []
+    reads_a, reads_b = dict(a.reads), dict(b.reads)
+    for key in _keys(reads_a, reads_b):
+        if reads_a.get(key, _NONE) != reads_b.get(key, _NONE):
+            because = key if key.startswith("state.") else why
+            out.append(
+                _change(
+                    kind,
+                    step,
+                    f"read {key}",
+                    reads_a.get(key),
+                    reads_b.get(key),
+                    because,
+                    field="reads",
+                    key=key,
+                )
+            )
+    for key in _keys(a.writes, b.writes):
+        if a.writes.get(key, _NONE) != b.writes.get(key, _NONE):
+            out.append(
+                _change(
+                    kind,
+                    step,
+                    f"wrote state.{key}",
+                    a.writes.get(key),
+                    b.writes.get(key),
+                    f"state.{key}",
+                    field="writes",
+                    key=key,
+                )
+            )
+    return out
+
+
 def start_changes(a: StepStart, b: StepStart) -> list[Change]:
     """A step began otherwise: its kind, or the message it was given."""
     out = []
@@ -81,35 +117,7 @@ def step_end_changes(a: StepEnd, b: StepEnd) -> list[Change]:
     why = step or None
     if a.status != b.status:
         out.append(_change("step", step, "status", a.status, b.status, why, field="status"))
-    reads_a, reads_b = dict(a.reads), dict(b.reads)
-    for key in _keys(reads_a, reads_b):
-        if reads_a.get(key, _NONE) != reads_b.get(key, _NONE):
-            out.append(
-                _change(
-                    "step",
-                    step,
-                    f"read {key}",
-                    reads_a.get(key),
-                    reads_b.get(key),
-                    key if key.startswith("state.") else why,
-                    field="reads",
-                    key=key,
-                )
-            )
-    for key in _keys(a.writes, b.writes):
-        if a.writes.get(key, _NONE) != b.writes.get(key, _NONE):
-            out.append(
-                _change(
-                    "step",
-                    step,
-                    f"wrote state.{key}",
-                    a.writes.get(key),
-                    b.writes.get(key),
-                    f"state.{key}",
-                    field="writes",
-                    key=key,
-                )
-            )
+    out += _state_changes("step", step, a, b, why)
     if a.output != b.output and a.status != "paused":
         out.append(_change("step", step, "output", a.output, b.output, why, field="output"))
     if a.produced_by != b.produced_by:
@@ -239,35 +247,7 @@ def merge_changes(a: StepMerge, b: StepMerge) -> list[Change]:
                     branch=name,
                 )
             )
-    reads_a, reads_b = dict(a.reads), dict(b.reads)
-    for key in _keys(reads_a, reads_b):
-        if reads_a.get(key, _NONE) != reads_b.get(key, _NONE):
-            out.append(
-                _change(
-                    "merge",
-                    step,
-                    f"read {key}",
-                    reads_a.get(key),
-                    reads_b.get(key),
-                    key if key.startswith("state.") else why,
-                    field="reads",
-                    key=key,
-                )
-            )
-    for key in _keys(a.writes, b.writes):
-        if a.writes.get(key, _NONE) != b.writes.get(key, _NONE):
-            out.append(
-                _change(
-                    "merge",
-                    step,
-                    f"wrote state.{key}",
-                    a.writes.get(key),
-                    b.writes.get(key),
-                    f"state.{key}",
-                    field="writes",
-                    key=key,
-                )
-            )
+    out += _state_changes("merge", step, a, b, why)
     if a.output != b.output:
         out.append(_change("merge", step, "output", a.output, b.output, why, field="output"))
     ea = None if a.error is None else f"{a.error.kind}: {a.error.message}"
