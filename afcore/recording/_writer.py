@@ -242,10 +242,11 @@ class Recorder:
         self._chain = b""
         """The last seal's 16 bytes (none before the first)."""
         self._blobs: set[str] = set()
-        self._message_hashes: list[str] = []
         self._ids = bytearray()
-        """The same ids, joined: message ``n``'s are at ``(n - 1) * 22``. A window's digest
-        is one slice per range and one sha256, however many messages it holds."""
+        """The messages' ids, joined: message ``n``'s are at ``(n - 1) * 22``. A window's
+        digest is one slice per range and one sha256, however many messages it holds."""
+        self._messages = 0
+        """How many messages are stored."""
         self._history_digest = _sha256()
         """sha256 over the ids of the history's messages: extended as they are appended, so
         the digest of a window that is the whole history costs nothing per call."""
@@ -276,6 +277,9 @@ class Recorder:
         self._frame: tuple[Any, ...] | None = None
         """What the last call line said of its model, slots, params and cache: a call that
         says the same leaves them out."""
+        self._same: tuple[Any, ...] | None = None
+        """The last call's system, tools, params and cache (the objects), model, the
+        replacements its params had, and its digest around the messages' hash."""
         self._sync_interval = sync_interval
         self._synced = self._written = time.monotonic()
         self._boundary = False
@@ -453,14 +457,13 @@ class Recorder:
             raw = _dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
         if len(raw) > MESSAGE_INLINE:
             ref = self._store_raw(raw, screened=True)
+            hashed = ref.encode()
             value = None
-        else:
-            ref = _id(raw)
+        else:  # = _id(raw), kept as bytes: the digests take it so
+            hashed = _b64(_sha256(raw).digest()[:16], newline=False)[:22].translate(_URLSAFE)
             value = _Fragment(raw)
-        hashed = ref.encode()
-        self._message_hashes.append(ref)
         self._ids += hashed
-        n = len(self._message_hashes)
+        n = self._messages = self._messages + 1
         if history:
             self._history_digest.update(hashed)
             spans = self._history_ranges
@@ -476,7 +479,9 @@ class Recorder:
 
     def message_hash(self, n: int) -> str:
         """The id message ``n`` is stored under."""
-        return self._message_hashes[n - 1]
+        if not 0 < n <= self._messages:
+            raise IndexError(n)
+        return self._ids[(n - 1) * _ID_SIZE : n * _ID_SIZE].decode()
 
     def history_ranges(self) -> list[tuple[int, int]]:
         """The history's message numbers, as ranges."""
@@ -639,15 +644,13 @@ class Recorder:
         ``window`` None: the whole history, then ``extra``. ``reads``: the keys the call
         was composed from (a summarizer's call reads its transcript, not the agent's slots).
         ``attempt``: which attempt at the call this is (agents with reliability rules)."""
-        segment_hashes, system_ref = self._slot(system, self._system_slot)
-        tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
-        hashes = self._message_hashes
         if window is None:
             # The whole history, then the extra (injected) messages: the same list object
             # from call to call while the injected messages do not change.
             known_extra = self._extra
             if known_extra[0] is not extra and (extra or known_extra[1]):
-                joined = b"".join(hashes[n - 1].encode() for n in extra)
+                ids, size = self._ids, _ID_SIZE
+                joined = b"".join(ids[(n - 1) * size : n * size] for n in extra)
                 known_extra = self._extra = (extra, joined, ranges(extra))
             digest = self._history_digest.copy()
             if known_extra[1]:
@@ -663,6 +666,37 @@ class Recorder:
                 digest.update(ids[(a - 1) * size : b * size])
             messages_hash = short_id(digest.digest())  # = V11.messages(...)
             window = list(window)
+        same = self._same
+        if (
+            same is not None
+            and same[0] is system
+            and same[1] is tools
+            and same[2] is params
+            and same[3] is cache
+            and same[4] == model
+            and attempt is None
+        ):
+            # The very objects of the call before: the same frame (left out), the same
+            # digest around the messages' hash, the same replacements in the params.
+            self.redactor.count += same[5]
+            digest_hash = short_id(_sha256(same[6] + messages_hash.encode() + same[7]).digest())
+            self.seq += 1
+            self._emit(
+                _call(
+                    seq=self.seq,
+                    rsid=rsid,
+                    iter=iteration,
+                    call=call,
+                    reads=self._versions(reads),
+                    window=window,
+                    hash=digest_hash,
+                )
+            )
+            self.versions[f"call:{call}"] = self.seq
+            self.flush()
+            return digest_hash
+        segment_hashes, system_ref = self._slot(system, self._system_slot)
+        tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
         known = self._params.get(id(params))
         if known is None or known[0] is not params:
             count = self.redactor.count
@@ -672,9 +706,11 @@ class Recorder:
             known = self._params[id(params)] = (params, written, self.redactor.count - count)
         else:
             self.redactor.count += known[2]  # the same replacements, in this line too
-        digest_hash = self._request_hash(
+        before, after = self._digest_parts(
             model, segment_hashes, messages_hash, tool_hashes, known[1], cache
         )
+        digest_hash = short_id(_sha256(before + messages_hash.encode() + after).digest())
+        self._same = (system, tools, params, cache, model, known[2], before, after)
         self.seq += 1
         frame = self._frame
         if frame is not None and frame[4] is cache:
@@ -722,7 +758,7 @@ class Recorder:
         self.flush()
         return digest_hash
 
-    def _request_hash(
+    def _digest_parts(
         self,
         model: str,
         system: list[str],
@@ -730,11 +766,11 @@ class Recorder:
         tools: list[str],
         params: dict[str, Any],
         cache: Sequence[CacheBreakpoint],
-    ) -> str:
-        """The hash of a call's request digest (see ``_hashing``). Only the messages' hash
-        changes from one call of an agent to the next while the rest are the very same
-        objects, so the digest's canonical JSON is kept in two pieces around it (for the
-        agent's calls and a summarizer's, which alternate)."""
+    ) -> tuple[bytes, bytes]:
+        """A call's request digest (see ``_hashing``) as the canonical JSON before and after
+        the messages' hash, which is all that changes from one call of an agent to the next
+        while the rest are the very same objects (kept for the agent's calls and a
+        summarizer's, which alternate)."""
         key = (model, id(system), id(tools), id(params), id(cache))
         known = self._digests.get(key)
         if known is None:
@@ -754,7 +790,7 @@ class Recorder:
             # The parts are kept so that their ids cannot be reused by other objects.
             known = (raw[:at], raw[at + len(messages) :], (system, tools, params, cache))
             self._digests[key] = known
-        return short_id(_sha256(known[0] + messages.encode() + known[1]).digest())
+        return known[0], known[1]
 
     def inject(
         self,
@@ -994,9 +1030,8 @@ class Recorder:
             if not key.startswith("message:"):
                 continue
             ref = rec.message_ref(int(key.partition(":")[2]))
-            self._message_hashes.append(ref)
             self._ids += ref.encode()
-            n = len(self._message_hashes)
+            n = self._messages = self._messages + 1
             if history:
                 self._history_digest.update(ref.encode())
                 spans = self._history_ranges
