@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from afcore.recording._flows import FlowHeader, FlowRecord
 
 __all__ = [
+    "Frames",
     "NullRecorder",
     "RecordObserver",
     "Recorder",
@@ -137,6 +138,9 @@ _Fragment = orjson.Fragment
 _id = V11.of
 _ID_SIZE = V11.size
 _SEAL_OPEN = len(b'{"t":"seal","h":"')
+_BLOB_OPEN = b'{"t":"blob","id":"'
+_BLOB_ID = slice(len(_BLOB_OPEN), len(_BLOB_OPEN) + 22)
+"""Where a blob line (as :meth:`Recorder._store_raw` makes it) holds its id."""
 _b64 = binascii.b2a_base64
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _monotonic = time.monotonic
@@ -169,6 +173,26 @@ DELTA_MIN = 16
 as a delta of it."""
 
 
+class Frames:
+    """What frames an agent's calls (its system and tools lists, its tool specs), as one run
+    stored them: the ids and the blob lines, made once and written again by each run of the
+    agent whose redactor replaces the same (:attr:`Redactor.shape`), with the same number
+    of replacements counted. Held by the agent; its runs go one at a time."""
+
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self.slots: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        """(slot key, redactor shape) -> (items, hashes, ref, entries, blob lines, count)"""
+        self.specs: dict[tuple[Any, ...], tuple[ToolSpec, str, bytes, int]] = {}
+        """(id of a spec, redactor shape) -> (the spec, its id, its blob line, count)"""
+
+    def keep(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        if len(table) >= self.LIMIT:
+            table.clear()
+        table[key] = value
+
+
 class Recorder:
     """Appends the records of one run to ``path``. Used by the loop's thread only (tools in
     other threads report through the loop).
@@ -191,10 +215,13 @@ class Recorder:
         sync_interval: float = 0.02,
         watchers: Watchers | None = None,
         fd: int | None = None,
+        frames: Frames | None = None,
     ) -> None:
         """``path`` None: records go to the observers only (an agent that does not record
-        but is watched). ``fd``: the file opened already (see :meth:`continuing`)."""
+        but is watched). ``fd``: the file opened already (see :meth:`continuing`).
+        ``frames``: the agent's, shared by its runs."""
         self.path = path
+        self._frames = frames
         self.run_id = run_id
         self.redactor = redactor
         self.clock = clock
@@ -438,9 +465,33 @@ class Recorder:
         cached = self._spec_refs.get(id(spec))
         if cached is not None:
             return cached[1]
-        ref = self._store(spec.to_json())
+        frames = self._frames
+        if frames is None:
+            ref = self._store(spec.to_json())
+        else:
+            key = (id(spec), self.redactor.shape)
+            hit = frames.specs.get(key)
+            if hit is not None and hit[0] is spec:
+                ref = hit[1]
+                self._put_blob(ref, hit[2])
+                self.redactor.count += hit[3]
+            else:
+                mark, count = len(self._pending), self.redactor.count
+                ref = self._store(spec.to_json())
+                if len(self._pending) == mark + 1:  # stored now: its line is the last
+                    line = self._pending[-1]
+                    frames.keep(frames.specs, key, (spec, ref, line, self.redactor.count - count))
         self._spec_refs[id(spec)] = (spec, ref)
         return ref
+
+    def _put_blob(self, ref: str, line: bytes) -> None:
+        """A blob line made before (by another run of the agent), written unless stored."""
+        if ref in self._blobs:
+            return
+        self._blobs.add(ref)
+        self._pending.append(line)
+        if self.observers or self._watch.observers:
+            self._observe(line)
 
     def message(
         self, message: Message, *, history: bool = True, source: Source | None = None
@@ -618,11 +669,51 @@ class Recorder:
         key = (build.__name__, tuple(map(id, items)))
         cached = self._slot_cache.get(key)
         if cached is None:
-            hashes, ref = build(items)
-            # The items are kept so their ids cannot be reused by other objects.
-            cached = self._slot_cache[key] = (tuple(items), hashes, ref)
+            cached = self._slot_cache[key] = self._built(key, items, build)
         self._slot_last[build.__name__] = (items, cached[1], cached[2])
         return cached[1], cached[2]
+
+    def _built(
+        self,
+        key: tuple[Any, ...],
+        items: Sequence[Any],
+        build: Callable[[Any], tuple[list[str], str]],
+    ) -> tuple[tuple[Any, ...], list[str], str]:
+        """A slot's list built, or taken from another run of the agent: a list stored in
+        full (the first of its slot in a run) whose blobs were all written as it was built."""
+        frames = self._frames
+        slot = "system" if build.__name__ == "_system_slot" else "tools"
+        if frames is None or slot in self._list_bases:
+            hashes, ref = build(items)
+            # The items are kept so their ids cannot be reused by other objects.
+            return (tuple(items), hashes, ref)
+        shared = (key, self.redactor.shape)
+        hit = frames.slots.get(shared)
+        if hit is not None:
+            kept, hashes, ref, entries, lines, count = hit
+            if slot == "tools":
+                for spec in kept:
+                    self.tool_ref(spec)
+            for blob, line in lines:
+                self._put_blob(blob, line)
+            self.redactor.count += count
+            self._list_bases[slot] = (ref, entries)
+            return (kept, hashes, ref)
+        mark, count = len(self._pending), self.redactor.count
+        hashes, ref = build(items)
+        kept = tuple(items)
+        made = self._pending[mark:]
+        if not all(line.startswith(_BLOB_OPEN) for line in made):
+            return (kept, hashes, ref)  # an observer's error among them: not shared
+        lines = tuple((line[_BLOB_ID].decode(), line) for line in made)
+        needed = {ref}
+        if slot == "system":
+            needed.update(self._segments[seg.text][2] or ref for seg in items)
+        base = self._list_bases.get(slot)
+        if base is not None and base[0] == ref and needed <= {blob for blob, _ in lines}:
+            entry = (kept, hashes, ref, base[1], lines, self.redactor.count - count)
+            frames.keep(frames.slots, shared, entry)
+        return (kept, hashes, ref)
 
     def call(
         self,

@@ -17,7 +17,7 @@ from afcore.errors import UsageError
 from afcore.messages import ToolSpec
 from afcore.tools._assume import check_ask_or_assume, served_schema
 from afcore.tools._ceiling import ResultCeiling
-from afcore.tools._validation import quick_check
+from afcore.tools._quick_check import quick_check
 
 __all__ = ["Tool", "ToolContext", "ToolValidation", "define_tool"]
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from afcore import define_tool
 from afcore.tools import validate_args
-from afcore.tools._validation import quick_check
+from afcore.tools._quick_check import quick_check
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
