@@ -186,6 +186,8 @@ class Frames:
         """(slot key, redactor shape) -> (items, hashes, ref, entries, blob lines, count)"""
         self.specs: dict[tuple[Any, ...], tuple[ToolSpec, str, bytes, int]] = {}
         """(id of a spec, redactor shape) -> (the spec, its id, its blob line, count)"""
+        self.header: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        """(redactor shape, watchers) -> the header's config, provider, redaction, count"""
 
     def keep(self, table: dict[Any, Any], key: Any, value: Any) -> None:
         if len(table) >= self.LIMIT:
@@ -304,6 +306,7 @@ class Recorder:
         self._frame: tuple[Any, ...] | None = None
         """What the last call line said of its model, slots, params and cache: a call that
         says the same leaves them out."""
+        self._last_usage: tuple[Usage, Line] | None = None
         self._same: tuple[Any, ...] | None = None
         """The last call's system, tools, params and cache (the objects), model, the
         replacements its params had, and its digest around the messages' hash."""
@@ -478,11 +481,18 @@ class Recorder:
             else:
                 mark, count = len(self._pending), self.redactor.count
                 ref = self._store(spec.to_json())
-                if len(self._pending) == mark + 1:  # stored now: its line is the last
+                # Stored now (its line is the last), by a redactor that learned nothing on
+                # the way (one that did would not be of the shape the next run looks for).
+                if len(self._pending) == mark + 1 and self.redactor.shape == key[1]:
                     line = self._pending[-1]
                     frames.keep(frames.specs, key, (spec, ref, line, self.redactor.count - count))
         self._spec_refs[id(spec)] = (spec, ref)
         return ref
+
+    @property
+    def frames(self) -> Frames | None:
+        """The agent's frames this recorder shares (None: its own alone)."""
+        return self._frames
 
     def _put_blob(self, ref: str, line: bytes) -> None:
         """A blob line made before (by another run of the agent), written unless stored."""
@@ -710,7 +720,12 @@ class Recorder:
         if slot == "system":
             needed.update(self._segments[seg.text][2] or ref for seg in items)
         base = self._list_bases.get(slot)
-        if base is not None and base[0] == ref and needed <= {blob for blob, _ in lines}:
+        if (
+            base is not None
+            and base[0] == ref
+            and needed <= {blob for blob, _ in lines}
+            and self.redactor.shape == shared[1]
+        ):
             entry = (kept, hashes, ref, base[1], lines, self.redactor.count - count)
             frames.keep(frames.slots, shared, entry)
         return (kept, hashes, ref)
@@ -948,7 +963,7 @@ class Recorder:
                 writes=writes,
                 stop_reason=stop_reason,
                 tool_calls=tool_calls,
-                usage=None if usage is None else usage_line(usage),
+                usage=None if usage is None else self._usage_line(usage),
                 model=model,
                 response_id=None if response_id is None else self.redactor.redact(response_id),
                 unsent_params=list(unsent_params),
@@ -959,6 +974,13 @@ class Recorder:
         self._commit_writes(writes)
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
+
+    def _usage_line(self, usage: Usage) -> Line:
+        """``usage_line(usage)``, made once while the replies report the same usage."""
+        last = self._last_usage
+        if last is None or (last[0] is not usage and last[0] != usage):
+            last = self._last_usage = (usage, usage_line(usage))
+        return last[1]
 
     def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> None:
         """An event (what the loop saw: an error, a tool starting, a message leaving the
@@ -1213,6 +1235,7 @@ class NullRecorder(Recorder):
         self.versions = {}
         self.seq = 0
         self.redactor = None  # type: ignore[assignment]
+        self._frames = None
 
     def _emit(self, record: Line | Record) -> None:
         pass

@@ -36,15 +36,20 @@ def _agent(folder: Path) -> Agent:
 
 
 def _stored(path: Path) -> tuple[list[Any], int]:
-    """The blobs a file stores, in order, and how many values its run replaced."""
-    blobs, redactions = [], -1
+    """The header (but what is the run's own), the blobs a file stores, in order, and how
+    many values its run replaced."""
+    stored, redactions = [], -1
     for line in path.read_bytes().splitlines():
         record = orjson.loads(line)
+        if record["t"] == "header":
+            for own in ("run_id", "started_at", "seed"):
+                del record[own]
+            stored.append(record)
         if record["t"] == "blob":
-            blobs.append(record)
+            stored.append(record)
         elif record["t"] == "run_end":
             redactions = record["redactions"]
-    return blobs, redactions
+    return stored, redactions
 
 
 def _run(agent: Agent, **kwargs: Any) -> Path:
@@ -62,7 +67,8 @@ def test_every_run_of_an_agent_stores_its_frame_as_a_fresh_agent_does(tmp_path: 
     first, second, third = (_stored(_run(agent)) for _ in range(3))
     fresh = _stored(_run(_agent(tmp_path / "b")))
     assert first == second == third == fresh
-    assert len(fresh[0]) == 3  # the tool's spec, the system list, the tools list
+    assert fresh[0][0]["config"]["tools"][0]["name"] == "echo"
+    assert len(fresh[0]) == 4  # the header; the tool's spec, the system list, the tools list
 
 
 def test_a_run_that_learned_a_secret_redacts_the_frame_it_shares(tmp_path: Path) -> None:
