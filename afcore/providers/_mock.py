@@ -136,7 +136,7 @@ class MockProvider(Provider):
         else:
             assert self._respond is not None
             produced = self._respond(request)
-            if inspect.isawaitable(produced):
+            if type(produced) not in (dict, str) and inspect.isawaitable(produced):
                 produced = await produced
             response = _to_response(
                 produced, f"respond() for call {n}", self._usage, tag=f"c{n}", parsed=self._parsed
