@@ -24,7 +24,14 @@ from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._redaction import Redaction, Redactor
-from afcore.recording._writer import NullRecorder, Recorder, RecordObserver, Watcher, Watchers
+from afcore.recording._writer import (
+    Frames,
+    NullRecorder,
+    Recorder,
+    RecordObserver,
+    Watcher,
+    Watchers,
+)
 from afcore.reliability._policy import Reliability
 from afcore.secrets import screening
 from afcore.tools._tool import Tool, ToolValidation
@@ -142,6 +149,7 @@ class Agent:
         agent.last_result = None
         agent._store = None
         agent._in_flight = None
+        agent._frames = Frames()
         return agent
 
     def __copy__(self) -> Self:
@@ -150,6 +158,7 @@ class Agent:
         # A copy's observers are its own: attaching to it leaves this agent as it is.
         other.watchers = self.watchers.copy()
         other._in_flight = None  # a copy is another instance: it runs on its own
+        other._frames = Frames()
         return other
 
     def attach(self, observer: Watcher) -> Callable[[], None]:
@@ -164,6 +173,8 @@ class Agent:
     _store: SessionStore | None
     _in_flight: str | None
     """The run id of the run under way (None: none is)."""
+    _frames: Frames
+    """What frames this agent's calls in a recording, made once for its runs."""
 
     def _claim(self, run_id: str) -> None:
         """Mark a run of this instance under way, or refuse a second one."""
@@ -334,6 +345,7 @@ class Agent:
                 clock=config.clock,
                 observers=(observe,) if observe else (),
                 watchers=self.watchers,
+                frames=runner._frames,
             )
         runner._claim(run_id)
         try:

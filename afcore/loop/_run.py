@@ -400,7 +400,6 @@ def _ended_by(run: RunState, e: AfError) -> ErrorInfo:
 
 async def _start(run: RunState, message: str) -> None:
     agent, rec = run.agent, run.rec
-    governance = agent.governance
     if agent.replayer is not None:
         agent.replayer.start(rec.path if rec.enabled else None)
     run.sources = open_sources(run)
@@ -413,32 +412,7 @@ async def _start(run: RunState, message: str) -> None:
         if run.conversation is not None:
             inputs["history"] = [m.to_json() for m in run.conversation.history]
         redactor.learn(inputs)
-        engine = agent.engine
-        config = _config(
-            max_iterations=agent.max_iterations,
-            tool_arg_validation=agent.tool_arg_validation,
-            tools=[
-                _tool_info(name=t.name, ref=content_hash(redactor.redact(t.spec.to_json())))
-                for t in agent.tools.values()
-            ],
-            params=redactor.redact(dict(agent.params)),
-            injections=engine.describe(),
-            tool_providers=[p.name for p in engine.providers],
-            configure=None
-            if agent.configure_fn is None
-            else getattr(agent.configure_fn, "__qualname__", "configure"),
-            window=None if agent.window is None else agent.window.describe(),
-            reliability=None
-            if agent.reliability is None
-            else agent.reliability.describe(lambda p: redactor.redact(p.describe())),
-            tool_middleware=governance.describe_tools(),
-            message_middleware=governance.describe_messages(),
-            output_schema=None if governance.contract is None else governance.contract.describe(),
-            watchers=[watcher_name(w) for w in agent.watchers.observers],
-            max_tool_result_chars=agent.max_tool_result_chars,
-            repeated_call_nudge=agent.repeated_call_nudge,
-            limits_travel=agent.limits_travel,
-        )
+        config, provider, redaction = _header_parts(run)
         rec.header(
             _header(
                 run_id=run.run_id,
@@ -448,14 +422,10 @@ async def _start(run: RunState, message: str) -> None:
                 af_version=__version__,
                 python=".".join(map(str, sys.version_info[:3])),
                 agent=_agent_info(name=agent.name, source=agent.source),
-                provider=redactor.redact(agent.provider.describe()),
+                provider=provider,
                 model=agent.model,
                 config=config,
-                redaction=_redaction(
-                    fields=list(redactor.policy.fields),
-                    patterns=redactor.pattern_names,
-                    env=redactor.env_names,
-                ),
+                redaction=redaction,
                 session=_session_link(run),
                 seed=run.sources.seed if run.sources is not None else None,
                 replay_of=None if agent.replayer is None else agent.replayer.link,
@@ -496,6 +466,56 @@ async def _start(run: RunState, message: str) -> None:
         run.fixed = agent.engine.compose(run.turn, run.base)
     if conversation is not None:
         run.keep = conversation.keep
+
+
+def _header_parts(run: RunState) -> tuple[RunConfig, Any, RedactionInfo]:
+    """The header's parts that are the agent's (its config, its provider, the redaction
+    policy), made once for the runs of an agent whose redactor replaces the same."""
+    agent, rec = run.agent, run.rec
+    redactor = rec.redactor
+    frames = rec.frames
+    key = (redactor.shape, agent.watchers.observers)
+    if frames is not None:
+        hit = frames.header.get(key)
+        if hit is not None:
+            redactor.count += hit[3]  # the same replacements, in this header too
+            return hit[0], hit[1], hit[2]
+    count = redactor.count
+    engine, governance = agent.engine, agent.governance
+    config = _config(
+        max_iterations=agent.max_iterations,
+        tool_arg_validation=agent.tool_arg_validation,
+        tools=[
+            _tool_info(name=t.name, ref=content_hash(redactor.redact(t.spec.to_json())))
+            for t in agent.tools.values()
+        ],
+        params=redactor.redact(dict(agent.params)),
+        injections=engine.describe(),
+        tool_providers=[p.name for p in engine.providers],
+        configure=None
+        if agent.configure_fn is None
+        else getattr(agent.configure_fn, "__qualname__", "configure"),
+        window=None if agent.window is None else agent.window.describe(),
+        reliability=None
+        if agent.reliability is None
+        else agent.reliability.describe(lambda p: redactor.redact(p.describe())),
+        tool_middleware=governance.describe_tools(),
+        message_middleware=governance.describe_messages(),
+        output_schema=None if governance.contract is None else governance.contract.describe(),
+        watchers=[watcher_name(w) for w in agent.watchers.observers],
+        max_tool_result_chars=agent.max_tool_result_chars,
+        repeated_call_nudge=agent.repeated_call_nudge,
+        limits_travel=agent.limits_travel,
+    )
+    provider = redactor.redact(agent.provider.describe())
+    redaction = _redaction(
+        fields=list(redactor.policy.fields),
+        patterns=redactor.pattern_names,
+        env=redactor.env_names,
+    )
+    if frames is not None and redactor.shape == key[0]:  # it learned nothing on the way
+        frames.keep(frames.header, key, (config, provider, redaction, redactor.count - count))
+    return config, provider, redaction
 
 
 def read_sources(sources: Sources, turn: TurnState) -> None:

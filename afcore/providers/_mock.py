@@ -95,6 +95,8 @@ class MockProvider(Provider):
         self._fixed = fixed
         self._respond = respond
         self._usage = usage
+        self._parsed: Usage | None = None
+        """``usage`` as a Usage, once a reply has used it (replies are made per call)."""
         self._authoritative = authoritative
         self.calls = 0
         """How many calls this provider has answered (or refused)."""
@@ -134,9 +136,15 @@ class MockProvider(Provider):
         else:
             assert self._respond is not None
             produced = self._respond(request)
-            if inspect.isawaitable(produced):
+            if type(produced) not in (dict, str) and inspect.isawaitable(produced):
                 produced = await produced
-            response = _to_response(produced, f"respond() for call {n}", self._usage, tag=f"c{n}")
+            response = _to_response(
+                produced, f"respond() for call {n}", self._usage, tag=f"c{n}", parsed=self._parsed
+            )
+            if self._parsed is None and self._usage is not None:
+                own = isinstance(produced, Mapping) and produced.get("usage")
+                if isinstance(produced, str) or (isinstance(produced, Mapping) and not own):
+                    self._parsed = response.usage  # made of ``usage``: the next replies share it
         if response.usage is None:
             response = Response(
                 content=response.content,
@@ -154,20 +162,28 @@ class MockProvider(Provider):
 
 
 def _to_response(
-    reply: object, where: str, usage: Mapping[str, int] | None, *, tag: str
+    reply: object,
+    where: str,
+    usage: Mapping[str, int] | None,
+    *,
+    tag: str,
+    parsed: Usage | None = None,
 ) -> Response:
+    """``reply`` as a Response; ``parsed``: ``usage`` already made a Usage."""
     if isinstance(reply, Response):
         return reply
     if isinstance(reply, str):
         return Response(
-            content=(TextBlock(reply),), stop_reason="end_turn", usage=_usage(usage, where)
+            content=(TextBlock(reply),),
+            stop_reason="end_turn",
+            usage=_usage(usage, where) if parsed is None else parsed,
         )
-    if not isinstance(reply, Mapping):
+    if type(reply) is not dict and not isinstance(reply, Mapping):
         raise UsageError(
             f"mock {where}: a reply is a string or a mapping, not {type(reply).__name__}"
         )
-    unknown = set(reply) - _REPLY_KEYS
-    if unknown:
+    if not _REPLY_KEYS.issuperset(reply):
+        unknown = set(reply) - _REPLY_KEYS
         raise UsageError(
             f"mock {where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
             f"a reply may have {', '.join(sorted(_REPLY_KEYS))}"
@@ -179,13 +195,13 @@ def _to_response(
         blocks.append(TextBlock(str(reply["content"])))
     calls = reply.get("tool_calls") or []
     for i, call in enumerate(calls):
-        if not isinstance(call, Mapping) or "name" not in call:
+        if (type(call) is not dict and not isinstance(call, Mapping)) or "name" not in call:
             raise UsageError(f"mock {where}: tool_calls[{i}] needs at least a name")
-        extra = set(call) - _TOOL_CALL_KEYS
-        if extra:
+        if not _TOOL_CALL_KEYS.issuperset(call):
+            extra = set(call) - _TOOL_CALL_KEYS
             raise UsageError(f"mock {where}: tool_calls[{i}] has unknown key(s) {sorted(extra)}")
         args = call.get("args", {})
-        if not isinstance(args, Mapping):
+        if type(args) is not dict and not isinstance(args, Mapping):
             raise UsageError(f"mock {where}: tool_calls[{i}].args must be a mapping")
         blocks.append(
             ToolCall(
@@ -196,10 +212,11 @@ def _to_response(
             )
         )
     stop = reply.get("stop_reason") or ("tool_use" if calls else "end_turn")
+    own = reply.get("usage")
     return Response(
         content=tuple(blocks),
         stop_reason=str(stop),
-        usage=_usage(reply.get("usage") or usage, where),
+        usage=_usage(own or usage, where) if own or parsed is None else parsed,
     )
 
 

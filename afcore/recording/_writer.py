@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from afcore.recording._flows import FlowHeader, FlowRecord
 
 __all__ = [
+    "Frames",
     "NullRecorder",
     "RecordObserver",
     "Recorder",
@@ -137,6 +138,9 @@ _Fragment = orjson.Fragment
 _id = V11.of
 _ID_SIZE = V11.size
 _SEAL_OPEN = len(b'{"t":"seal","h":"')
+_BLOB_OPEN = b'{"t":"blob","id":"'
+_BLOB_ID = slice(len(_BLOB_OPEN), len(_BLOB_OPEN) + 22)
+"""Where a blob line (as :meth:`Recorder._store_raw` makes it) holds its id."""
 _b64 = binascii.b2a_base64
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _monotonic = time.monotonic
@@ -169,6 +173,28 @@ DELTA_MIN = 16
 as a delta of it."""
 
 
+class Frames:
+    """What frames an agent's calls (its system and tools lists, its tool specs), as one run
+    stored them: the ids and the blob lines, made once and written again by each run of the
+    agent whose redactor replaces the same (:attr:`Redactor.shape`), with the same number
+    of replacements counted. Held by the agent; its runs go one at a time."""
+
+    LIMIT = 64
+
+    def __init__(self) -> None:
+        self.slots: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        """(slot key, redactor shape) -> (items, hashes, ref, entries, blob lines, count)"""
+        self.specs: dict[tuple[Any, ...], tuple[ToolSpec, str, bytes, int]] = {}
+        """(id of a spec, redactor shape) -> (the spec, its id, its blob line, count)"""
+        self.header: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        """(redactor shape, watchers) -> the header's config, provider, redaction, count"""
+
+    def keep(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        if len(table) >= self.LIMIT:
+            table.clear()
+        table[key] = value
+
+
 class Recorder:
     """Appends the records of one run to ``path``. Used by the loop's thread only (tools in
     other threads report through the loop).
@@ -191,10 +217,13 @@ class Recorder:
         sync_interval: float = 0.02,
         watchers: Watchers | None = None,
         fd: int | None = None,
+        frames: Frames | None = None,
     ) -> None:
         """``path`` None: records go to the observers only (an agent that does not record
-        but is watched). ``fd``: the file opened already (see :meth:`continuing`)."""
+        but is watched). ``fd``: the file opened already (see :meth:`continuing`).
+        ``frames``: the agent's, shared by its runs."""
         self.path = path
+        self._frames = frames
         self.run_id = run_id
         self.redactor = redactor
         self.clock = clock
@@ -242,10 +271,11 @@ class Recorder:
         self._chain = b""
         """The last seal's 16 bytes (none before the first)."""
         self._blobs: set[str] = set()
-        self._message_hashes: list[str] = []
         self._ids = bytearray()
-        """The same ids, joined: message ``n``'s are at ``(n - 1) * 22``. A window's digest
-        is one slice per range and one sha256, however many messages it holds."""
+        """The messages' ids, joined: message ``n``'s are at ``(n - 1) * 22``. A window's
+        digest is one slice per range and one sha256, however many messages it holds."""
+        self._messages = 0
+        """How many messages are stored."""
         self._history_digest = _sha256()
         """sha256 over the ids of the history's messages: extended as they are appended, so
         the digest of a window that is the whole history costs nothing per call."""
@@ -276,6 +306,10 @@ class Recorder:
         self._frame: tuple[Any, ...] | None = None
         """What the last call line said of its model, slots, params and cache: a call that
         says the same leaves them out."""
+        self._last_usage: tuple[Usage, Line] | None = None
+        self._same: tuple[Any, ...] | None = None
+        """The last call's system, tools, params and cache (the objects), model, the
+        replacements its params had, and its digest around the messages' hash."""
         self._sync_interval = sync_interval
         self._synced = self._written = time.monotonic()
         self._boundary = False
@@ -434,9 +468,40 @@ class Recorder:
         cached = self._spec_refs.get(id(spec))
         if cached is not None:
             return cached[1]
-        ref = self._store(spec.to_json())
+        frames = self._frames
+        if frames is None:
+            ref = self._store(spec.to_json())
+        else:
+            key = (id(spec), self.redactor.shape)
+            hit = frames.specs.get(key)
+            if hit is not None and hit[0] is spec:
+                ref = hit[1]
+                self._put_blob(ref, hit[2])
+                self.redactor.count += hit[3]
+            else:
+                mark, count = len(self._pending), self.redactor.count
+                ref = self._store(spec.to_json())
+                # Stored now (its line is the last), by a redactor that learned nothing on
+                # the way (one that did would not be of the shape the next run looks for).
+                if len(self._pending) == mark + 1 and self.redactor.shape == key[1]:
+                    line = self._pending[-1]
+                    frames.keep(frames.specs, key, (spec, ref, line, self.redactor.count - count))
         self._spec_refs[id(spec)] = (spec, ref)
         return ref
+
+    @property
+    def frames(self) -> Frames | None:
+        """The agent's frames this recorder shares (None: its own alone)."""
+        return self._frames
+
+    def _put_blob(self, ref: str, line: bytes) -> None:
+        """A blob line made before (by another run of the agent), written unless stored."""
+        if ref in self._blobs:
+            return
+        self._blobs.add(ref)
+        self._pending.append(line)
+        if self.observers or self._watch.observers:
+            self._observe(line)
 
     def message(
         self, message: Message, *, history: bool = True, source: Source | None = None
@@ -453,14 +518,13 @@ class Recorder:
             raw = _dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
         if len(raw) > MESSAGE_INLINE:
             ref = self._store_raw(raw, screened=True)
+            hashed = ref.encode()
             value = None
-        else:
-            ref = _id(raw)
+        else:  # = _id(raw), kept as bytes: the digests take it so
+            hashed = _b64(_sha256(raw).digest()[:16], newline=False)[:22].translate(_URLSAFE)
             value = _Fragment(raw)
-        hashed = ref.encode()
-        self._message_hashes.append(ref)
         self._ids += hashed
-        n = len(self._message_hashes)
+        n = self._messages = self._messages + 1
         if history:
             self._history_digest.update(hashed)
             spans = self._history_ranges
@@ -476,7 +540,9 @@ class Recorder:
 
     def message_hash(self, n: int) -> str:
         """The id message ``n`` is stored under."""
-        return self._message_hashes[n - 1]
+        if not 0 < n <= self._messages:
+            raise IndexError(n)
+        return self._ids[(n - 1) * _ID_SIZE : n * _ID_SIZE].decode()
 
     def history_ranges(self) -> list[tuple[int, int]]:
         """The history's message numbers, as ranges."""
@@ -613,11 +679,56 @@ class Recorder:
         key = (build.__name__, tuple(map(id, items)))
         cached = self._slot_cache.get(key)
         if cached is None:
-            hashes, ref = build(items)
-            # The items are kept so their ids cannot be reused by other objects.
-            cached = self._slot_cache[key] = (tuple(items), hashes, ref)
+            cached = self._slot_cache[key] = self._built(key, items, build)
         self._slot_last[build.__name__] = (items, cached[1], cached[2])
         return cached[1], cached[2]
+
+    def _built(
+        self,
+        key: tuple[Any, ...],
+        items: Sequence[Any],
+        build: Callable[[Any], tuple[list[str], str]],
+    ) -> tuple[tuple[Any, ...], list[str], str]:
+        """A slot's list built, or taken from another run of the agent: a list stored in
+        full (the first of its slot in a run) whose blobs were all written as it was built."""
+        frames = self._frames
+        slot = "system" if build.__name__ == "_system_slot" else "tools"
+        if frames is None or slot in self._list_bases:
+            hashes, ref = build(items)
+            # The items are kept so their ids cannot be reused by other objects.
+            return (tuple(items), hashes, ref)
+        shared = (key, self.redactor.shape)
+        hit = frames.slots.get(shared)
+        if hit is not None:
+            kept, hashes, ref, entries, lines, count = hit
+            if slot == "tools":
+                for spec in kept:
+                    self.tool_ref(spec)
+            for blob, line in lines:
+                self._put_blob(blob, line)
+            self.redactor.count += count
+            self._list_bases[slot] = (ref, entries)
+            return (kept, hashes, ref)
+        mark, count = len(self._pending), self.redactor.count
+        hashes, ref = build(items)
+        kept = tuple(items)
+        made = self._pending[mark:]
+        if not all(line.startswith(_BLOB_OPEN) for line in made):
+            return (kept, hashes, ref)  # an observer's error among them: not shared
+        lines = tuple((line[_BLOB_ID].decode(), line) for line in made)
+        needed = {ref}
+        if slot == "system":
+            needed.update(self._segments[seg.text][2] or ref for seg in items)
+        base = self._list_bases.get(slot)
+        if (
+            base is not None
+            and base[0] == ref
+            and needed <= {blob for blob, _ in lines}
+            and self.redactor.shape == shared[1]
+        ):
+            entry = (kept, hashes, ref, base[1], lines, self.redactor.count - count)
+            frames.keep(frames.slots, shared, entry)
+        return (kept, hashes, ref)
 
     def call(
         self,
@@ -639,15 +750,13 @@ class Recorder:
         ``window`` None: the whole history, then ``extra``. ``reads``: the keys the call
         was composed from (a summarizer's call reads its transcript, not the agent's slots).
         ``attempt``: which attempt at the call this is (agents with reliability rules)."""
-        segment_hashes, system_ref = self._slot(system, self._system_slot)
-        tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
-        hashes = self._message_hashes
         if window is None:
             # The whole history, then the extra (injected) messages: the same list object
             # from call to call while the injected messages do not change.
             known_extra = self._extra
             if known_extra[0] is not extra and (extra or known_extra[1]):
-                joined = b"".join(hashes[n - 1].encode() for n in extra)
+                ids, size = self._ids, _ID_SIZE
+                joined = b"".join(ids[(n - 1) * size : n * size] for n in extra)
                 known_extra = self._extra = (extra, joined, ranges(extra))
             digest = self._history_digest.copy()
             if known_extra[1]:
@@ -663,6 +772,37 @@ class Recorder:
                 digest.update(ids[(a - 1) * size : b * size])
             messages_hash = short_id(digest.digest())  # = V11.messages(...)
             window = list(window)
+        same = self._same
+        if (
+            same is not None
+            and same[0] is system
+            and same[1] is tools
+            and same[2] is params
+            and same[3] is cache
+            and same[4] == model
+            and attempt is None
+        ):
+            # The very objects of the call before: the same frame (left out), the same
+            # digest around the messages' hash, the same replacements in the params.
+            self.redactor.count += same[5]
+            digest_hash = short_id(_sha256(same[6] + messages_hash.encode() + same[7]).digest())
+            self.seq += 1
+            self._emit(
+                _call(
+                    seq=self.seq,
+                    rsid=rsid,
+                    iter=iteration,
+                    call=call,
+                    reads=self._versions(reads),
+                    window=window,
+                    hash=digest_hash,
+                )
+            )
+            self.versions[f"call:{call}"] = self.seq
+            self.flush()
+            return digest_hash
+        segment_hashes, system_ref = self._slot(system, self._system_slot)
+        tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
         known = self._params.get(id(params))
         if known is None or known[0] is not params:
             count = self.redactor.count
@@ -672,9 +812,11 @@ class Recorder:
             known = self._params[id(params)] = (params, written, self.redactor.count - count)
         else:
             self.redactor.count += known[2]  # the same replacements, in this line too
-        digest_hash = self._request_hash(
+        before, after = self._digest_parts(
             model, segment_hashes, messages_hash, tool_hashes, known[1], cache
         )
+        digest_hash = short_id(_sha256(before + messages_hash.encode() + after).digest())
+        self._same = (system, tools, params, cache, model, known[2], before, after)
         self.seq += 1
         frame = self._frame
         if frame is not None and frame[4] is cache:
@@ -722,7 +864,7 @@ class Recorder:
         self.flush()
         return digest_hash
 
-    def _request_hash(
+    def _digest_parts(
         self,
         model: str,
         system: list[str],
@@ -730,11 +872,11 @@ class Recorder:
         tools: list[str],
         params: dict[str, Any],
         cache: Sequence[CacheBreakpoint],
-    ) -> str:
-        """The hash of a call's request digest (see ``_hashing``). Only the messages' hash
-        changes from one call of an agent to the next while the rest are the very same
-        objects, so the digest's canonical JSON is kept in two pieces around it (for the
-        agent's calls and a summarizer's, which alternate)."""
+    ) -> tuple[bytes, bytes]:
+        """A call's request digest (see ``_hashing``) as the canonical JSON before and after
+        the messages' hash, which is all that changes from one call of an agent to the next
+        while the rest are the very same objects (kept for the agent's calls and a
+        summarizer's, which alternate)."""
         key = (model, id(system), id(tools), id(params), id(cache))
         known = self._digests.get(key)
         if known is None:
@@ -754,7 +896,7 @@ class Recorder:
             # The parts are kept so that their ids cannot be reused by other objects.
             known = (raw[:at], raw[at + len(messages) :], (system, tools, params, cache))
             self._digests[key] = known
-        return short_id(_sha256(known[0] + messages.encode() + known[1]).digest())
+        return known[0], known[1]
 
     def inject(
         self,
@@ -821,7 +963,7 @@ class Recorder:
                 writes=writes,
                 stop_reason=stop_reason,
                 tool_calls=tool_calls,
-                usage=None if usage is None else usage_line(usage),
+                usage=None if usage is None else self._usage_line(usage),
                 model=model,
                 response_id=None if response_id is None else self.redactor.redact(response_id),
                 unsent_params=list(unsent_params),
@@ -832,6 +974,13 @@ class Recorder:
         self._commit_writes(writes)
         self.versions[f"reply:{call}"] = self.seq
         return self.seq
+
+    def _usage_line(self, usage: Usage) -> Line:
+        """``usage_line(usage)``, made once while the replies report the same usage."""
+        last = self._last_usage
+        if last is None or (last[0] is not usage and last[0] != usage):
+            last = self._last_usage = (usage, usage_line(usage))
+        return last[1]
 
     def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> bytes:
         """An event (what the loop saw: an error, a tool starting, a message leaving the
@@ -996,9 +1145,8 @@ class Recorder:
             if not key.startswith("message:"):
                 continue
             ref = rec.message_ref(int(key.partition(":")[2]))
-            self._message_hashes.append(ref)
             self._ids += ref.encode()
-            n = len(self._message_hashes)
+            n = self._messages = self._messages + 1
             if history:
                 self._history_digest.update(ref.encode())
                 spans = self._history_ranges
@@ -1089,6 +1237,7 @@ class NullRecorder(Recorder):
         self.versions = {}
         self.seq = 0
         self.redactor = None  # type: ignore[assignment]
+        self._frames = None
 
     def _emit(self, record: Line | Record) -> None:
         pass

@@ -194,6 +194,12 @@ class Redactor:
             environment=policy.environment or mine.environment,
         )
 
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        """What decides what this redactor replaces (its compiled policy and the secrets it
+        learned): two redactors of the same shape replace the same."""
+        return (self._base, *self._learned)
+
     # -- the screen ----------------------------------------------------------------------
 
     def needs_redaction(self, raw: bytes) -> bool:

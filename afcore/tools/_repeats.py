@@ -26,14 +26,17 @@ NUDGE_AT = 2
 
 def fingerprint(value: Any) -> str:
     """A short stable hash of a JSON value (keys sorted) or of a text."""
+    return hashlib.sha256(_bytes(value)).hexdigest()[:16]
+
+
+def _bytes(value: Any) -> bytes:
+    """What :func:`fingerprint` hashes: the text, or the value's canonical JSON."""
     if isinstance(value, str):
-        data = value.encode("utf-8", "surrogatepass")  # a lone surrogate is hashed too
-    else:
-        try:
-            data = orjson.dumps(value, option=_SORTED, default=str)
-        except TypeError:  # a big integer, a lone surrogate: hashed in their lossless form
-            data = orjson.dumps(lossless(value), option=_SORTED, default=str)
-    return hashlib.sha256(data).hexdigest()[:16]
+        return value.encode("utf-8", "surrogatepass")  # a lone surrogate is hashed too
+    try:
+        return orjson.dumps(value, option=_SORTED, default=str)
+    except TypeError:  # a big integer, a lone surrogate: hashed in their lossless form
+        return orjson.dumps(lossless(value), option=_SORTED, default=str)
 
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
@@ -62,17 +65,19 @@ class Repeat:
 class RepeatedCalls:
     """The tally of one turn (make one per run; it is never part of the run's state)."""
 
-    _seen: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    _seen: dict[tuple[str, bytes, str], int] = field(default_factory=dict)
+    """(tool, the arguments' canonical JSON, the result) -> landings; hashed only for the
+    landing that is reported (the result text is the history's own)."""
 
     def observe(self, tool: str, args: Any, result: str) -> Repeat | None:
         """Count this landing; the :class:`Repeat` when it is the one that gets the note."""
-        key = (tool, fingerprint(args), fingerprint(result))
+        key = (tool, _bytes(args), result)
         n = self._seen.get(key, 0) + 1
         self._seen[key] = n
         if n != NUDGE_AT:
             return None
         note = TEMPLATES["REPEATED_CALL_NUDGE"].format(tool=tool, count=n)
-        return Repeat(tool, n, key[1], key[2], note)
+        return Repeat(tool, n, fingerprint(args), fingerprint(result), note)
 
 
 def with_note(text: str, note: str) -> str:

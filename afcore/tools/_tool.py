@@ -17,6 +17,7 @@ from afcore.errors import UsageError
 from afcore.messages import ToolSpec
 from afcore.tools._assume import check_ask_or_assume, served_schema
 from afcore.tools._ceiling import ResultCeiling
+from afcore.tools._quick_check import quick_check
 
 __all__ = ["Tool", "ToolContext", "ToolValidation", "define_tool"]
 
@@ -81,6 +82,9 @@ class Tool:
     """The most result text the model may be served; over it, a refusal, never a cut."""
     ask_or_assume: Mapping[str, Any] = field(default_factory=dict)
     """Argument -> the value a call that leaves it out runs with, recorded as assumed."""
+    quick_check: Callable[[Any], bool] | None = field(default=None, repr=False, compare=False)
+    """Says quickly that arguments hold to the schema, for the schemas it can (None: the
+    validator judges every call)."""
 
 
 def define_tool(
@@ -161,6 +165,7 @@ def define_tool(
         is_async=inspect.iscoroutinefunction(execute)
         or inspect.iscoroutinefunction(getattr(execute, "__call__", None)),  # noqa: B004
         validator=cls(schema),
+        quick_check=quick_check(schema) if cls is jsonschema.Draft202012Validator else None,
         spec=ToolSpec(
             name=name,
             description=description,

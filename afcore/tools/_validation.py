@@ -46,6 +46,13 @@ def validate_args(tool: Tool, args: Any) -> list[ArgProblem]:
     if tool.ask_or_assume:
         # A ruled argument the call left out is filled before the tool runs: judged filled.
         args = {**tool.ask_or_assume, **args}
+    quick = tool.quick_check
+    if quick is not None:
+        try:
+            if quick(args):
+                return []
+        except Exception:  # a value it cannot take (not JSON): jsonschema judges it
+            pass
     errors = sorted(tool.validator.iter_errors(args), key=lambda e: (len(e.path), e.json_path))
     return [ArgProblem(e.json_path, _describe(e)) for e in errors[:10]]
 

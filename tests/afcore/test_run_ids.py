@@ -1,0 +1,32 @@
+"""Run ids sort by start time (UTC, to the millisecond) and never repeat in a process."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from afcore.recording import _paths
+from afcore.recording._paths import new_run_id
+
+
+@pytest.fixture(autouse=True)
+def _own_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The last id's time is the process's: the ids made here leave it as it was.
+    monkeypatch.setattr(_paths, "_last_ms", 0)
+
+
+def test_a_run_id_names_its_start_to_the_millisecond_in_utc() -> None:
+    at = datetime(2030, 1, 2, 3, 4, 5, 999_999, tzinfo=UTC)
+    run_id = new_run_id(at)
+    assert re.fullmatch(r"20300102-030405-999-[0-9a-f]{6}", run_id), run_id
+
+
+def test_run_ids_of_one_process_strictly_increase_even_within_a_millisecond() -> None:
+    at = datetime(2031, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
+    ids = [new_run_id(at) for _ in range(3)]
+    stamps = [i.rsplit("-", 1)[0] for i in ids]
+    assert stamps == sorted(stamps) and len(set(stamps)) == 3
+    # The next millisecond after 23:59:59.999 is the next day's first.
+    assert stamps[1] == "20320101-000000-000", stamps
