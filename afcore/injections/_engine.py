@@ -107,8 +107,11 @@ class Composition:
     decisions: list[Decision]
     """Every decision that could differ between iterations (rules, tool returns, skills,
     content functions); always-on injections with fixed text are not restated."""
-    reads: set[str]
-    """Every key the decisions read (user_message, last_tool_results.<tool>, ...)."""
+
+    @cached_property
+    def reads(self) -> set[str]:
+        """Every key the decisions read (user_message, last_tool_results.<tool>, ...)."""
+        return set().union(*(d.reads for d in self.decisions))
 
     @cached_property
     def tools_by_name(self) -> dict[str, Tool]:
@@ -201,6 +204,7 @@ class InjectionEngine:
                     f"{inj.flavor}; ids must be unique"
                 )
             seen[inj.id] = inj
+        self.by_id: Mapping[str, Injection] = seen
         static = {t.name: t for t in tools}
         self.skills = [i for i in self.injections if isinstance(i.trigger, LLMActivated)]
         if self.skills and READ_SKILL in static:
@@ -293,7 +297,7 @@ class InjectionEngine:
             history=turn.history,
             state=turn.state,
         )
-        by_id = {inj.id: inj for inj in self.injections}
+        by_id = self.by_id
         segments: list[SystemSegment] = []
         messages: list[tuple[str, str, Source]] = []
         for id, why in dict(required).items():
@@ -310,6 +314,9 @@ class InjectionEngine:
     # -- each iteration ------------------------------------------------------------------
 
     def compose(self, turn: TurnState, base: Sequence[SystemSegment] | None = None) -> Composition:
+        """The slots for this iteration's call. When nothing was decided differently and the
+        base prompt and the providers' tools are the same, the very Composition of the last
+        iteration: its caller may take that as "nothing changed" without looking inside."""
         view = RunView(
             user_message=turn.user_message,
             iteration=turn.iteration,
@@ -321,10 +328,17 @@ class InjectionEngine:
             random=turn.random,
         )
         memo = turn.memo
-        decisions, reads, fired = self._decide_all(memo, view, turn)
+        decided = self._decide_all(memo, view, turn)
         provided = self._provided(turn)
         base_segments = self.base if base is None else base
         last = memo.last
+        if decided is None:
+            assert last is not None and memo.fired is not None
+            if memo.composed_from == (base_segments, memo.fired) and provided == memo.provided:
+                return last
+            decisions, fired = last.decisions, memo.fired
+        else:
+            decisions, fired = decided
         if (
             last is not None
             and memo.composed_from == (base_segments, fired)
@@ -347,7 +361,6 @@ class InjectionEngine:
             specs=specs,
             cache=cache,
             decisions=decisions,
-            reads=reads,
         )
         return memo.last
 
@@ -384,47 +397,79 @@ class InjectionEngine:
 
     def _decide_all(
         self, memo: _Memo, view: RunView, turn: TurnState
-    ) -> tuple[list[Decision], set[str], _Fired]:
+    ) -> tuple[list[Decision], _Fired] | None:
         """Decide again what may have changed; carry the rest over. When the injections
-        decided again put the same content in the slots, the slots are the last ones."""
+        decided again put the same content in the slots, the slots are the last ones; when
+        every one of them decided as before, None: the last iteration's decisions hold."""
         parts = memo.parts
-        todo: list[int] = []
-        changed: set[str] = set()
         if memo.fired is None:  # the first iteration: decide everything
             parts[:] = [self._evaluate(inj, view, turn) for inj in self._dynamic]
             for i, part in enumerate(parts):
                 _index(memo, i, part)
-        else:
-            again = set(memo.again)
-            changed = _changed(memo.seen, turn)
+            return self._gather(memo)
+        again = memo.again
+        changed = _changed(memo.seen, turn)
+        if changed:
+            again = set(again)
+            by_key = memo.by_key
             for key in changed:
-                again.update(memo.by_key.get(key, ()))
-            todo = sorted(again)
-        same = memo.fired is not None
-        for i in todo:
+                again.update(by_key.get(key, ()))
+        # Keys other than the iteration: a rule whose decision reads only that, and which
+        # answers as before, stands (its evidence says `["iteration"]`, the stage's own).
+        moved = changed - _ITERATION if changed else changed
+        dynamic = self._dynamic
+        redone: list[int] = []
+        same = True
+        for i in sorted(again):
             old = parts[i]
-            new = self._evaluate(self._dynamic[i], view, turn, old, changed)
-            if new is old:
-                continue
+            keys = old.keys
+            if keys is not None:
+                # A pure rule that read only what `keys` names: the common case, run inline.
+                trigger = old.decision.injection.trigger
+                assert isinstance(trigger, RuleTrigger)
+                failure: Exception | None = None
+                try:
+                    verdict = trigger.predicate(view)
+                except Exception as e:  # a rule that raises is skipped and recorded
+                    verdict, failure = None, e
+                raw = view._take_reads()
+                if (
+                    failure is None
+                    and verdict is old.decision.fired
+                    and keys == raw.keys()
+                    and not (moved and any(k in moved for k in raw))
+                ):
+                    continue  # the same verdict from the same evidence (the iteration aside)
+                new = self._part(dynamic[i], view, turn, verdict, failure, raw)
+            else:
+                new = self._evaluate(dynamic[i], view, turn, old, moved)
+                if new is old:
+                    continue
             if _same_content(old, new):
                 if new.decision.same_as_before(old.decision):
                     # Decided again, to the same effect: the old part stands, so the slots
                     # and the recorded decision are carried over as they are.
                     old.keys = new.keys
-                    new = old
+                    _index(memo, i, old)
+                    continue
             else:
                 same = False
             parts[i] = new
             _index(memo, i, new)
-        if same and memo.last is not None and memo.fired is not None:
-            decisions = list(memo.last.decisions)
-            reads = set(memo.last.reads)
-            for i in todo:
+            redone.append(i)
+        if not redone:
+            return None
+        last = memo.last
+        if same and last is not None:
+            decisions = list(last.decisions)
+            for i in redone:
                 decisions[i] = parts[i].decision
-                reads.update(decisions[i].reads)
-            return decisions, reads, memo.fired
+            return decisions, memo.fired
+        return self._gather(memo)
+
+    def _gather(self, memo: _Memo) -> tuple[list[Decision], _Fired]:
+        """The decisions and what fired, from every part."""
         decisions = []
-        reads = set()
         groups: tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]] = (
             list(self._fixed_groups[0]),
             list(self._fixed_groups[1]),
@@ -432,9 +477,8 @@ class InjectionEngine:
         )
         messages: list[tuple[str, str, Source]] = list(self._fixed_messages)
         fired_tools: list[tuple[Tool, ToolSpec]] = list(self._fixed_tools)
-        for part in parts:
+        for part in memo.parts:
             decisions.append(part.decision)
-            reads.update(part.decision.reads)
             if part.segment is not None:
                 groups[part.group].append(part.segment)
             if part.message is not None:
@@ -442,7 +486,7 @@ class InjectionEngine:
             if part.tools:
                 fired_tools += part.tools
         memo.fired = (groups, messages, fired_tools)
-        return decisions, reads, memo.fired
+        return decisions, memo.fired
 
     def _evaluate(
         self,
@@ -453,25 +497,41 @@ class InjectionEngine:
         changed: set[str] | frozenset[str] = frozenset(),
     ) -> _Part:
         """Decide one injection now and make its content if it fired. ``old``: its part at
-        the last iteration, returned as it is when the decision comes out the same."""
+        the last iteration, returned as it is when the decision comes out the same
+        (``changed``: the keys, the iteration aside, whose values moved since)."""
         trigger = inj.trigger
-        if isinstance(trigger, RuleTrigger):
-            failure: Exception | None = None
-            try:
-                verdict = trigger.predicate(view)
-            except Exception as e:  # a rule that raises is skipped and recorded; the run goes on
-                verdict, failure = None, e
-            raw = view._take_reads()
-            if (
-                old is not None
-                and old.keys is not None
-                and failure is None
-                and verdict is old.decision.fired
-                and old.keys == raw.keys()
-                and not any(k in changed for k in raw if k != "iteration")
-            ):
-                # Same verdict from the same evidence (the iteration aside): nothing to redo.
-                return old
+        if not isinstance(trigger, RuleTrigger):
+            return self._part(inj, view, turn, None, None, None)
+        failure: Exception | None = None
+        try:
+            verdict = trigger.predicate(view)
+        except Exception as e:  # a rule that raises is skipped and recorded; the run goes on
+            verdict, failure = None, e
+        raw = view._take_reads()
+        if (
+            old is not None
+            and old.keys is not None
+            and failure is None
+            and verdict is old.decision.fired
+            and old.keys == raw.keys()
+            and not any(k in changed for k in raw)
+        ):
+            # Same verdict from the same evidence (the iteration aside): nothing to redo.
+            return old
+        return self._part(inj, view, turn, verdict, failure, raw)
+
+    def _part(
+        self,
+        inj: Injection,
+        view: RunView,
+        turn: TurnState,
+        verdict: Any,
+        failure: Exception | None,
+        raw: dict[str, Any] | None,
+    ) -> _Part:
+        """What one injection contributes, from its rule's answer (``raw``: what the rule
+        read; None: not a rule, decided here)."""
+        if raw is not None:
             decision = _rule_decision(inj, verdict, failure, raw)
         else:
             decision, raw = self._decide(inj, turn), {}
@@ -587,6 +647,7 @@ class InjectionEngine:
 
 
 _TRUE, _FALSE = "rule returned true", "rule returned false"
+_ITERATION = frozenset({"iteration"})
 
 
 def _rule_decision(
@@ -675,8 +736,16 @@ def _same_content(old: _Part, new: _Part) -> bool:
 def _changed(seen: dict[str, Any], turn: TurnState) -> set[str]:
     """The keys whose value differs from when the engine last looked; notes the new ones."""
     changed = set()
+    state = turn.state
     for key, was in seen.items():
-        now = _now(turn, key)
+        # The state's keys are most of what rules read: looked up here without _now's walk.
+        if key.startswith("state."):
+            now = state.get(key[6:], MISSING)
+            if now is was or (now.__class__ is str and now == was):
+                continue
+            now = token(now)
+        else:
+            now = _now(turn, key)
         if now != was:
             changed.add(key)
             seen[key] = now

@@ -600,6 +600,11 @@ def _compose(
     turn.iteration = run.iteration
     turn.history = tuple(run.history)
     comp = agent.engine.compose(turn, run.base)
+    if comp is run.last_composed and not run.required:
+        # The engine decided nothing differently: the slots, the injected messages and the
+        # decisions the recording holds stand, and the iteration writes no `inject` stage.
+        assert run.last_injected is not None
+        return comp, None, run.last_injected[1], run.last_injected[2]
     if run.required:
         # A tool's envelope pushed a registered instruction into this call (lease: next-call).
         segments, pushed = agent.engine.pushed(turn, run.required)
@@ -640,6 +645,7 @@ def _compose(
             reads=reads,
         )
         run.decisions = comp.decisions
+    run.last_composed = comp
     return comp, None, extra, messages
 
 
@@ -1113,7 +1119,7 @@ def _effects(
     """Judge the effects a result envelope asks for: an instruction the agent registered is
     pushed into the next call; anything else is refused in a sentence the model reads."""
     notes = []
-    known = {i.id: i for i in run.agent.engine.injections}
+    known = run.agent.engine.by_id
     for effect in effects:
         injection = known.get(effect.instruction_id)
         if injection is None or injection.flavor not in ("instruction", "skill"):

@@ -222,6 +222,9 @@ class RunState:
     composition: Composition | None = None
     decisions: Sequence[Decision] | None = None
     """The injection decisions of the last iteration the recording holds (None: none yet)."""
+    last_composed: Composition | None = None
+    """The composition whose slots and decisions the last `inject` stage recorded (the
+    engine hands the same object back while nothing changes)."""
     result_keys: dict[str, str] = field(default_factory=dict)
     """Tool name -> the key of the message holding its last result."""
     injected: dict[tuple[str, str, str], tuple[int, Message]] = field(default_factory=dict)
