@@ -237,6 +237,7 @@ class InjectionEngine:
             for t in inj.tools
         }
         self._segments: dict[tuple[str, str, str, str], SystemSegment] = {}
+        self._described: list[InjectionInfo] | None = None
         self._sources: dict[tuple[str, int, str], Source] = {}
         self._provider_specs: dict[tuple[int, str], tuple[Tool, ToolSpec]] = {}
         # Always-on injections with fixed text and a fixed cache policy decide nothing: their
@@ -264,7 +265,13 @@ class InjectionEngine:
         return not self.injections and not self.providers
 
     def describe(self) -> list[InjectionInfo]:
-        """The injections as the recording's header lists them."""
+        """The injections as the recording's header lists them: made once, as every run of
+        the agent writes the same (the list and its entries are not to be changed)."""
+        if self._described is None:
+            self._described = self._describe()
+        return self._described
+
+    def _describe(self) -> list[InjectionInfo]:
         return [
             _info(
                 id=inj.id,
