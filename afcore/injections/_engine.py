@@ -180,6 +180,20 @@ class _Memo:
     """The base prompt and what fired that ``last``'s slots were composed from."""
     provided: list[tuple[Tool, ToolSpec]] = field(default_factory=list)
     """The tool providers' tools at the last iteration."""
+    prior: dict[int, _Part] = field(default_factory=dict)
+    """Position -> the part it had before its current one: a rule that flips back (a
+    reminder every tenth iteration) takes its earlier part again, the same objects."""
+    gathered: dict[tuple[int, ...], tuple[list[_Part], list[Decision], _Fired]] = field(
+        default_factory=dict
+    )
+    """The ids of every part -> those parts, their decisions and what fired: the same parts
+    again (a rule flipping back) give the same lists, so the slots are known."""
+    slotted: dict[tuple[int, int], tuple[Any, ...]] = field(default_factory=dict)
+    """(base, what fired) -> the slots composed from them (with the providers' tools)."""
+
+
+_REMEMBERED = 16
+"""How many sets of parts, and of slots, a run's engine keeps for flips back."""
 
 
 class InjectionEngine:
@@ -356,9 +370,27 @@ class InjectionEngine:
             system, specs, tools, cache = last.system, last.specs, last.tools, last.cache
             messages = last.messages
         else:
-            system, messages, pairs, cache = self._slots(base_segments, fired, provided)
-            specs = [s for _, s in pairs]
-            tools = [t for t, _ in pairs]
+            key = (id(base_segments), id(fired))
+            known = memo.slotted.get(key)
+            if known is not None and known[2] == provided:
+                system, messages, tools, specs, cache = known[3:]
+            else:
+                system, messages, pairs, cache = self._slots(base_segments, fired, provided)
+                specs = [s for _, s in pairs]
+                tools = [t for t, _ in pairs]
+                if len(memo.slotted) >= _REMEMBERED:
+                    memo.slotted.clear()
+                # The base and what fired are kept so that their ids cannot be reused.
+                memo.slotted[key] = (
+                    base_segments,
+                    fired,
+                    provided,
+                    system,
+                    messages,
+                    tools,
+                    specs,
+                    cache,
+                )
         memo.composed_from = (base_segments, fired)
         memo.provided = provided
         memo.last = Composition(
@@ -432,22 +464,31 @@ class InjectionEngine:
             keys = old.keys
             if keys is not None:
                 # A pure rule that read only what `keys` names: the common case, run inline.
-                trigger = old.decision.injection.trigger
-                assert isinstance(trigger, RuleTrigger)
                 failure: Exception | None = None
                 try:
-                    verdict = trigger.predicate(view)
+                    verdict = dynamic[i].trigger.predicate(view)  # type: ignore[union-attr]
                 except Exception as e:  # a rule that raises is skipped and recorded
                     verdict, failure = None, e
-                raw = view._take_reads()
+                raw = view._reads
+                view._reads = {}
                 if (
-                    failure is None
-                    and verdict is old.decision.fired
+                    verdict is old.decision.fired
+                    and failure is None
                     and keys == raw.keys()
                     and not (moved and any(k in moved for k in raw))
                 ):
                     continue  # the same verdict from the same evidence (the iteration aside)
-                new = self._part(dynamic[i], view, turn, verdict, failure, raw)
+                decision = _rule_decision(dynamic[i], verdict, failure, raw)
+                prior = memo.prior.get(i)
+                if (
+                    prior is not None
+                    and prior.keys is not None
+                    and prior.keys == raw.keys()
+                    and decision.same_as_before(prior.decision)
+                ):
+                    new = prior  # decided as it was before its last change: that part again
+                else:
+                    new = self._part(dynamic[i], view, turn, decision, raw)
             else:
                 new = self._evaluate(dynamic[i], view, turn, old, moved)
                 if new is old:
@@ -461,6 +502,7 @@ class InjectionEngine:
                     continue
             else:
                 same = False
+            memo.prior[i] = old
             parts[i] = new
             _index(memo, i, new)
             redone.append(i)
@@ -476,6 +518,11 @@ class InjectionEngine:
 
     def _gather(self, memo: _Memo) -> tuple[list[Decision], _Fired]:
         """The decisions and what fired, from every part."""
+        key = tuple(map(id, memo.parts))
+        known = memo.gathered.get(key)
+        if known is not None:  # the very parts of an earlier iteration (kept alive there)
+            memo.fired = known[2]
+            return known[1], known[2]
         decisions = []
         groups: tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]] = (
             list(self._fixed_groups[0]),
@@ -493,6 +540,9 @@ class InjectionEngine:
             if part.tools:
                 fired_tools += part.tools
         memo.fired = (groups, messages, fired_tools)
+        if len(memo.gathered) >= _REMEMBERED:
+            memo.gathered.clear()
+        memo.gathered[key] = (list(memo.parts), decisions, memo.fired)
         return decisions, memo.fired
 
     def _evaluate(
@@ -508,7 +558,7 @@ class InjectionEngine:
         (``changed``: the keys, the iteration aside, whose values moved since)."""
         trigger = inj.trigger
         if not isinstance(trigger, RuleTrigger):
-            return self._part(inj, view, turn, None, None, None)
+            return self._part(inj, view, turn, self._decide(inj, turn), {})
         failure: Exception | None = None
         try:
             verdict = trigger.predicate(view)
@@ -525,23 +575,17 @@ class InjectionEngine:
         ):
             # Same verdict from the same evidence (the iteration aside): nothing to redo.
             return old
-        return self._part(inj, view, turn, verdict, failure, raw)
+        return self._part(inj, view, turn, _rule_decision(inj, verdict, failure, raw), raw)
 
     def _part(
         self,
         inj: Injection,
         view: RunView,
         turn: TurnState,
-        verdict: Any,
-        failure: Exception | None,
-        raw: dict[str, Any] | None,
+        decision: Decision,
+        raw: dict[str, Any],
     ) -> _Part:
-        """What one injection contributes, from its rule's answer (``raw``: what the rule
-        read; None: not a rule, decided here)."""
-        if raw is not None:
-            decision = _rule_decision(inj, verdict, failure, raw)
-        else:
-            decision, raw = self._decide(inj, turn), {}
+        """What one injection contributes, from its decision (``raw``: what its rule read)."""
         memo = turn.memo
         if not decision.fired:
             return _Part(decision, keys=_memo_keys(inj, decision, raw, memo))
@@ -745,12 +789,26 @@ def _changed(seen: dict[str, Any], turn: TurnState) -> set[str]:
     changed = set()
     state = turn.state
     for key, was in seen.items():
-        # The state's keys are most of what rules read: looked up here without _now's walk.
+        # The state's keys and the iteration are most of what rules read: compared here
+        # without _now's walk, and without making a token when the value is the same.
         if key.startswith("state."):
             now = state.get(key[6:], MISSING)
-            if now is was or (now.__class__ is str and now == was):
+            if now is was:
                 continue
-            now = token(now)
+            cls = now.__class__
+            if cls is str:
+                if now == was:
+                    continue
+            elif cls is int or cls is float or cls is bool:
+                if was.__class__ is tuple and was[0] is cls and was[1] == now:
+                    continue
+                now = (cls, now)
+            else:
+                now = token(now)
+        elif key == "iteration":
+            if was[1] == turn.iteration:
+                continue
+            now = (int, turn.iteration)
         else:
             now = _now(turn, key)
         if now != was:
