@@ -137,7 +137,8 @@ class TurnState:
 
     user_message: str
     iteration: int
-    history: tuple[Message, ...]
+    history: Sequence[Message]
+    """The conversation so far (the loop's own list: a rule that reads it gets a copy)."""
     state: Mapping[str, Any]
     identity: Any
     last_tool_results: dict[str, str] = field(default_factory=dict)
@@ -180,6 +181,9 @@ class _Memo:
     """The base prompt and what fired that ``last``'s slots were composed from."""
     provided: list[tuple[Tool, ToolSpec]] = field(default_factory=list)
     """The tool providers' tools at the last iteration."""
+    todo: dict[frozenset[str], list[int]] = field(default_factory=dict)
+    """The keys that changed -> the positions to decide again (emptied when ``again`` or
+    ``by_key`` change)."""
     prior: dict[int, _Part] = field(default_factory=dict)
     """Position -> the part it had before its current one: a rule that flips back (a
     reminder every tenth iteration) takes its earlier part again, the same objects."""
@@ -446,20 +450,21 @@ class InjectionEngine:
             for i, part in enumerate(parts):
                 _index(memo, i, part)
             return self._gather(memo)
-        again = memo.again
         changed = _changed(memo.seen, turn)
-        if changed:
-            again = set(again)
-            by_key = memo.by_key
+        todo_key = frozenset(changed)
+        todo = memo.todo.get(todo_key)
+        if todo is None:
+            again = set(memo.again)
             for key in changed:
-                again.update(by_key.get(key, ()))
+                again.update(memo.by_key.get(key, ()))
+            todo = memo.todo[todo_key] = sorted(again)
         # Keys other than the iteration: a rule whose decision reads only that, and which
         # answers as before, stands (its evidence says `["iteration"]`, the stage's own).
         moved = changed - _ITERATION if changed else changed
         dynamic = self._dynamic
         redone: list[int] = []
         same = True
-        for i in sorted(again):
+        for i in todo:
             old = parts[i]
             keys = old.keys
             if keys is not None:
@@ -766,6 +771,7 @@ def _now(turn: TurnState, key: str) -> Any:
 
 def _index(memo: _Memo, i: int, part: _Part) -> None:
     """Note what would make the part at ``i`` be decided again."""
+    memo.todo.clear()
     if part.keys is None:
         memo.again.add(i)
         return

@@ -4,7 +4,7 @@ decision is recorded with the evidence it rested on."""
 from __future__ import annotations
 
 import random as _random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -122,7 +122,7 @@ class RunView(ReadNotes):
         iteration: int,
         last_tool_results: Mapping[str, str],
         active_skills: frozenset[str],
-        history: tuple[Message, ...],
+        history: Sequence[Message],
         state: Mapping[str, Any],
         clock: Callable[[], datetime] | None = None,
         random: Callable[[], _random.Random] | None = None,
@@ -165,7 +165,7 @@ class RunView(ReadNotes):
     def history(self) -> tuple[Message, ...]:
         """The conversation so far (user, assistant and tool messages)."""
         self._note("history", f"{len(self._history)} messages")
-        return self._history
+        return tuple(self._history)  # a snapshot: the run's own list goes on growing
 
     @property
     def state(self) -> Mapping[str, Any]:

@@ -598,7 +598,7 @@ def _compose(
     agent, rec, turn = run.agent, run.rec, run.turn
     assert turn is not None
     turn.iteration = run.iteration
-    turn.history = tuple(run.history)
+    turn.history = run.history  # copied only for a rule that reads it
     comp = agent.engine.compose(turn, run.base)
     if comp is run.last_composed and not run.required:
         # The engine decided nothing differently: the slots, the injected messages and the
