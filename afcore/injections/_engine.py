@@ -334,6 +334,7 @@ class InjectionEngine:
                 segments.append(self._segment(inj.id, text, source))
             if message is not None:
                 messages.append((inj.role, message, source))
+        view._release()
         return segments, messages
 
     # -- each iteration ------------------------------------------------------------------
@@ -354,6 +355,7 @@ class InjectionEngine:
         )
         memo = turn.memo
         decided = self._decide_all(memo, view, turn)
+        view._release()
         provided = self._provided(turn)
         base_segments = self.base if base is None else base
         last = memo.last

@@ -135,7 +135,7 @@ class RunView(ReadNotes):
         self._skills = active_skills
         self._history = history
         self._state = state
-        self._tracked_state = _Tracked(self, "state", state)
+        self._tracked_state: _Tracked | None = None
         self._reads: dict[str, Any] = {}
 
     @property
@@ -170,7 +170,16 @@ class RunView(ReadNotes):
     @property
     def state(self) -> Mapping[str, Any]:
         """Values the application put in the run's state (``run(..., state=...)``)."""
-        return self._tracked_state
+        tracked = self._tracked_state
+        if tracked is None:
+            tracked = self._tracked_state = _Tracked(self, "state", self._state)
+        return tracked
+
+    def _release(self) -> None:
+        """Drop the state's tracker, which refers back to the view: without the cycle, the
+        view of an iteration is freed as soon as the iteration is done with it, not left to
+        the garbage collector (a view kept by a rule makes a new tracker when read)."""
+        self._tracked_state = None
 
     def now(self) -> datetime:
         """The time, in UTC, from the run's recorded clock (a replay serves it back). A rule

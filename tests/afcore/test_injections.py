@@ -557,3 +557,22 @@ def test_a_rule_that_flips_back_and_forth_sends_and_records_each_iteration_as_de
         {"odd": False, "even": True, "strict": False},
         {"odd": True, "even": False},
     ]
+
+
+def test_a_view_a_rule_kept_still_reads_the_state_after_its_iteration() -> None:
+    kept: list[Any] = []
+
+    def rule(s: Any) -> bool:
+        kept.append(s)
+        return bool(s.state["on"])
+
+    provider, _ = scripted(call("t"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m")
+        .instruction("On.", id="on", when=rule, pure=False)
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("go", state={"on": True})
+    assert len(kept) == 2
+    assert kept[0].state["on"] is True and dict(kept[-1].state) == {"on": True}
