@@ -46,6 +46,8 @@ class Decision:
     """Key -> the value the rule saw (cut to a line). The iteration's value is not repeated
     (None): it is the iteration the decision was made at."""
     error: str | None = None
+    recorded: InjectionDecision | None = field(default=None, init=False, compare=False, repr=False)
+    """The decision as the recording holds it, once made (see :meth:`record`)."""
 
     def same_as_before(self, other: Decision) -> bool:
         """Whether ``other`` (the decision at the iteration before) says the same: then it is
@@ -59,9 +61,12 @@ class Decision:
         )
 
     def record(self) -> InjectionDecision:
-        """The decision as the recording holds it."""
+        """The decision as the recording holds it (made once: a decision a rule takes again
+        when it flips back is recorded again as it was)."""
+        if self.recorded is not None:
+            return self.recorded
         inj = self.injection
-        return _decision(
+        self.recorded = _decision(
             id=inj.id,
             flavor=inj.flavor,
             trigger=inj.trigger.kind,
@@ -70,6 +75,7 @@ class Decision:
             reads=[(k,) if k == "iteration" else (k, v) for k, v in self.reads.items()],
             error=self.error,
         )
+        return self.recorded
 
 
 def changed_decisions(
