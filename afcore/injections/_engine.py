@@ -198,6 +198,8 @@ class _Memo:
     )
     """The ids of every part -> those parts, their decisions and what fired: the same parts
     again (a rule flipping back) give the same lists, so the slots are known."""
+    compositions: dict[tuple[int, ...], Composition] = field(default_factory=dict)
+    """The ids of a composition's decisions and slots -> the composition."""
     slotted: dict[tuple[int, int], tuple[Any, ...]] = field(default_factory=dict)
     """(base, what fired) -> the slots composed from them (with the providers' tools)."""
 
@@ -405,15 +407,24 @@ class InjectionEngine:
                 )
         memo.composed_from = (base_segments, fired)
         memo.provided = provided
-        memo.last = Composition(
-            system=system,
-            messages=messages,
-            tools=tools,
-            specs=specs,
-            cache=cache,
-            decisions=decisions,
-        )
-        return memo.last
+        # The same decisions and slots as an earlier iteration (a rule flipped back): the
+        # same Composition, so that what its caller made of it can be taken again too.
+        ids = (id(decisions), id(system), id(messages), id(tools), id(specs), id(cache))
+        comp = memo.compositions.get(ids)
+        if comp is None:
+            comp = Composition(
+                system=system,
+                messages=messages,
+                tools=tools,
+                specs=specs,
+                cache=cache,
+                decisions=decisions,
+            )
+            if len(memo.compositions) >= _REMEMBERED:
+                memo.compositions.clear()
+            memo.compositions[ids] = comp  # it holds the parts: their ids stay theirs
+        memo.last = comp
+        return comp
 
     def _slots(
         self,
