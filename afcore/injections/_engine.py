@@ -46,6 +46,8 @@ class Decision:
     """Key -> the value the rule saw (cut to a line). The iteration's value is not repeated
     (None): it is the iteration the decision was made at."""
     error: str | None = None
+    recorded: InjectionDecision | None = field(default=None, init=False, compare=False, repr=False)
+    """The decision as the recording holds it, once made (see :meth:`record`)."""
 
     def same_as_before(self, other: Decision) -> bool:
         """Whether ``other`` (the decision at the iteration before) says the same: then it is
@@ -59,9 +61,12 @@ class Decision:
         )
 
     def record(self) -> InjectionDecision:
-        """The decision as the recording holds it."""
+        """The decision as the recording holds it (made once: a decision a rule takes again
+        when it flips back is recorded again as it was)."""
+        if self.recorded is not None:
+            return self.recorded
         inj = self.injection
-        return _decision(
+        self.recorded = _decision(
             id=inj.id,
             flavor=inj.flavor,
             trigger=inj.trigger.kind,
@@ -70,6 +75,7 @@ class Decision:
             reads=[(k,) if k == "iteration" else (k, v) for k, v in self.reads.items()],
             error=self.error,
         )
+        return self.recorded
 
 
 def changed_decisions(
@@ -107,8 +113,11 @@ class Composition:
     decisions: list[Decision]
     """Every decision that could differ between iterations (rules, tool returns, skills,
     content functions); always-on injections with fixed text are not restated."""
-    reads: set[str]
-    """Every key the decisions read (user_message, last_tool_results.<tool>, ...)."""
+
+    @cached_property
+    def reads(self) -> set[str]:
+        """Every key the decisions read (user_message, last_tool_results.<tool>, ...)."""
+        return set().union(*(d.reads for d in self.decisions))
 
     @cached_property
     def tools_by_name(self) -> dict[str, Tool]:
@@ -134,7 +143,8 @@ class TurnState:
 
     user_message: str
     iteration: int
-    history: tuple[Message, ...]
+    history: Sequence[Message]
+    """The conversation so far (the loop's own list: a rule that reads it gets a copy)."""
     state: Mapping[str, Any]
     identity: Any
     last_tool_results: dict[str, str] = field(default_factory=dict)
@@ -177,6 +187,25 @@ class _Memo:
     """The base prompt and what fired that ``last``'s slots were composed from."""
     provided: list[tuple[Tool, ToolSpec]] = field(default_factory=list)
     """The tool providers' tools at the last iteration."""
+    todo: dict[frozenset[str], list[int]] = field(default_factory=dict)
+    """The keys that changed -> the positions to decide again (emptied when ``again`` or
+    ``by_key`` change)."""
+    prior: dict[int, _Part] = field(default_factory=dict)
+    """Position -> the part it had before its current one: a rule that flips back (a
+    reminder every tenth iteration) takes its earlier part again, the same objects."""
+    gathered: dict[tuple[int, ...], tuple[list[_Part], list[Decision], _Fired]] = field(
+        default_factory=dict
+    )
+    """The ids of every part -> those parts, their decisions and what fired: the same parts
+    again (a rule flipping back) give the same lists, so the slots are known."""
+    compositions: dict[tuple[int, ...], Composition] = field(default_factory=dict)
+    """The ids of a composition's decisions and slots -> the composition."""
+    slotted: dict[tuple[int, int], tuple[Any, ...]] = field(default_factory=dict)
+    """(base, what fired) -> the slots composed from them (with the providers' tools)."""
+
+
+_REMEMBERED = 16
+"""How many sets of parts, and of slots, a run's engine keeps for flips back."""
 
 
 class InjectionEngine:
@@ -201,6 +230,7 @@ class InjectionEngine:
                     f"{inj.flavor}; ids must be unique"
                 )
             seen[inj.id] = inj
+        self.by_id: Mapping[str, Injection] = seen
         static = {t.name: t for t in tools}
         self.skills = [i for i in self.injections if isinstance(i.trigger, LLMActivated)]
         if self.skills and READ_SKILL in static:
@@ -233,6 +263,7 @@ class InjectionEngine:
             for t in inj.tools
         }
         self._segments: dict[tuple[str, str, str, str], SystemSegment] = {}
+        self._described: list[InjectionInfo] | None = None
         self._sources: dict[tuple[str, int, str], Source] = {}
         self._provider_specs: dict[tuple[int, str], tuple[Tool, ToolSpec]] = {}
         # Always-on injections with fixed text and a fixed cache policy decide nothing: their
@@ -260,7 +291,13 @@ class InjectionEngine:
         return not self.injections and not self.providers
 
     def describe(self) -> list[InjectionInfo]:
-        """The injections as the recording's header lists them."""
+        """The injections as the recording's header lists them: made once, as every run of
+        the agent writes the same (the list and its entries are not to be changed)."""
+        if self._described is None:
+            self._described = self._describe()
+        return self._described
+
+    def _describe(self) -> list[InjectionInfo]:
         return [
             _info(
                 id=inj.id,
@@ -293,7 +330,7 @@ class InjectionEngine:
             history=turn.history,
             state=turn.state,
         )
-        by_id = {inj.id: inj for inj in self.injections}
+        by_id = self.by_id
         segments: list[SystemSegment] = []
         messages: list[tuple[str, str, Source]] = []
         for id, why in dict(required).items():
@@ -305,11 +342,15 @@ class InjectionEngine:
                 segments.append(self._segment(inj.id, text, source))
             if message is not None:
                 messages.append((inj.role, message, source))
+        view._release()
         return segments, messages
 
     # -- each iteration ------------------------------------------------------------------
 
     def compose(self, turn: TurnState, base: Sequence[SystemSegment] | None = None) -> Composition:
+        """The slots for this iteration's call. When nothing was decided differently and the
+        base prompt and the providers' tools are the same, the very Composition of the last
+        iteration: its caller may take that as "nothing changed" without looking inside."""
         view = RunView(
             user_message=turn.user_message,
             iteration=turn.iteration,
@@ -321,10 +362,18 @@ class InjectionEngine:
             random=turn.random,
         )
         memo = turn.memo
-        decisions, reads, fired = self._decide_all(memo, view, turn)
+        decided = self._decide_all(memo, view, turn)
+        view._release()
         provided = self._provided(turn)
         base_segments = self.base if base is None else base
         last = memo.last
+        if decided is None:
+            assert last is not None and memo.fired is not None
+            if memo.composed_from == (base_segments, memo.fired) and provided == memo.provided:
+                return last
+            decisions, fired = last.decisions, memo.fired
+        else:
+            decisions, fired = decided
         if (
             last is not None
             and memo.composed_from == (base_segments, fired)
@@ -335,21 +384,47 @@ class InjectionEngine:
             system, specs, tools, cache = last.system, last.specs, last.tools, last.cache
             messages = last.messages
         else:
-            system, messages, pairs, cache = self._slots(base_segments, fired, provided)
-            specs = [s for _, s in pairs]
-            tools = [t for t, _ in pairs]
+            key = (id(base_segments), id(fired))
+            known = memo.slotted.get(key)
+            if known is not None and known[2] == provided:
+                system, messages, tools, specs, cache = known[3:]
+            else:
+                system, messages, pairs, cache = self._slots(base_segments, fired, provided)
+                specs = [s for _, s in pairs]
+                tools = [t for t, _ in pairs]
+                if len(memo.slotted) >= _REMEMBERED:
+                    memo.slotted.clear()
+                # The base and what fired are kept so that their ids cannot be reused.
+                memo.slotted[key] = (
+                    base_segments,
+                    fired,
+                    provided,
+                    system,
+                    messages,
+                    tools,
+                    specs,
+                    cache,
+                )
         memo.composed_from = (base_segments, fired)
         memo.provided = provided
-        memo.last = Composition(
-            system=system,
-            messages=messages,
-            tools=tools,
-            specs=specs,
-            cache=cache,
-            decisions=decisions,
-            reads=reads,
-        )
-        return memo.last
+        # The same decisions and slots as an earlier iteration (a rule flipped back): the
+        # same Composition, so that what its caller made of it can be taken again too.
+        ids = (id(decisions), id(system), id(messages), id(tools), id(specs), id(cache))
+        comp = memo.compositions.get(ids)
+        if comp is None:
+            comp = Composition(
+                system=system,
+                messages=messages,
+                tools=tools,
+                specs=specs,
+                cache=cache,
+                decisions=decisions,
+            )
+            if len(memo.compositions) >= _REMEMBERED:
+                memo.compositions.clear()
+            memo.compositions[ids] = comp  # it holds the parts: their ids stay theirs
+        memo.last = comp
+        return comp
 
     def _slots(
         self,
@@ -384,47 +459,95 @@ class InjectionEngine:
 
     def _decide_all(
         self, memo: _Memo, view: RunView, turn: TurnState
-    ) -> tuple[list[Decision], set[str], _Fired]:
+    ) -> tuple[list[Decision], _Fired] | None:
         """Decide again what may have changed; carry the rest over. When the injections
-        decided again put the same content in the slots, the slots are the last ones."""
+        decided again put the same content in the slots, the slots are the last ones; when
+        every one of them decided as before, None: the last iteration's decisions hold."""
         parts = memo.parts
-        todo: list[int] = []
-        changed: set[str] = set()
         if memo.fired is None:  # the first iteration: decide everything
             parts[:] = [self._evaluate(inj, view, turn) for inj in self._dynamic]
             for i, part in enumerate(parts):
                 _index(memo, i, part)
-        else:
+            return self._gather(memo)
+        changed = _changed(memo.seen, turn)
+        todo_key = frozenset(changed)
+        todo = memo.todo.get(todo_key)
+        if todo is None:
             again = set(memo.again)
-            changed = _changed(memo.seen, turn)
             for key in changed:
                 again.update(memo.by_key.get(key, ()))
-            todo = sorted(again)
-        same = memo.fired is not None
+            todo = memo.todo[todo_key] = sorted(again)
+        # Keys other than the iteration: a rule whose decision reads only that, and which
+        # answers as before, stands (its evidence says `["iteration"]`, the stage's own).
+        moved = changed - _ITERATION if changed else changed
+        dynamic = self._dynamic
+        redone: list[int] = []
+        same = True
         for i in todo:
             old = parts[i]
-            new = self._evaluate(self._dynamic[i], view, turn, old, changed)
-            if new is old:
-                continue
+            keys = old.keys
+            if keys is not None:
+                # A pure rule that read only what `keys` names: the common case, run inline.
+                failure: Exception | None = None
+                try:
+                    verdict = dynamic[i].trigger.predicate(view)  # type: ignore[union-attr]
+                except Exception as e:  # a rule that raises is skipped and recorded
+                    verdict, failure = None, e
+                raw = view._reads
+                view._reads = {}
+                if (
+                    verdict is old.decision.fired
+                    and failure is None
+                    and keys == raw.keys()
+                    and not (moved and any(k in moved for k in raw))
+                ):
+                    continue  # the same verdict from the same evidence (the iteration aside)
+                decision = _rule_decision(dynamic[i], verdict, failure, raw)
+                prior = memo.prior.get(i)
+                if (
+                    prior is not None
+                    and prior.keys is not None
+                    and prior.keys == raw.keys()
+                    and decision.same_as_before(prior.decision)
+                ):
+                    new = prior  # decided as it was before its last change: that part again
+                else:
+                    new = self._part(dynamic[i], view, turn, decision, raw)
+            else:
+                new = self._evaluate(dynamic[i], view, turn, old, moved)
+                if new is old:
+                    continue
             if _same_content(old, new):
                 if new.decision.same_as_before(old.decision):
                     # Decided again, to the same effect: the old part stands, so the slots
                     # and the recorded decision are carried over as they are.
                     old.keys = new.keys
-                    new = old
+                    _index(memo, i, old)
+                    continue
             else:
                 same = False
+            memo.prior[i] = old
             parts[i] = new
             _index(memo, i, new)
-        if same and memo.last is not None and memo.fired is not None:
-            decisions = list(memo.last.decisions)
-            reads = set(memo.last.reads)
-            for i in todo:
+            redone.append(i)
+        if not redone:
+            return None
+        last = memo.last
+        if same and last is not None:
+            decisions = list(last.decisions)
+            for i in redone:
                 decisions[i] = parts[i].decision
-                reads.update(decisions[i].reads)
-            return decisions, reads, memo.fired
+            return decisions, memo.fired
+        return self._gather(memo)
+
+    def _gather(self, memo: _Memo) -> tuple[list[Decision], _Fired]:
+        """The decisions and what fired, from every part."""
+        key = tuple(map(id, memo.parts))
+        known = memo.gathered.get(key)
+        if known is not None:  # the very parts of an earlier iteration (kept alive there)
+            memo.fired = known[2]
+            return known[1], known[2]
         decisions = []
-        reads = set()
         groups: tuple[list[SystemSegment], list[SystemSegment], list[SystemSegment]] = (
             list(self._fixed_groups[0]),
             list(self._fixed_groups[1]),
@@ -432,9 +555,8 @@ class InjectionEngine:
         )
         messages: list[tuple[str, str, Source]] = list(self._fixed_messages)
         fired_tools: list[tuple[Tool, ToolSpec]] = list(self._fixed_tools)
-        for part in parts:
+        for part in memo.parts:
             decisions.append(part.decision)
-            reads.update(part.decision.reads)
             if part.segment is not None:
                 groups[part.group].append(part.segment)
             if part.message is not None:
@@ -442,7 +564,10 @@ class InjectionEngine:
             if part.tools:
                 fired_tools += part.tools
         memo.fired = (groups, messages, fired_tools)
-        return decisions, reads, memo.fired
+        if len(memo.gathered) >= _REMEMBERED:
+            memo.gathered.clear()
+        memo.gathered[key] = (list(memo.parts), decisions, memo.fired)
+        return decisions, memo.fired
 
     def _evaluate(
         self,
@@ -453,28 +578,38 @@ class InjectionEngine:
         changed: set[str] | frozenset[str] = frozenset(),
     ) -> _Part:
         """Decide one injection now and make its content if it fired. ``old``: its part at
-        the last iteration, returned as it is when the decision comes out the same."""
+        the last iteration, returned as it is when the decision comes out the same
+        (``changed``: the keys, the iteration aside, whose values moved since)."""
         trigger = inj.trigger
-        if isinstance(trigger, RuleTrigger):
-            failure: Exception | None = None
-            try:
-                verdict = trigger.predicate(view)
-            except Exception as e:  # a rule that raises is skipped and recorded; the run goes on
-                verdict, failure = None, e
-            raw = view._take_reads()
-            if (
-                old is not None
-                and old.keys is not None
-                and failure is None
-                and verdict is old.decision.fired
-                and old.keys == raw.keys()
-                and not any(k in changed for k in raw if k != "iteration")
-            ):
-                # Same verdict from the same evidence (the iteration aside): nothing to redo.
-                return old
-            decision = _rule_decision(inj, verdict, failure, raw)
-        else:
-            decision, raw = self._decide(inj, turn), {}
+        if not isinstance(trigger, RuleTrigger):
+            return self._part(inj, view, turn, self._decide(inj, turn), {})
+        failure: Exception | None = None
+        try:
+            verdict = trigger.predicate(view)
+        except Exception as e:  # a rule that raises is skipped and recorded; the run goes on
+            verdict, failure = None, e
+        raw = view._take_reads()
+        if (
+            old is not None
+            and old.keys is not None
+            and failure is None
+            and verdict is old.decision.fired
+            and old.keys == raw.keys()
+            and not any(k in changed for k in raw)
+        ):
+            # Same verdict from the same evidence (the iteration aside): nothing to redo.
+            return old
+        return self._part(inj, view, turn, _rule_decision(inj, verdict, failure, raw), raw)
+
+    def _part(
+        self,
+        inj: Injection,
+        view: RunView,
+        turn: TurnState,
+        decision: Decision,
+        raw: dict[str, Any],
+    ) -> _Part:
+        """What one injection contributes, from its decision (``raw``: what its rule read)."""
         memo = turn.memo
         if not decision.fired:
             return _Part(decision, keys=_memo_keys(inj, decision, raw, memo))
@@ -587,6 +722,7 @@ class InjectionEngine:
 
 
 _TRUE, _FALSE = "rule returned true", "rule returned false"
+_ITERATION = frozenset({"iteration"})
 
 
 def _rule_decision(
@@ -654,6 +790,7 @@ def _now(turn: TurnState, key: str) -> Any:
 
 def _index(memo: _Memo, i: int, part: _Part) -> None:
     """Note what would make the part at ``i`` be decided again."""
+    memo.todo.clear()
     if part.keys is None:
         memo.again.add(i)
         return
@@ -675,8 +812,30 @@ def _same_content(old: _Part, new: _Part) -> bool:
 def _changed(seen: dict[str, Any], turn: TurnState) -> set[str]:
     """The keys whose value differs from when the engine last looked; notes the new ones."""
     changed = set()
+    state = turn.state
     for key, was in seen.items():
-        now = _now(turn, key)
+        # The state's keys and the iteration are most of what rules read: compared here
+        # without _now's walk, and without making a token when the value is the same.
+        if key.startswith("state."):
+            now = state.get(key[6:], MISSING)
+            if now is was:
+                continue
+            cls = now.__class__
+            if cls is str:
+                if now == was:
+                    continue
+            elif cls is int or cls is float or cls is bool:
+                if was.__class__ is tuple and was[0] is cls and was[1] == now:
+                    continue
+                now = (cls, now)
+            else:
+                now = token(now)
+        elif key == "iteration":
+            if was[1] == turn.iteration:
+                continue
+            now = (int, turn.iteration)
+        else:
+            now = _now(turn, key)
         if now != was:
             changed.add(key)
             seen[key] = now

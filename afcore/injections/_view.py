@@ -4,7 +4,7 @@ decision is recorded with the evidence it rested on."""
 from __future__ import annotations
 
 import random as _random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -122,7 +122,7 @@ class RunView(ReadNotes):
         iteration: int,
         last_tool_results: Mapping[str, str],
         active_skills: frozenset[str],
-        history: tuple[Message, ...],
+        history: Sequence[Message],
         state: Mapping[str, Any],
         clock: Callable[[], datetime] | None = None,
         random: Callable[[], _random.Random] | None = None,
@@ -135,7 +135,7 @@ class RunView(ReadNotes):
         self._skills = active_skills
         self._history = history
         self._state = state
-        self._tracked_state = _Tracked(self, "state", state)
+        self._tracked_state: _Tracked | None = None
         self._reads: dict[str, Any] = {}
 
     @property
@@ -165,12 +165,21 @@ class RunView(ReadNotes):
     def history(self) -> tuple[Message, ...]:
         """The conversation so far (user, assistant and tool messages)."""
         self._note("history", f"{len(self._history)} messages")
-        return self._history
+        return tuple(self._history)  # a snapshot: the run's own list goes on growing
 
     @property
     def state(self) -> Mapping[str, Any]:
         """Values the application put in the run's state (``run(..., state=...)``)."""
-        return self._tracked_state
+        tracked = self._tracked_state
+        if tracked is None:
+            tracked = self._tracked_state = _Tracked(self, "state", self._state)
+        return tracked
+
+    def _release(self) -> None:
+        """Drop the state's tracker, which refers back to the view: without the cycle, the
+        view of an iteration is freed as soon as the iteration is done with it, not left to
+        the garbage collector (a view kept by a rule makes a new tracker when read)."""
+        self._tracked_state = None
 
     def now(self) -> datetime:
         """The time, in UTC, from the run's recorded clock (a replay serves it back). A rule

@@ -47,7 +47,13 @@ from afcore.errors import (
     UsageError,
 )
 from afcore.governance._pause import Paused
-from afcore.injections._engine import READ_SKILL, Composition, TurnState, changed_decisions
+from afcore.injections._engine import (
+    READ_SKILL,
+    Composition,
+    Decision,
+    TurnState,
+    changed_decisions,
+)
 from afcore.injections._model import ConfigureContext
 from afcore.loop._attempts import attempt_call
 from afcore.loop._conversation import Conversation
@@ -106,6 +112,7 @@ from afcore.recording._models import (
     ErrorEvent,
     ErrorInfo,
     Header,
+    InjectionDecisions,
     Line,
     MiddlewareDecision,
     RedactionInfo,
@@ -618,34 +625,52 @@ def _compose(
     agent, rec, turn = run.agent, run.rec, run.turn
     assert turn is not None
     turn.iteration = run.iteration
-    turn.history = tuple(run.history)
+    turn.history = run.history  # copied only for a rule that reads it
     comp = agent.engine.compose(turn, run.base)
+    if comp is run.last_composed and not run.required:
+        # The engine decided nothing differently: the slots, the injected messages and the
+        # decisions the recording holds stand, and the iteration writes no `inject` stage.
+        assert run.last_injected is not None
+        return comp, None, run.last_injected[1], run.last_injected[2]
     if run.required:
         # A tool's envelope pushed a registered instruction into this call (lease: next-call).
         segments, pushed = agent.engine.pushed(turn, run.required)
         run.required = []
         comp = replace(comp, system=[*comp.system, *segments], messages=[*comp.messages, *pushed])
     writes: list[Line] = []
-    if run.last_injected is not None and run.last_injected[0] is comp.messages:
-        # The engine carried the injected messages over: they are known, numbered and written.
-        _, extra, messages = run.last_injected
-    else:
-        extra, messages = [], []
-        for role, text, source in comp.messages:
-            key = (source.id or "", role, text)
-            known = run.injected.get(key)
-            if known is None:
-                msg: Message = (
-                    UserMessage(text) if role == "user" else AssistantMessage((TextBlock(text),))
-                )
-                n, write = rec.message(msg, history=False, source=source)
-                writes.append(write)
-                known = run.injected[key] = (n, msg)
-            extra.append(known[0])
-            messages.append(known[1])
+    known_comp = run.composed.get(id(comp))
+    if known_comp is not None and known_comp[0] is comp:
+        # A composition of an earlier iteration (a rule flipped back): its injected messages
+        # are written and numbered, and what its decisions read is known.
+        _, extra, messages, read_keys = known_comp
         run.last_injected = (comp.messages, extra, messages)
-    reads = ["user_message"] if "user_message" in comp.reads else []
-    for read in sorted(comp.reads):
+    else:
+        if run.last_injected is not None and run.last_injected[0] is comp.messages:
+            # The engine carried the injected messages over: known, numbered and written.
+            _, extra, messages = run.last_injected
+        else:
+            extra, messages = [], []
+            for role, text, source in comp.messages:
+                key = (source.id or "", role, text)
+                known = run.injected.get(key)
+                if known is None:
+                    msg: Message = (
+                        UserMessage(text)
+                        if role == "user"
+                        else AssistantMessage((TextBlock(text),))
+                    )
+                    n, write = rec.message(msg, history=False, source=source)
+                    writes.append(write)
+                    known = run.injected[key] = (n, msg)
+                extra.append(known[0])
+                messages.append(known[1])
+            run.last_injected = (comp.messages, extra, messages)
+        read_keys = sorted(comp.reads)
+        if len(run.composed) >= 16:
+            run.composed.clear()
+        run.composed[id(comp)] = (comp, extra, messages, read_keys)
+    reads = ["user_message"] if "user_message" in read_keys else []
+    for read in read_keys:
         if read.startswith("last_tool_results."):
             written = run.result_keys.get(read.removeprefix("last_tool_results."))
             if written is not None:
@@ -655,12 +680,29 @@ def _compose(
             run.iteration,
             system=comp.system,
             tools=comp.specs,
-            decisions=changed_decisions(comp.decisions, run.decisions),
+            decisions=_changed_decisions(run, comp.decisions),
             message_writes=writes,
             reads=reads,
         )
         run.decisions = comp.decisions
+    run.last_composed = comp
     return comp, None, extra, messages
+
+
+def _changed_decisions(run: RunState, decisions: list[Decision]) -> InjectionDecisions | None:
+    """What an iteration writes of its decisions against the last recorded ones, worked out
+    once for each pair (a rule flipping back and forth writes the same two values)."""
+    before = run.decisions
+    key = (id(decisions), id(before))
+    known = run.decision_changes.get(key)
+    if known is not None and known[0] is decisions and known[1] is before:
+        kept: InjectionDecisions | None = known[2]
+        return kept
+    changed = changed_decisions(decisions, before)
+    if len(run.decision_changes) >= 16:
+        run.decision_changes.clear()
+    run.decision_changes[key] = (decisions, before, changed)
+    return changed
 
 
 async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
@@ -1133,7 +1175,7 @@ def _effects(
     """Judge the effects a result envelope asks for: an instruction the agent registered is
     pushed into the next call; anything else is refused in a sentence the model reads."""
     notes = []
-    known = {i.id: i for i in run.agent.engine.injections}
+    known = run.agent.engine.by_id
     for effect in effects:
         injection = known.get(effect.instruction_id)
         if injection is None or injection.flavor not in ("instruction", "skill"):

@@ -42,6 +42,7 @@ from afcore.recording._models import (
 )
 from afcore.recording._writer import error_info, ranges
 from afcore.secrets import shorten
+from afcore.window._live import LiveWindowState
 from afcore.window._strategies import WindowStrategy
 from afcore.window._summary import SUMMARIZER_SYSTEM, frame, message_chars, transcript
 from afcore.window._turns import LiveMessage, plan
@@ -87,7 +88,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
     blocks = [(span[0].start, span[-1].end) for span in spans]
     if not blocks and measured is None:
         return  # nothing old enough to leave: nothing to record
-    refusals = [_refusal(live[r.turn.start : r.turn.end + 1], r.reason) for r in cut.refusals]
+    refusals = [_refused_turn(window, r.turn.start, r.turn.end, r.reason) for r in cut.refusals]
     run.folds += 1
     fold = run.folds
     reads = ["messages"] + ([f"reply:{run.last_call}"] if measured is not None else [])
@@ -152,8 +153,11 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
                 hash=rec.message_hash(item.n) if rec.enabled else "",
             ),
             flush=False,
+            trusted=True,  # stage ids, numbers and a hash: af's own values
         )
-    rec.flush()
+    # Not written here: the fold goes out with the reply before it, by the loop's own rule
+    # (before the tools run when the reply took long enough to matter, else with the next
+    # call), so a fold at every iteration costs no write of its own.
 
 
 def _measured(run: RunState, strategy: WindowStrategy) -> int:
@@ -254,6 +258,23 @@ async def _summarize(
             " but a tool call" if response.tool_calls else ""
         )
     return response.text.strip(), call, by
+
+
+def _refused_turn(window: LiveWindowState, start: int, end: int, reason: str) -> FoldRefusal:
+    """The refusal of the turn at positions ``start``..``end``: the same turn refusing for
+    the same reason at every visit (the run's request) is described once."""
+    live = window.items
+    first, last = live[start], live[end]
+    key = (id(first), id(last), end - start, reason)
+    known = window.refusals.get(key)
+    if known is not None and known[0] is first and known[1] is last:
+        kept: FoldRefusal = known[2]
+        return kept
+    refusal = _refusal(live[start : end + 1], reason)
+    if len(window.refusals) >= 64:
+        window.refusals.clear()
+    window.refusals[key] = (first, last, refusal)
+    return refusal
 
 
 def _refusal(items: list[LiveMessage], reason: str, *, error: str | None = None) -> FoldRefusal:

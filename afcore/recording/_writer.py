@@ -281,10 +281,9 @@ class Recorder:
         the digest of a window that is the whole history costs nothing per call."""
         self._history_ranges: list[tuple[int, int]] = []
         """The history's message numbers as ranges (injected messages leave gaps)."""
-        self._segments: dict[str, tuple[str, str | None, str | None]] = {}
-        """System text -> its id, and how a segment list holds it: inline text, or a ref."""
-        self._entries: dict[tuple[str, Source], Segment] = {}
-        """(system text, source) -> its entry in a segment list, made once."""
+        self._entries: dict[tuple[str, Source], tuple[str, Segment]] = {}
+        """(system text, source) -> the text's id and its entry in a segment list (inline
+        text, or a ref), made once."""
         self._spec_refs: dict[int, tuple[ToolSpec, str]] = {}
         self._sources: dict[Source, tuple[SourceInfo, dict[str, Any]]] = {}
         self._extra: tuple[Sequence[int] | None, bytes, list[tuple[int, int]]] = (None, b"", [])
@@ -598,26 +597,46 @@ class Recorder:
         return self.seq
 
     def _segment(self, seg: SystemSegment) -> tuple[str, Segment]:
-        stored = self._segments.get(seg.text)
-        if stored is None:
-            body = self.redactor.redact(seg.to_json())
-            if len(body["text"]) > INLINE_LIMIT:
-                blob = self._store(body)
-                stored = (blob, None, blob)
-            else:
-                stored = (V11.content(body), body["text"], None)
-            self._segments[seg.text] = stored
-        entry = self._entries.get((seg.text, seg.source))
-        if entry is None:
-            text, ref = stored[1], stored[2]
+        """A segment's id and its entry in a system list. Worked out once per redaction
+        policy: the next runs of the agent take both from the policy's store of clean values
+        (a long segment's blob is still written in each file)."""
+        key = (seg.text, seg.source)
+        done = self._entries.get(key)
+        if done is not None:
+            return done
+        clean = self.redactor.clean
+        known: tuple[str, Segment, bytes | None] | None = (
+            clean.get(key) if clean is not None else None
+        )
+        if known is None:
+            count = self.redactor.count
+            h, text, raw = self._screened_text(seg.text)
             source = self._source(seg.source)
             entry = (
                 _segment(text=text, source=source)
-                if ref is None
-                else _segment(ref=ref, source=source)
+                if raw is None
+                else _segment(ref=h, source=source)
             )
-            self._entries[(seg.text, seg.source)] = entry
-        return stored[0], entry
+            known = (h, entry, raw)
+            if clean is not None and self.redactor.count == count:
+                clean[key] = known  # the same policy finds nothing in it next time
+        h, entry, raw = known
+        if raw is not None:
+            self._store_raw(raw, screened=True)
+        done = self._entries[key] = (h, entry)
+        return done
+
+    def _screened_text(self, text: str) -> tuple[str, str | None, bytes | None]:
+        """A segment's text as written: its id, and the text inline, or for a long one the
+        canonical JSON of its blob (whose id is its id)."""
+        body = self.redactor.redact({"text": text})
+        if len(body["text"]) <= INLINE_LIMIT:
+            return V11.content(body), body["text"], None
+        try:
+            raw = _dumps(body, option=_SORTED)
+        except TypeError:  # a lone surrogate: held in its lossless form
+            raw = _dumps(lossless(body), option=_SORTED)
+        return _id(raw), None, raw
 
     def _system_slot(self, system: Sequence[SystemSegment]) -> tuple[list[str], str]:
         hashes: list[str] = []
@@ -664,8 +683,16 @@ class Recorder:
     def _sources_of(self, source: Source) -> tuple[SourceInfo, dict[str, Any]]:
         out = self._sources.get(source)
         if out is None:
-            info = SourceInfo.model_validate(self.redactor.redact(source.to_json()))
-            out = self._sources[source] = (info, as_json(info))
+            clean = self.redactor.clean
+            key = ("source", source)
+            out = clean.get(key) if clean is not None else None
+            if out is None:
+                count = self.redactor.count
+                info = SourceInfo.model_validate(self.redactor.redact(source.to_json()))
+                out = (info, as_json(info))
+                if clean is not None and self.redactor.count == count:
+                    clean[key] = out  # the same policy finds nothing in it next time
+            self._sources[source] = out
         return out
 
     def _slot(
@@ -982,12 +1009,15 @@ class Recorder:
             last = self._last_usage = (usage, usage_line(usage))
         return last[1]
 
-    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> bytes:
+    def event(
+        self, record: Line | Record | FlowRecord, *, flush: bool = True, trusted: bool = False
+    ) -> bytes:
         """An event (what the loop saw: an error, a tool starting, a message leaving the
-        window), screened by the redaction policy as a whole. Returns the line as written
-        (a replay compares it with the recorded one)."""
+        window), screened by the redaction policy as a whole. ``trusted``: made of af's own
+        values only (stage ids, numbers, hashes), as a commit's framing is: not screened.
+        Returns the line as written (a replay compares it with the recorded one)."""
         raw = _dumps(record, default=as_json)
-        if self.redactor.needs_redaction(raw):
+        if not trusted and self.redactor.needs_redaction(raw):
             raw = _dumps(self.redactor.redact(orjson.loads(raw)))
         self._pending.append(raw)
         if self.observers or self._watch.observers:
@@ -1268,7 +1298,9 @@ class NullRecorder(Recorder):
     def reply(self, rsid: str, iteration: int, call: int, **_: Any) -> int:
         return 0
 
-    def event(self, record: Line | Record | FlowRecord, *, flush: bool = True) -> bytes:
+    def event(
+        self, record: Line | Record | FlowRecord, *, flush: bool = True, trusted: bool = False
+    ) -> bytes:
         return b""
 
     def flush(self) -> None:

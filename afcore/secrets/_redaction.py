@@ -155,6 +155,12 @@ class _Compiled:
         custom = [(n, rx) for n, rx in policy.patterns if (n, rx) not in _BUILTIN]
         self.custom = [(n, re.compile(rx), re.compile(rx.encode())) for n, rx in custom]
         self.pattern_names = [s.name for s in SHAPES] + [n for n, _ in custom]
+        self.clean: dict[Any, Any] = {}
+        """What a writer made of values this policy screened and found nothing in, kept for
+        the next runs (see :attr:`Redactor.clean`)."""
+
+
+_CLEAN_MAX = 8192
 
 
 @functools.lru_cache(maxsize=32)
@@ -179,6 +185,19 @@ class Redactor:
         self.pattern_names = self._base.pattern_names
         self._learned: list[tuple[str, str]] = []
         self._learned_matcher: Matcher | None = None
+
+    @property
+    def clean(self) -> dict[Any, Any] | None:
+        """A store shared by the runs of this policy, for what a writer made of fixed values
+        (an agent's system segments) that the screen found nothing in: the same value is
+        clean again in the next run, unless this run learned a secret (then None: screen
+        again). Bounded: cleared when it grows past a few thousand entries."""
+        if self._learned:
+            return None
+        clean = self._base.clean
+        if len(clean) > _CLEAN_MAX:
+            clean.clear()
+        return clean
 
     def handed_on(self, policy: Redaction) -> Redaction:
         """``policy`` (another run's own) with this run's added: its field words, patterns

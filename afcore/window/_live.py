@@ -8,6 +8,7 @@ updated in place (a fold costs what leaves and the number of turns, not every me
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from afcore.messages import Message, ToolResultMessage
 from afcore.window._turns import LiveMessage, count_into
@@ -31,6 +32,9 @@ class LiveWindowState:
         """Whether a fold has changed the window: until then it is the whole history."""
         self._open: set[str] = set()
         """The tool calls of the newest reply, which its results join."""
+        self.refusals: dict[tuple[int, int, int, str], tuple[Any, Any, Any]] = {}
+        """What the loop made of turns that refused to leave (kept by their first and last
+        messages' ids), for the next visit that finds them refusing again."""
 
     def __len__(self) -> int:
         return len(self.items)

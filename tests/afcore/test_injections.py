@@ -492,3 +492,87 @@ def test_a_long_prompt_that_changes_at_its_end_is_stored_as_a_delta(tmp_path: Pa
         assert [s.text for s in r.segments(2)][-2:] == ["Guideline 39.", "Now wrap up."]
         assert len(r.segments(1)) == 40 and r.check_call(2).ok
     assert [len(r.system) for r in seen] == [40, 41, 41]
+
+
+def test_a_rule_that_flips_back_and_forth_sends_and_records_each_iteration_as_decided(
+    tmp_path: Path,
+) -> None:
+    """A reminder every other iteration, beside a rule on the state that flips once: the
+    engine takes earlier parts and slots again when a rule flips back, and each call is
+    still sent, and recorded, as that iteration's rules decided."""
+
+    def toggle(args: dict[str, Any], ctx: Any) -> str:
+        ctx.state["mode"] = "strict" if ctx.state["mode"] == "lenient" else "lenient"
+        return "toggled"
+
+    steps = [call("t"), call("t"), call("toggle"), call("t"), call("toggle"), call("t"), "done"]
+    provider, seen = scripted(*steps)
+    agent = (
+        Agent.create(provider=provider, model="m", record=fixed_recording(tmp_path))
+        .instruction("Odd.", id="odd", when=lambda s: s.iteration % 2 == 1, slot="system")
+        .instruction("Even.", id="even", when=lambda s: s.iteration % 2 == 0)
+        .instruction("Strict.", id="strict", when=lambda s: s.state["mode"] == "strict")
+        .tool(tool("t"))
+        .tool(define_tool("toggle", "Toggle.", {"type": "object"}, toggle))
+        .build()
+    )
+    agent.run("go", state={"mode": "lenient"})
+    assert len(seen) == 7
+    sent = [
+        (
+            "Odd." in " ".join(s.text for s in r.system),
+            "Even." in injected(r),
+            "Strict." in injected(r),
+        )
+        for r in seen
+    ]
+    # toggle runs at iterations 3 and 5: strict from iteration 4, lenient again from 6.
+    assert sent == [
+        (True, False, False),
+        (False, True, False),
+        (True, False, False),
+        (False, True, True),
+        (True, False, True),
+        (False, True, False),
+        (True, False, False),
+    ]
+    assert agent.last_recording is not None
+    with rec.open_recording(agent.last_recording) as r:
+        assert rec.verify(r).ok
+        for n, (odd, even, strict) in enumerate(sent, start=1):
+            request = r.request(n)
+            assert ("Odd." in orjson.dumps(request["system"]).decode()) is odd
+            texts = orjson.dumps(request["messages"]).decode()
+            assert ("Even." in texts, "Strict." in texts) == (even, strict)
+    # Every change is recorded, with the evidence it was decided on, and only the changes.
+    by_iteration = [
+        {d["id"]: d["fired"] for d in x["decisions"]} for x in decisions(agent.last_recording)
+    ]
+    assert by_iteration == [
+        {"odd": True, "even": False, "strict": False},
+        {"odd": False, "even": True},
+        {"odd": True, "even": False},
+        {"odd": False, "even": True, "strict": True},
+        {"odd": True, "even": False},
+        {"odd": False, "even": True, "strict": False},
+        {"odd": True, "even": False},
+    ]
+
+
+def test_a_view_a_rule_kept_still_reads_the_state_after_its_iteration() -> None:
+    kept: list[Any] = []
+
+    def rule(s: Any) -> bool:
+        kept.append(s)
+        return bool(s.state["on"])
+
+    provider, _ = scripted(call("t"), "done")
+    agent = (
+        Agent.create(provider=provider, model="m")
+        .instruction("On.", id="on", when=rule, pure=False)
+        .tool(tool("t"))
+        .build()
+    )
+    agent.run("go", state={"on": True})
+    assert len(kept) == 2
+    assert kept[0].state["on"] is True and dict(kept[-1].state) == {"on": True}

@@ -201,3 +201,42 @@ def test_a_password_in_the_providers_url_reaches_neither_file_nor_error(tmp_path
     header = orjson.loads(data.splitlines()[0])
     assert header["provider"]["base_url"] == "http://svc:[redacted:url_password]@127.0.0.1:9/v1"
     assert b"could not be reached" in data  # the error itself is recorded
+
+
+def test_a_segment_screened_clean_in_one_run_is_screened_again_once_a_run_learns_a_secret(
+    tmp_path: Path,
+) -> None:
+    """The runs of one policy share what its screen found nothing in (an agent's segments
+    are screened once, not at every run); a run that learned a secret from its inputs
+    screens them again, and the secret does not reach its file."""
+    rng = random.Random(7)
+    secret = _word(rng, 24)  # nothing the policy's shapes catch: only learning names it
+    long_tail = " and keep the ledger in order" * 12  # over the inline limit: a blob
+    agent = (
+        Agent.create(
+            provider=mock(replies=["one", "two", "three"]),
+            model="m",
+            record=RecordingConfig(dir=tmp_path),
+        )
+        .system("You keep books.")
+        .steering(f"The vault phrase is {secret}.", id="short")
+        .steering(f"The vault phrase is {secret}{long_tail}.", id="long")
+        .build()
+    )
+    agent.run("hello")
+    first = agent.last_recording
+    assert first is not None
+    assert secret in first.read_text()  # not a secret to this run: written as it is
+    agent.run("hello", state={"password": secret})  # learned before anything is written
+    second = agent.last_recording
+    assert second is not None and second != first
+    assert _no_piece_of(secret, second.read_bytes()) == []
+    agent.run("hello")
+    third = agent.last_recording
+    assert third is not None
+    with open_recording(first) as a, open_recording(third) as b:
+        assert verify(a).ok and verify(b).ok
+        # The store gave the third run what the first made: the same segments, each long
+        # one's blob in its own file.
+        assert a.call(1).system == b.call(1).system
+        assert a.request(1) == b.request(1)
