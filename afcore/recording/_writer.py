@@ -745,7 +745,7 @@ class Recorder:
         lines = tuple((line[_BLOB_ID].decode(), line) for line in made)
         needed = {ref}
         if slot == "system":
-            needed.update(self._segments[seg.text][2] or ref for seg in items)
+            needed.update(self._entries[(seg.text, seg.source)][1].ref or ref for seg in items)
         base = self._list_bases.get(slot)
         if (
             base is not None
