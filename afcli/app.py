@@ -12,6 +12,7 @@ from typing import Annotated, Any, get_type_hints
 import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
+from afcli._help import Command, Group, reflow
 from afcli.commands import (
     chat,
     diff,
@@ -33,7 +34,9 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="af",
-    rich_markup_mode="markdown",
+    # Rich markup, not Markdown: typer's Markdown pulls in a parser the help never needs.
+    rich_markup_mode="rich",
+    cls=Group,
     help="Run LLM agents and read the recordings their runs leave.",
     no_args_is_help=True,
     add_completion=True,
@@ -68,7 +71,7 @@ def _add(name: str, fn: Callable[..., Any]) -> None:
     # typer reads each signature six times per start and compiles every string annotation
     # each time (``from __future__ import annotations``): resolved once here, they are not.
     fn.__annotations__.update(get_type_hints(fn, include_extras=True))
-    app.command(name)(fn)
+    app.command(name, cls=Command, help=reflow(fn.__doc__))(fn)
 
 
 _add("run", run.run)

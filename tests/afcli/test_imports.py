@@ -141,6 +141,15 @@ def test_help_starts_without_the_read_model_or_the_recording_models() -> None:
     assert not {"pydantic", "afcore.readmodel._model", "afcore.recording._reader"} & held
 
 
+def test_help_draws_without_markdown_or_tracebacks() -> None:
+    # typer's formatter imports both when it loads (a third of the start-up); af's help is
+    # Rich markup and af prints its own errors, so neither is drawn.
+    for args in (("--help",), ("show", "--help"), ("why", "--help")):
+        held = held_at_exit(*args)
+        assert "typer.rich_utils" in held, "the probe drew no help"
+        assert not {"rich.markdown", "markdown_it", "pygments", "rich.traceback", "attr"} & held
+
+
 @pytest.mark.parametrize(
     "args",
     [("show", str(SAMPLE)), ("why", str(SAMPLE), "answer"), ("verify", str(SAMPLE))],
