@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
+
+from afcore.recording import UNSURE, beyond_defaults, plain_record
 
 __all__ = ["HEAD_LIMIT", "TAIL_LIMIT", "peek"]
 
@@ -45,21 +46,21 @@ def peek(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
             header = _header(f.readline(HEAD_LIMIT + 1))
-            if header.t == "flow":  # a flow's log: its agents' runs are in its folder
+            if header["t"] == "flow":  # a flow's log: its agents' runs are in its folder
                 entry.update(
-                    run_id=header.run_id,
-                    started_at=header.started_at,
-                    agent=f"flow {header.flow.name}",
+                    run_id=header["run_id"],
+                    started_at=header["started_at"],
+                    agent=f"flow {header['flow']['name']}",
                     model="",
                 )
             else:
                 entry.update(
-                    run_id=header.run_id,
-                    started_at=header.started_at,
-                    agent=header.agent.name,
-                    model=header.model,
+                    run_id=header["run_id"],
+                    started_at=header["started_at"],
+                    agent=header["agent"]["name"],
+                    model=header["model"],
                 )
-            _tail(f, entry, end_type="flow_end" if header.t == "flow" else "run_end")
+            _tail(f, entry, end_type="flow_end" if header["t"] == "flow" else "run_end")
     except _Unreadable as e:
         entry["reason"] = str(e)
     except OSError as e:
@@ -67,8 +68,8 @@ def peek(path: Path) -> dict[str, Any]:
     return entry
 
 
-def _header(first: bytes) -> Any:
-    from afcore.recording import FORMAT, FORMAT_VERSION, Header
+def _header(first: bytes) -> dict[str, Any]:
+    from afcore.recording import FORMAT, FORMAT_VERSION
 
     if not first:
         raise _Unreadable("the file is empty")
@@ -90,18 +91,32 @@ def _header(first: bytes) -> Any:
         raise _Unreadable(
             f"format version {version} is newer than this af reads ({supported}.x); upgrade af"
         )
-    model: Any = Header
-    if kind == "flow":
-        # Only for a flow's log: its records' models are not built for a folder of runs.
-        from afcore.recording import FlowHeader
-
-        model = FlowHeader
     try:
-        return model.model_validate(data)
+        return _record("FlowHeader" if kind == "flow" else "Header", data)
+    except _Invalid as e:
+        raise _Unreadable(f"line 1 is not a valid header ({e})") from None
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _record(model: str, data: Any) -> dict[str, Any]:
+    """The record as its model dumps it, or _Invalid saying why not. A line as af writes it
+    is read without pydantic; anything else is the model's to judge."""
+    found = plain_record(model, data)
+    if found is not UNSURE:
+        return dict(found)
+    from pydantic import ValidationError
+
+    import afcore.recording
+
+    try:
+        return dict(getattr(afcore.recording, model).model_validate(data).model_dump())
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "header"
-        raise _Unreadable(f"line 1 is not a valid header ({where}: {err['msg']})") from None
+        raise _Invalid(f"{where}: {err['msg']}") from None
 
 
 def _tail(f: Any, entry: dict[str, Any], *, end_type: str = "run_end") -> None:
@@ -135,28 +150,21 @@ def _tail(f: Any, entry: dict[str, Any], *, end_type: str = "run_end") -> None:
     if not isinstance(data, dict) or data.get("t") != end_type:
         entry["reason"] = f"no {end_type} record: the run was cut off or is still running"
         return
-    from afcore.recording import RunEnd
-
-    model: Any = RunEnd
-    if end_type == "flow_end":
-        from afcore.recording import FlowEnd
-
-        model = FlowEnd
     try:
-        end = model.model_validate(data)
-    except ValidationError:
+        end = _record("FlowEnd" if end_type == "flow_end" else "RunEnd", data)
+    except _Invalid:
         entry["reason"] = f"the {end_type} record is malformed"
         return
-    u = end.usage
+    u = end["usage"]
     # Token counts always; cache counts and the estimate flag only when they say something.
-    usage: dict[str, Any] = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
-    usage |= u.model_dump(exclude_defaults=True)
+    usage: dict[str, Any] = {"input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"]}
+    usage |= beyond_defaults("UsageInfo", u)
     entry.update(
-        status=end.status,
-        iterations=end.iterations,
-        calls=end.calls,
+        status=end["status"],
+        iterations=end["iterations"],
+        calls=end["calls"],
         usage=usage,
-        tokens=u.input_tokens + u.output_tokens,
+        tokens=u["input_tokens"] + u["output_tokens"],
     )
-    if end.error is not None:
-        entry["reason"] = f"{end.error.kind}: {end.error.message}"
+    if end["error"] is not None:
+        entry["reason"] = f"{end['error']['kind']}: {end['error']['message']}"

@@ -32,10 +32,9 @@ if TYPE_CHECKING:
         VerdictInfo,
         every_record_schema,
     )
+    from afcore.recording._format import FORMAT, FORMAT_VERSION
     from afcore.recording._hashing import canonical, content_hash, seal, short_id, unseal
     from afcore.recording._models import (
-        FORMAT,
-        FORMAT_VERSION,
         RECORD_ADAPTER,
         AgentInfo,
         Approval,
@@ -102,6 +101,7 @@ if TYPE_CHECKING:
         record_schema,
     )
     from afcore.recording._paths import default_dir, is_flow, new_run_id, resolve_run
+    from afcore.recording._plain import UNSURE, beyond_defaults, plain_record
     from afcore.recording._reader import (
         MAX_LINE,
         CallCheck,
@@ -146,10 +146,9 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "short_id",
         "unseal",
     ),
+    "afcore.recording._format": ("FORMAT", "FORMAT_VERSION"),
     "afcore.recording._models": (
         "record_schema",
-        "FORMAT",
-        "FORMAT_VERSION",
         "RECORD_ADAPTER",
         "AgentInfo",
         "Approval",
@@ -228,6 +227,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "TornTail",
         "open_recording",
     ),
+    "afcore.recording._plain": ("UNSURE", "beyond_defaults", "plain_record"),
     "afcore.recording._redaction": ("Redaction",),
     "afcore.recording._rewrite": ("Leaf", "Rewritten", "content_leaves", "rewrite"),
     "afcore.recording._verify": (
@@ -239,6 +239,9 @@ _WHERE: dict[str, tuple[str, ...]] = {
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = [
+    "UNSURE",
+    "beyond_defaults",
+    "plain_record",
     "BUNDLE_RECORDING",
     "EVERY_RECORD_ADAPTER",
     "every_record_schema",

@@ -37,6 +37,8 @@ from typing import (
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from afcore.recording._format import FORMAT, FORMAT_VERSION
+
 __all__ = [
     "CeilingRefusal",
     "EffectInfo",
@@ -113,10 +115,6 @@ __all__ = [
     "line",
     "trusted",
 ]
-
-FORMAT = "af.recording"
-FORMAT_VERSION = "1.1"
-"""major.minor: a reader refuses a newer major version and reads any minor version of its own."""
 
 
 class _SparseMarker:
