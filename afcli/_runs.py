@@ -3,6 +3,7 @@ newest recording when none is named."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,9 +14,25 @@ if TYPE_CHECKING:
     from afcore.readmodel import SessionRuns, TurnRun
     from afcore.recording import Recording
 
-__all__ = ["find_session", "newest", "newest_first", "open_run", "resolve", "session_turn"]
+__all__ = [
+    "find_session",
+    "newest",
+    "newest_first",
+    "open_run",
+    "reading_only",
+    "resolve",
+    "session_turn",
+]
 
 _RUN_ID = re.compile(r"\d{8}-\d{6}-\d{3}-")
+
+
+def reading_only() -> None:
+    """For a command that reads recordings and runs no agent: pydantic's plugins (a
+    tracer's, say) have nothing to see in af's own records, so pydantic is told not to look
+    for them (``PYDANTIC_DISABLE_PLUGINS``, unless set): finding them reads the metadata of
+    every installed package, ~8 ms of each start-up."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
 def newest_first(folder: Path) -> list[Path]:

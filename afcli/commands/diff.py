@@ -52,9 +52,11 @@ def diff(
     when the runs are identical, 1 when they differ.
     """
     from afcli._render import Printer, out_console, print_json
-    from afcli._runs import open_run, resolve
+    from afcli._runs import open_run, reading_only, resolve
     from afcore.readmodel import diff_runs
     from afcore.recording import is_flow
+
+    reading_only()
 
     left_path, right_path = resolve(a), resolve(b)
     flows = is_flow(left_path), is_flow(right_path)

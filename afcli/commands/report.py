@@ -21,11 +21,13 @@ def report(run: RunArg) -> None:
     """Print a Markdown summary of a run to paste into an issue: the agent, the model, the
     outcome, the answer, the calls (the one that failed or was refused picked out), the
     verification, af's version, and how to open the attached bundle."""
-    from afcli._runs import open_run, resolve
+    from afcli._runs import open_run, reading_only, resolve
     from afcore.bundle import is_bundle, read_bundle
     from afcore.errors import RecordingError
     from afcore.readmodel import overview
     from afcore.recording import verify
+
+    reading_only()
 
     path = resolve(run)
     manifest = None

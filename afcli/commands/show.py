@@ -97,8 +97,10 @@ def show(
     recordings; a session it does not hold is found in the recordings folder (or beside the
     run given) by the links the recordings' headers hold.
     """
-    from afcli._runs import newest, open_run, resolve
+    from afcli._runs import newest, open_run, reading_only, resolve
     from afcore.recording import is_flow
+
+    reading_only()
 
     if session is not None:
         if run is not None or call is not None:

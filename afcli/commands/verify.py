@@ -30,9 +30,11 @@ def verify(
     from pydantic import ValidationError
 
     from afcli._render import print_json
-    from afcli._runs import open_run, resolve
+    from afcli._runs import open_run, reading_only, resolve
     from afcore.recording import is_flow
     from afcore.recording import verify as check
+
+    reading_only()
 
     path = resolve(run)
     if is_flow(path):

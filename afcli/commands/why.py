@@ -135,8 +135,10 @@ def why(
 
     A message a session's turn continued from is followed back into the turn that wrote it.
     """
+    from afcli._runs import open_run, reading_only
+
+    reading_only()  # before afcore.why builds its models
     from afcli._render import print_json
-    from afcli._runs import open_run
     from afcore.why import NeverWrittenError, UnknownPositionError, keys
     from afcore.why import why as slice_of
 

@@ -1207,7 +1207,7 @@ CALL_FRAME = ("model", "system", "tools", "params", "cache")
 class UnknownRecord(BaseModel):
     """A record of a type this reader does not know, kept as it was."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
     t: str
 
 

@@ -187,3 +187,21 @@ def test_listing_a_line_af_would_not_write_asks_the_model(tmp_path: Path) -> Non
     assert "pydantic" in held
     report = probe("ls", str(tmp_path), "--json")
     assert json.loads(str(report["out"]))[0]["status"] == "answer"
+
+
+@pytest.mark.parametrize("args", READS[2:], ids=lambda a: a[0])
+def test_reading_a_run_looks_for_no_pydantic_plugins(args: tuple[str, ...]) -> None:
+    # Plugins see af's own records only; finding them reads every package's metadata.
+    probe = EXIT_PROBE.replace(
+        "sorted(sys.modules)",
+        "[getattr(sys.modules.get('pydantic.plugin._loader'), '_plugins', 'unloaded')]",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stderr.rpartition("\nHELD ")[2]) == [None]
