@@ -58,8 +58,10 @@ def test_ctrl_c_at_random_moments_of_start_up_never_shows_a_traceback() -> None:
     interrupted = 0
     for trial in range(48):
         argv = commands[trial % len(commands)]
+        # Unbuffered: a line read ahead into a reader's buffer would be lost to communicate(),
+        # which reads the pipe itself, and the rest of that line would read as af's words.
         process = subprocess.Popen(
-            [*AF, *argv], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            [*AF, *argv], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, bufsize=0
         )
         assert process.stderr is not None
         head = b""
