@@ -347,13 +347,14 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
 def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:
     """The governance steps a commit records: the decisions of its ``govern:`` writes, a
     person's answer, output checks."""
+    out: list[Governed] = []
+    writes = commit.writes
+    if not any(w.key.startswith(("govern:", "approval:", "output:")) for w in writes):
+        return out  # most commits: checked without the import below
     from afcore.governance._words import decision_words
 
-    out: list[Governed] = []
-    args = next(
-        (w for w in commit.writes if w.key.startswith("tool:") and w.key.endswith(".args")), None
-    )
-    for w in commit.writes:
+    args = next((w for w in writes if w.key.startswith("tool:") and w.key.endswith(".args")), None)
+    for w in writes:
         key = w.key
         if not key.startswith(("govern:", "approval:", "output:")):
             continue
