@@ -240,7 +240,12 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 )
                 target = current(record.iter)
                 if target is not None:
-                    outcome = record.tool.model_dump(mode="json", exclude_defaults=True)
+                    tool = record.tool
+                    outcome: dict[str, Any] = (
+                        {"status": tool.status, "result_status": tool.result_status}
+                        if tool.model_fields_set <= _PLAIN_OUTCOME
+                        else tool.model_dump(mode="json", exclude_defaults=True)
+                    )
                     limits = next(
                         (
                             resolver.value(w)[0]
@@ -342,6 +347,11 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             else None,
         ),
     )
+
+
+_PLAIN_OUTCOME = frozenset({"name", "k", "call_id", "status", "ms", "result_status"})
+"""The fields of a tool's outcome that say nothing more than how it went: an outcome with
+only these (most) is read without dumping it for its notes."""
 
 
 def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:
