@@ -104,10 +104,16 @@ _WIDE = re.compile("[^\x20-\x7e·–…←→⇢⏎─┈▸▾✓✗]")
 """A character that may not take exactly one cell: anything but printable ASCII and the
 marks af prints itself (each one cell wide)."""
 
+_NARROW = "\xa0-\u02ff\u0370-\u0482\u048a-\u0590"
+"""Latin-1 and Latin Extended, Greek and Cyrillic (their combining marks left out): one cell
+each in every Unicode version Rich knows. European text is measured without Rich's walk
+over each character (a big run prints 100,000 lines of it)."""
+_UNCOUNTED = re.compile(f"[^\x20-\x7e{_NARROW}·–…←→⇢⏎─┈▸▾✓✗]")
+
 
 def cells(text: str) -> int:
     """How many terminal cells ``text`` takes."""
-    return cell_len(text) if _WIDE.search(text) else len(text)
+    return cell_len(text) if _UNCOUNTED.search(text) else len(text)
 
 
 @overload

@@ -240,7 +240,12 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 )
                 target = current(record.iter)
                 if target is not None:
-                    outcome = record.tool.model_dump(mode="json", exclude_defaults=True)
+                    tool = record.tool
+                    outcome: dict[str, Any] = (
+                        {"status": tool.status, "result_status": tool.result_status}
+                        if tool.model_fields_set <= _PLAIN_OUTCOME
+                        else tool.model_dump(mode="json", exclude_defaults=True)
+                    )
                     limits = next(
                         (
                             resolver.value(w)[0]
@@ -344,16 +349,22 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     )
 
 
+_PLAIN_OUTCOME = frozenset({"name", "k", "call_id", "status", "ms", "result_status"})
+"""The fields of a tool's outcome that say nothing more than how it went: an outcome with
+only these (most) is read without dumping it for its notes."""
+
+
 def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:
     """The governance steps a commit records: the decisions of its ``govern:`` writes, a
     person's answer, output checks."""
+    out: list[Governed] = []
+    writes = commit.writes
+    if not any(w.key.startswith(("govern:", "approval:", "output:")) for w in writes):
+        return out  # most commits: checked without the import below
     from afcore.governance._words import decision_words
 
-    out: list[Governed] = []
-    args = next(
-        (w for w in commit.writes if w.key.startswith("tool:") and w.key.endswith(".args")), None
-    )
-    for w in commit.writes:
+    args = next((w for w in writes if w.key.startswith("tool:") and w.key.endswith(".args")), None)
+    for w in writes:
         key = w.key
         if not key.startswith(("govern:", "approval:", "output:")):
             continue

@@ -66,6 +66,11 @@ CACHE_BYTES = 32 * 1024 * 1024
 """Parsed values are cached while the lines they were parsed from add up to at most this
 many bytes: a cache counted in entries would hold 4,096 tool results of 48 KB each."""
 
+RECENT_BYTES = 8 * 1024 * 1024
+"""A walk keeps the last blob lines it passed, up to this many bytes, by id: a record names
+the blobs written just before it, and a reader that resolves them (``af show``) takes them
+from here rather than finding each in the file again."""
+
 RELEASE_EVERY = 32 * 1024 * 1024
 """Bytes read through the map between two releases of its pages (see
 :meth:`Recording.release_pages`) when :meth:`Recording.records` walks the file."""
@@ -312,7 +317,9 @@ class Recording:
         self.size = 0
         """The file's size when it was opened."""
         try:
-            file = path.open("rb")
+            # A buffer of a line piece's size: lines of a few KB come out of it whole, where
+            # the default 8 KB buffer refills and copies them in parts (3x the time).
+            file = path.open("rb", buffering=_PIECE)
         except FileNotFoundError:
             raise RecordingFormatError(f"no such file: {path}", path=path) from None
         except IsADirectoryError:
@@ -349,6 +356,9 @@ class Recording:
         """blobs indexed since :attr:`_Index.blob_keys` was last sorted: id prefix -> line
         index (the first stored under a prefix; the others wait in ``_collided``)"""
         self._collided: list[int] = []
+        self._recent: dict[bytes, tuple[int, bytes]] = {}
+        """a walk's last blob lines (see :data:`RECENT_BYTES`): id -> line index, bytes"""
+        self._recent_size = 0
         self._values: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
@@ -419,16 +429,22 @@ class Recording:
             self._index.blob_keys = array("q", keys)
             self._blobs = {}
             self._collided = []
+        self._recent.clear()
+        self._recent_size = 0
 
-    def _scan(self) -> Iterator[tuple[int, bytes, int, Any]]:
+    def _scan(self, *, recent: bool = False) -> Iterator[tuple[int, bytes, int, Any]]:
         """Index the lines not indexed yet, one at a time, giving each as it is indexed:
         ``(line index, bytes, kind code, parsed JSON or None)``. Blobs, calls and replies as
         af writes them are indexed from their first bytes, unparsed; the rest are parsed
-        here, and what was parsed is handed on so that no line is parsed twice."""
+        here, and what was parsed is handed on so that no line is parsed twice.
+        ``recent``: keep the last blob lines for :meth:`blob` (a walk that resolves refs)."""
         file = self._file
         if file is None:
             return
         idx, limit = self._index, self.max_line
+        # Only a blob that is the first under its id may answer for it: blobs sorted into
+        # the index by an earlier scan are not among those this one compares with.
+        keep = self._keep_recent if recent and not idx.blob_keys else None
         starts, kinds = idx.starts, idx.kinds
         blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
         blank, bad = _BLANK, _BAD
@@ -495,6 +511,8 @@ class Recording:
                         else:
                             if blobs.setdefault(prefix, i) != i:
                                 collided.append((prefix << _LINE_BITS) | i)
+                            elif keep is not None:
+                                keep(raw[18:id_end], i, raw)
                             kinds.append(blob)
                             yield i, raw, blob, None
                             continue
@@ -539,6 +557,13 @@ class Recording:
             self._finish()
         finally:
             self._pos, self._last_end = pos, last_end
+
+    def _keep_recent(self, ref: bytes, i: int, raw: bytes) -> None:
+        recent = self._recent
+        recent[ref] = (i, raw)
+        self._recent_size += len(raw)
+        while self._recent_size > RECENT_BYTES:
+            self._recent_size -= len(recent.pop(next(iter(recent)))[1])
 
     def _index_record(self, i: int, data: Any) -> int:
         idx = self._index
@@ -815,7 +840,7 @@ class Recording:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
         # Lines not indexed yet come from the file as the index takes them in.
-        for i, raw, kind, data in self._scan():
+        for i, raw, kind, data in self._scan(recent=not blobs):
             if kind in skip:
                 continue
             if starts[i] > release:  # values read by ref come through the map
@@ -862,7 +887,7 @@ class Recording:
                 self.problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
                 continue
             yield i + 1, data
-        for i, raw, kind, data in self._scan():
+        for i, raw, kind, data in self._scan(recent=True):
             if kind in skip:
                 continue
             if data is None:
@@ -1083,13 +1108,28 @@ class Recording:
             if hit is not None:
                 self._values.move_to_end(ref)
                 return hit[0]
-        i = self._blob_line(ref)
-        if i is None:
-            raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
+            passed = (
+                self._recent.pop(ref.encode(), None)
+                if self._recent and isinstance(ref, str) and len(ref) == self.scheme.size
+                else None
+            )
+            if passed is not None:
+                self._recent_size -= len(passed[1])
+        if passed is not None:
+            i, raw = passed
+        else:
+            found = self._blob_line(ref)
+            if found is None:
+                raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
+            i, raw = found, self._bytes(found)
         try:
-            value = self._raw(i)["value"]
+            value = orjson.loads(raw)["value"]
         except (ValueError, KeyError, TypeError):
             raise KeyError(f"the blob {ref[:12]} on line {i + 1} cannot be read") from None
+        if passed is not None:
+            # Named by the record the walk is on: most such values are read once (a tool
+            # result), and one read again is found in the file and cached then.
+            return value
         size = self.line_size(i + 1)
         if size <= CACHE_BYTES // 8:
             with self._lock:

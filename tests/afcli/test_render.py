@@ -76,6 +76,12 @@ def test_cells_counts_as_rich_does() -> None:
 
     for text in ["plain", "a · b → c ← d ✓ ✗ ⏎ – … ─ ┈ ▸ ▾ ⇢", "日本語", "e\u0301", "tab\tx", ""]:
         assert cells(text) == cell_len(text), text
+    # Every character counted without Rich, one at a time and among wide ones.
+    for code in range(0x20, 0x600):
+        text = chr(code)
+        assert cells(text) == cell_len(text), hex(code)
+        assert cells(f"smörgåsbord {text} данные") == cell_len(f"smörgåsbord {text} данные")
+        assert cells(f"東京 {text}") == cell_len(f"東京 {text}"), hex(code)
 
 
 def test_wrapping_breaks_lines_where_rich_does() -> None:

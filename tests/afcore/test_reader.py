@@ -230,3 +230,42 @@ def test_a_paused_and_continued_run_reads_and_verifies(fixtures: Path) -> None:
         report = rec.verify(r)
     assert report.ok, [str(p) for p in report.problems]
     assert report.verified == report.calls == 2
+
+
+@pytest.mark.parametrize("keep", [1 << 30, 1])
+def test_a_walk_resolves_each_ref_as_the_whole_index_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    """A walk takes the blobs it just passed from memory (``keep``: how many bytes of them;
+    1: none stay). Either way a ref resolves to what the indexed file says: the first blob
+    stored under an id, wherever the walk is."""
+    from afcore.recording import _reader
+
+    monkeypatch.setattr(_reader, "RECENT_BYTES", keep)
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    blobs = [i for i, line in enumerate(lines) if line.startswith(b'{"t":"blob",')]
+    # Another value under the id of a blob stored later: the first one stored is the value;
+    # and one under an id stored before it, which is not.
+    early, late = blobs[len(blobs) // 2], blobs[1]
+    ids = [lines[i][: lines[i].index(b'","value":')] for i in (early, late)]
+    lines.insert(blobs[0], ids[0] + b'","value":"stored first"}\n')
+    lines.insert(len(lines) - 1, ids[1] + b'","value":"stored last"}\n')
+    path = tmp_path / "twice.jsonl"
+    path.write_bytes(b"".join(lines))
+    with rec.open_recording(path) as whole:
+        assert whole.blob(ids[0][18:].decode()) == "stored first"
+        assert whole.blob(ids[1][18:].decode()) != "stored last"
+        with rec.open_recording(path, index=False) as walk:
+            resolved = 0
+            for _, record in walk.records(blobs=False):
+                for w in getattr(record, "writes", None) or []:
+                    if w.ref is not None:
+                        assert walk.blob(w.ref) == whole.blob(w.ref)
+                        resolved += 1
+                for ref in (getattr(record, "system", None), getattr(record, "tools", None)):
+                    if ref:
+                        assert walk.listed(ref) == whole.listed(ref)
+                        resolved += 1
+            for ref in (i[18:].decode() for i in ids):
+                assert walk.blob(ref) == whole.blob(ref)
+    assert resolved > 20
