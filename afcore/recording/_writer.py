@@ -247,7 +247,7 @@ class Recorder:
             try:
                 if path.exists():
                     raise FileExistsError(path)
-                folder = str(path.parent)
+                folder = os.path.abspath(path.parent)
                 self._fd = _SPARES.take(folder)
                 if self._fd >= 0:
                     self._unnamed = _SPARE
@@ -427,7 +427,7 @@ class Recorder:
         ref = _id(raw)
         if ref in self._blobs:
             return ref  # type: ignore[no-any-return] # stored before, so screened before
-        if not screened and self.redactor.needs_redaction(raw):
+        if not screened and self.redactor.screen(raw):
             raw = _dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
             ref = _id(raw)
             if ref in self._blobs:
@@ -444,7 +444,7 @@ class Recorder:
         """``model`` with what the redaction policy replaces replaced (itself when nothing
         is: nearly always)."""
         raw = _dumps(model, default=as_json)
-        if not self.redactor.needs_redaction(raw):
+        if not self.redactor.screen(raw):
             return model
         return type(model).model_validate(self.redactor.redact(orjson.loads(raw)))
 
@@ -520,7 +520,7 @@ class Recorder:
             raw = _dumps(message.to_json(), option=_SORTED)
         except TypeError:  # a big integer, a lone surrogate: held in their lossless form
             raw = _dumps(lossless(message.to_json()), option=_SORTED)
-        if self.redactor.needs_redaction(raw):
+        if self.redactor.screen(raw):
             raw = _dumps(self.redactor.redact(orjson.loads(raw)), option=_SORTED)
         if len(raw) > MESSAGE_INLINE:
             ref = self._store_raw(raw, screened=True)
@@ -570,7 +570,7 @@ class Recorder:
         except TypeError:  # a big integer, a lone surrogate: held in their lossless form
             value = lossless(value)
             raw = _dumps(value)
-        if self.redactor.needs_redaction(raw):
+        if self.redactor.screen(raw):
             value = self.redactor.redact(orjson.loads(raw))
             raw = _dumps(value)
         if len(raw) <= INLINE_LIMIT:
@@ -1024,7 +1024,7 @@ class Recorder:
         values only (stage ids, numbers, hashes), as a commit's framing is: not screened.
         Returns the line as written (a replay compares it with the recorded one)."""
         raw = _dumps(record, default=as_json)
-        if not trusted and self.redactor.needs_redaction(raw):
+        if not trusted and self.redactor.screen(raw):
             raw = _dumps(self.redactor.redact(orjson.loads(raw)))
         self._pending.append(raw)
         if self.observers or self._watch.observers:
@@ -1066,7 +1066,11 @@ class Recorder:
         if not size:
             return
         try:
-            _SPARES.link(fd, path)
+            try:
+                _SPARES.link(fd, path)
+            except FileNotFoundError:  # the folder went since the file was made: made again
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _SPARES.link(fd, path)
             return
         except FileExistsError:
             raise UsageError(

@@ -129,3 +129,34 @@ def test_a_forked_child_never_takes_its_parents_file(
     parent = os.getpid()
     monkeypatch.setattr(_writer.os, "getpid", lambda: parent + 1)
     assert _writer._SPARES.take(str(tmp_path)) == -1
+
+
+def test_a_relative_folder_is_the_one_of_the_working_directory_at_each_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = _agent(Path("recordings"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    agent.run("go")
+    agent.run("go")  # leaves a file made ahead in a/recordings
+    assert rec.wait_for_syncs(timeout=30)
+    monkeypatch.chdir(tmp_path / "b")
+    assert agent.run("go") == "done"
+    assert agent.last_recording is not None
+    assert (tmp_path / "b" / agent.last_recording).is_file()
+    assert len(list((tmp_path / "a" / "recordings").iterdir())) == 2
+
+
+def test_a_folder_removed_after_its_file_was_made_is_made_again(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    agent = _agent(folder)
+    agent.run("go")
+    assert rec.wait_for_syncs(timeout=30)
+    for p in folder.iterdir():
+        p.unlink()
+    folder.rmdir()
+    assert agent.run("go") == "done"
+    assert agent.last_recording is not None and agent.last_recording.parent == folder
+    with rec.open_recording(agent.last_recording) as r:
+        assert rec.verify(r).ok
