@@ -65,5 +65,7 @@ def test_a_full_disk_says_where_the_file_is_and_its_calls_verify(
         # What it reports is the cut: a torn last line, or whole lines the last write left
         # without their seal.
         cut = ("torn", "cut", "after the last seal")
-        assert report.problems, "a run cut off verified as whole"
+        # Where the cut falls depends on where seals fell (the machine's timing): inside
+        # the first line after a seal, the torn line is all there is to report.
+        assert report.problems or report.torn_tail is not None, "a run cut off verified whole"
         assert all(any(w in str(p) for w in cut) for p in report.problems), report.problems
