@@ -235,6 +235,8 @@ class Recorder:
         """The frame of the last call that wrote one (watchers see every call whole)."""
         self._locked = fd is not None
         """The file is locked (a continued run's): unlocked when the recorder closes."""
+        self._folder: str | None = None
+        """The folder the next run's file is made ahead in when this one closes."""
         self._unnamed: Path | None = None
         """The file's passing name until its first lines are written (see :meth:`flush`);
         :data:`_SPARE` for a file made ahead, which has no name until then."""
@@ -261,7 +263,7 @@ class Recorder:
                         path.parent.mkdir(parents=True, exist_ok=True)
                         self._fd = os.open(unnamed, flags, 0o644)
                     self._unnamed = unnamed
-                _SYNCER.spare(folder)  # the next run's file, made while this one runs
+                self._folder = folder
             except FileExistsError:
                 raise UsageError(
                     f"a recording already exists at {path}; choose another run id"
@@ -1116,6 +1118,9 @@ class Recorder:
             finally:
                 if self._locked:  # the next process may continue the run as soon as this returns
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
+                if self._folder is not None:
+                    # Asked with the close, which wakes the sync thread anyway; made first.
+                    _SYNCER.spare(self._folder)
                 _SYNCER.put(self._fd, close=True)
 
     @classmethod
