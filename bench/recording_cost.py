@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
+from pathlib import Path
 
+from afcore.recording import Recorder, wait_for_syncs
+from afcore.secrets import Redaction
 from bench._af_loop import build_agent, recordings_dir, run_once, timed_run
 from bench._report import print_table, verdict
 
@@ -33,6 +37,35 @@ def measure(iterations: int, rounds: int) -> tuple[list[float], list[float]]:
             for agent, times in order if r % 2 == 0 else reversed(order):
                 times.append(timed_run(agent, iterations))
     return on_times, off_times
+
+
+def fixed_costs(rounds: int) -> list[tuple[str, float]]:
+    """Microseconds (best of ``rounds``) of what a recorded run pays once: making (or taking)
+    its file, its first write (the header, sealed, and the file named), and closing it (its
+    fsync is the sync thread's). Each file is deleted off the clock, as the loop's are."""
+    policy = Redaction()
+    header = {"t": "header", "format": "af.recording", "version": "1.1", "run_id": "x"}
+    parts: dict[str, list[float]] = {"make the file": [], "first write": [], "close": []}
+    clock = time.perf_counter
+    with recordings_dir() as folder:
+        for i in range(rounds + 1):
+            path = Path(folder) / f"fixed-{i}.jsonl"
+            redactor = policy.compile()
+            wait_for_syncs()  # a file made ahead is ready, as it is after a model call
+            t0 = clock()
+            rec = Recorder(path, run_id=path.stem, redactor=redactor)
+            t1 = clock()
+            rec.header(header)
+            rec.flush()
+            t2 = clock()
+            rec.close()
+            t3 = clock()
+            path.unlink()
+            if i:  # the first makes its own file: the folder has none made ahead yet
+                parts["make the file"].append(t1 - t0)
+                parts["first write"].append(t2 - t1)
+                parts["close"].append(t3 - t2)
+    return [(name, min(times) * 1e6) for name, times in parts.items()]
 
 
 def main() -> None:
@@ -67,6 +100,13 @@ def main() -> None:
             verdicts.append(
                 f"target at {n} iterations: ratio <= {target} (best): {verdict(ratio <= target)}"
             )
+    fixed = fixed_costs(args.rounds * 5)
+    print_table(
+        f"recording's fixed cost per run, us (best of {args.rounds * 5})",
+        ("", "us"),
+        [(name, f"{us:.1f}") for name, us in fixed]
+        + [("total", f"{sum(us for _, us in fixed):.1f}")],
+    )
     for line in verdicts:
         print(line)
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -185,6 +185,12 @@ class Redactor:
         self.pattern_names = self._base.pattern_names
         self._learned: list[tuple[str, str]] = []
         self._learned_matcher: Matcher | None = None
+        self.screen: Callable[[bytes], bool] = (
+            self.needs_redaction if self._base.custom else self._base.matcher.hits
+        )
+        """:meth:`needs_redaction`, called the shortest way: the compiled screen itself
+        while the policy has no expressions of its own and the run learned no secret (the
+        writer screens every value it writes through it)."""
 
     @property
     def clean(self) -> dict[Any, Any] | None:
@@ -239,7 +245,7 @@ class Redactor:
             raw = orjson.dumps(value)
         except TypeError:  # not JSON as it is (a lone surrogate, a big int): walk it
             return self._redact(value)
-        return self._redact(value) if self.needs_redaction(raw) else value
+        return self._redact(value) if self.screen(raw) else value
 
     def learn(self, value: Any) -> None:
         """Learn the secrets ``value`` names (under secret keys, in assignments) without
@@ -320,6 +326,7 @@ class Redactor:
             return
         self._learned.append((name, value))
         self._learned_matcher = Matcher(self._learned, shapes=())
+        self.screen = self.needs_redaction
 
     def _text(self, text: str) -> str:
         stripped = text.strip()

@@ -237,6 +237,24 @@ def test_the_screen_never_passes_a_value_redaction_would_change(value: Any) -> N
         return
     if not r.needs_redaction(raw):
         assert r._redact(value) == value  # noqa: SLF001 - the walk, bypassing the screen
+    assert r.screen(raw) == r.needs_redaction(raw)
+
+
+@pytest.mark.parametrize("patterns", [(), (("order_id", r"ORD-[0-9]{6}"),)])
+def test_the_short_screen_says_what_the_whole_one_says_before_and_after_learning(
+    patterns: tuple[tuple[str, str], ...],
+) -> None:
+    r = Redaction(patterns=patterns).compile()
+    learned = b'{"note":"it is hunter2-long-secret"}'
+    custom = b'{"note":"ORD-123456"}'
+    plain = b'{"note":"nothing here"}'
+    for raw in (learned, custom, plain):
+        assert r.screen(raw) == r.needs_redaction(raw)
+    assert not r.screen(learned)
+    r.redact({"password": "hunter2-long-secret"})  # learned: a secret everywhere in the run
+    assert r.screen(learned) and r.needs_redaction(learned)
+    assert r.screen(custom) is bool(patterns)
+    assert not r.screen(plain)
 
 
 def test_the_screen_passes_ordinary_values() -> None:
