@@ -306,7 +306,8 @@ class FlowScreen(Screen[None]):
         text.append(safe(call.step), "bold cyan")
         text.append(f" ({safe(call.run.agent)}) call {mark.n}/{len(call.run.timeline.marks)}")
         text.append(f" · iteration {mark.iteration}", "")
-        text.append(f" · at {ms_text(call.at_ms)}", "dim")
+        # An estimate from durations (a file without send times) says so.
+        text.append(f" · at {'≈' if call.placed else ''}{ms_text(call.at_ms)}", "dim")
         if not mark.agent:
             text.append(" · the summarizer's call", "magenta")
         view = self.views.get((call.run.order, mark.n))
