@@ -105,7 +105,7 @@ class FlowAgainst:
         s = self.steps.get(path)
         if s is not None:
             for change in s.changes:
-                yield from change_rows(change, pad, width)
+                yield from change_rows(change, path, pad, width)
             if s.run_error is not None:
                 yield DiffRow(
                     Text.assemble(pad, "  ", ("✗ ", "red"), line(s.run_error, 200)),
@@ -115,10 +115,10 @@ class FlowAgainst:
                 )
             if s.run is not None:
                 for change in s.run.end:
-                    yield from change_rows(change, pad, width, prefix="run end ")
+                    yield from change_rows(change, path, pad, width, prefix="run end ")
         if not path:
             for change in self.found.end:
-                yield from change_rows(change, pad, width, prefix="flow end ")
+                yield from change_rows(change, path, pad, width, prefix="flow end ")
 
     def only_b(self, parent: str) -> list[StepDiff]:
         """The steps directly under ``parent`` that ran only in the other run."""
@@ -141,9 +141,12 @@ class FlowAgainst:
         return ("same", None) if found is None else ("differs", found)
 
 
-def change_rows(change: Change, pad: str, width: int, prefix: str = "") -> Iterator[DiffRow]:
-    """A difference on a row (the values cut short), and for a predicate that answered
-    otherwise the values it read on each side."""
+def change_rows(
+    change: Change, step: str, pad: str, width: int, prefix: str = ""
+) -> Iterator[DiffRow]:
+    """A difference of the step at ``step`` on a row (the values cut short, or each on a
+    row of its own), and for a predicate that answered otherwise the values it read on
+    each side."""
     mark, style = _MARKS.get(change.kind, ("≠", "yellow"))
     text = Text.assemble(pad, "  ", (f"{mark} ", style), (safe(prefix + change.path), "bold"))
     room = max(width - len(pad) - 8, 24)
@@ -164,7 +167,6 @@ def change_rows(change: Change, pad: str, width: int, prefix: str = "") -> Itera
                     Text.assemble(pad, "    ", (f"{label} ", "dim"), (_short(value, room), shown))
                 )
     full = f"a: {_whole(change.a)}\n\nb: {_whole(change.b)}"
-    step = change.where.get("step", "")
     title = f"{step or '(top)'} · {prefix}{change.path}"
     reads = [(label, change.where.get(key)) for label, key in (("a", "reads_a"), ("b", "reads_b"))]
     said = [(label, r) for label, r in reads if isinstance(r, dict) and r]

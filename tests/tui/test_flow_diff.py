@@ -150,7 +150,7 @@ async def test_the_calls_that_differ_are_marked_and_listed_first(
         # Call 1 is billing's (its step ran only here); call 2 the writer's, which differs.
         assert screen.query_one(Scrubber).differing == {1, 2}
         events = screen.query_one("#events", ItemList)
-        assert "DIFF  step route/billing ran only here" in screen_text(app)
+        assert "DIFF  its step ran only here, not in" in screen_text(app)
         await pilot.press("right")
         await pilot.pause()
         text = screen_text(app)
@@ -179,6 +179,7 @@ async def test_enter_shows_a_difference_whole_and_w_asks_why_of_this_side(
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, Viewer)
+        assert app.screen.title_text == "route · predicate billing: answered"
         assert 'b read: state.intent = "tech"' in app.screen.text
         await pilot.press("escape")
         await pilot.pause()

@@ -340,7 +340,7 @@ class FlowScreen(Screen[None]):
         how, found = self.compared.call(call.step, call.n)
         if how == "only":
             yield (
-                heading("DIFF", f"step {safe(call.step)} ran only here, not in {safe(name)}"),
+                heading("DIFF", f"its step ran only here, not in {safe(name)}"),
                 None,
             )
             yield Text(""), None
