@@ -21,7 +21,7 @@ from afcore.readmodel import flow_timeline, step_starts
 from afcore.recording import open_flow
 from afcore.tools import define_tool
 from tests.conftest import reseal
-from tests.tui.conftest import SAMPLES, lens, screen_text
+from tests.tui.conftest import SAMPLES, lens, screen_text, until
 from tui.screens.flow import AgentRunScreen, FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
 from tui.screens.why import WhyScreen
@@ -239,6 +239,47 @@ async def test_enter_on_a_step_goes_to_its_first_call(tmp_path: Path) -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert "find/beta (beta) call 1/3" in where(app)
+
+
+async def test_slash_searches_every_agent_s_run_and_enter_goes_to_that_call(
+    tmp_path: Path,
+) -> None:
+    from tests.tui.test_lens import _searched
+    from tui.screens.search import SearchScreen
+    from tui.widgets.item_list import ItemList
+
+    path = await research(tmp_path)
+    async with lens(path) as (app, pilot):
+        await pilot.press("slash")
+        await pilot.pause()
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await pilot.press(*"looking b2")
+        await until(pilot, lambda: _searched(search, "looking b2"), "the search ended")
+        found = list(search.matches.values())
+        assert {search.sources[m.source].name for m in found} == {"find/beta (beta)"}
+        # Any agent's text: alpha's, beta's and the writer's, each named by step and agent.
+        await pilot.press(*["backspace"] * 3)
+        await until(pilot, lambda: _searched(search, "looking"), "the search ended")
+        names = {search.sources[m.source].name for m in search.matches.values()}
+        assert names == {"find/alpha (alpha)", "find/beta (beta)"}
+        assert "find/beta (beta) · call 2" in screen_text(app)
+        results = search.query_one(ItemList)
+        await pilot.press("enter")  # to the results
+        target = next(
+            (k, m)
+            for k, m in search.matches.items()
+            if search.sources[m.source].name == "find/beta (beta)" and m.place.call == 2
+        )
+        results.highlighted = list(results.items).index(target[0])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowScreen)
+        assert " · find/beta (beta) call 2/3" in where(app)
+        # The query is kept for the next search.
+        await pilot.press("slash")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen) and app.screen.query_text == "looking"
 
 
 async def test_w_on_a_call_asks_why_of_that_agent_s_run() -> None:

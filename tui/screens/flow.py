@@ -64,6 +64,7 @@ FLOW_KEYS: list[tuple[str, str]] = [
     ("Enter", "on a step: go to its first call; in the slots or events: open the item"),
     ("w", "why: of a call's item, as in any run; of a step or a decision, what produced it"),
     ("o", "open the selected call's agent run in a Lens of its own (b comes back)"),
+    ("/", "search every text of every agent's run; Enter on a match goes to its call"),
     ("?", "this help"),
     ("q", "quit"),
 ]
@@ -108,6 +109,7 @@ class FlowScreen(Screen[None]):
         Binding("enter", "enter", "Go / open", priority=True, id="flow.enter"),
         Binding("w", "why", "Why", id="flow.why"),
         Binding("o", "open", "Agent's run", id="flow.open"),
+        Binding("slash", "search", "Search", id="flow.search"),
         Binding("question_mark", "help", "Keys", id="flow.help"),
         Binding("q", "app.quit", "Quit", id="flow.quit"),
     ]
@@ -134,6 +136,7 @@ class FlowScreen(Screen[None]):
         self.shown: int | None = None
         self._width = 38
         """columns a row of the steps may take"""
+        self._last_search = ""
 
     def compose(self) -> ComposeResult:
         yield Static(id="header", markup=False)
@@ -562,6 +565,28 @@ class FlowScreen(Screen[None]):
                 self.select(index)
 
         self.app.push_screen(FlowWhyScreen(self.flow, self.timeline, key), chosen)
+
+    def action_search(self) -> None:
+        """Search every agent's run of the flow; a match chosen goes to its call."""
+        from tui.screens.search import Match, SearchScreen, Source
+
+        runs = [r for r in self.timeline.runs if r.rec is not None]
+        if not runs:
+            self.notify("no agent's run to search in this flow", severity="warning")
+            return
+        sources = []
+        for run in runs:
+            assert run.rec is not None
+            # As the position line names a call's run: its step, then its agent.
+            sources.append(Source(run.rec, run.timeline, f"{run.step.path} ({run.agent})"))
+        screen = SearchScreen(sources, self._last_search)
+
+        def chosen(match: Match | None) -> None:
+            self._last_search = screen.query_text
+            if match is not None:
+                self._go_to(runs[match.source], match.place.call, match.place.item)
+
+        self.app.push_screen(screen, chosen)
 
     def action_help(self) -> None:
         from tui.screens.help import Help
