@@ -38,17 +38,28 @@ def make_lens_app(
     """The Lens on ``path``: the one factory, used by ``af lens``, ``af run --lens`` and the
     tests. ``session``: the turns of the session ``path`` is a turn of, when known (else
     found beside it when first asked for). ``against``: another recording to compare it
-    with, call by call (``--diff``). Raises afcore's RecordingError when a file is not a
-    recording (or, with ``against``, not an agent's run). A flow's recording opens on the
-    tree of its steps."""
+    with, call by call (``--diff``): an agent's run with an agent's run, a flow's log with a
+    flow's log. Raises afcore's RecordingError when a file is not a recording (or, with
+    ``against``, not one of the same kind). A flow's recording opens on the tree of its
+    steps."""
     if is_flow(path):
-        if against is not None:
+        if against is not None and not is_flow(against):
             raise RecordingFormatError(
-                f"{path} is a flow's recording: --diff compares two agents' runs "
-                "(open one of its agents' runs, in its folder)",
-                path=path,
+                f"{path} is a flow's log and {against} is one agent's run: --diff compares "
+                "two flows' logs, or two agents' runs (a flow's agents' runs are in the "
+                "folder beside its log)",
+                path=against,
             )
-        return LensApp(None, flow=open_flow(path))
+        if against is not None:
+            open_flow(against)  # not a flow's log: said now
+        return LensApp(None, flow=open_flow(path), against=against)
+    if against is not None and is_flow(against):
+        raise RecordingFormatError(
+            f"{against} is a flow's log and {path} is one agent's run: --diff compares two "
+            "flows' logs, or two agents' runs (a flow's agents' runs are in the folder "
+            "beside its log)",
+            path=against,
+        )
     if against is not None:
         open_recording(against, index=False).close()  # not a recording: said now
     return LensApp(
@@ -80,7 +91,7 @@ class LensApp(App[None]):
 
     def get_default_screen(self) -> Screen[None]:
         if self.flow is not None:
-            return FlowScreen(self.flow)
+            return FlowScreen(self.flow, against=self.against)
         assert self.rec is not None
         return LensScreen(self.rec, follow=self.follow, against=self.against)
 

@@ -54,8 +54,10 @@ def lens(
         typer.Option(
             "--diff",
             metavar="B",
-            help="Compare with another recording (a path or a run id): the calls that differ "
-            "are marked ≠ on the scrubber, and the selected call's differences are listed.",
+            help="Compare with another recording (a path or a run id; a flow's log with a "
+            "flow's): the calls that differ are marked ≠ on the scrubber, and the selected "
+            "call's differences are listed; for flows, the steps that differ and the decisions "
+            "that went the other way are marked in the tree.",
             show_default=False,
         ),
     ] = None,

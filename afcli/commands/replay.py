@@ -46,7 +46,8 @@ def replay(
         typer.Option(
             "--then-live",
             help="Go on past the first difference with the agent's own provider (its key "
-            "from the environment).",
+            "from the environment); a flow goes on live from its first difference, each "
+            "agent step from there on with its agent's provider.",
         ),
     ] = False,
     out: Annotated[
@@ -94,13 +95,7 @@ def replay(
     if out is not None and out.exists() and not out.is_dir():
         raise CliError(f"--out {out} is a file; give a folder", EXIT_USAGE)
     if is_flow(path):
-        if then_live:
-            raise CliError(
-                "--then-live goes on with one agent's provider; a flow's replay stops at its "
-                "first difference (replay an agent step's run with --then-live to go on live)",
-                EXIT_USAGE,
-            )
-        _replay_flow(path, run, agent, mode, out, json_output)
+        _replay_flow(path, run, agent, mode, out, json_output, then_live)
         return
     try:
         tape = Tape.read(path)
@@ -233,6 +228,7 @@ def _replay_flow(
     mode: Literal["run", "recorded"],
     out: Path | None,
     json_output: bool,
+    then_live: bool = False,
 ) -> None:
     from afcli._flows import open_flow_cli
     from afcli._render import err_console, print_json
@@ -264,7 +260,7 @@ def _replay_flow(
                 ),
                 soft_wrap=True,
             )
-    report = replay_flow(recorded, flow, tools=mode, out=out)
+    report = replay_flow(recorded, flow, tools=mode, then_live=then_live, out=out)
     if json_output:
         print_json(report.to_json())
     else:
@@ -385,6 +381,19 @@ def _print_flow(report: FlowReplayReport, run: str, path: Path) -> None:
         if d.others:
             notes.append(f"{plural(d.others, 'more difference')} there")
         out.print(Line(("  " + "; ".join(notes), "dim")))
+        if report.then_live:
+            live = report.live_steps
+            said = (
+                f"the flow went on; {plural(len(live), 'agent step')} answered by their "
+                f"agents' own providers ({', '.join(safe(p) for p in live)})"
+                if live
+                else "the flow went on; no agent step after it called a model"
+            )
+            out.print(Line(("  then live: ", "dim"), said))
+            if report.error:
+                out.print(Line(("  the flow ended on ", "dim"), safe(report.error)))
+            elif report.answer:
+                out.print(Line(("  answer: ", "dim"), line(report.answer, max(width - 10, 24))))
     out.flush()
     err = err_console()
     if report.recording is not None:

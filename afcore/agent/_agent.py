@@ -346,6 +346,7 @@ class Agent:
                 observers=(observe,) if observe else (),
                 watchers=self.watchers,
                 frames=runner._frames,
+                origin=config.origin,
             )
         runner._claim(run_id)
         try:

@@ -72,6 +72,8 @@ class FlowLog:
                 ),
             )
         )
+        self.origin = config.clock()
+        """The reading of the clock every `at` of the composed run is counted from."""
         if replayer is not None:
             replayer.start(self.path)
         self._runs: dict[str, tuple[str, str]] = {}
@@ -90,10 +92,13 @@ class FlowLog:
         run_id = f"{n:03d}-{_slug(path)}"
         self._runs[path] = (f"{self.run_id}/{run_id}{SUFFIX}", run_id)
         redaction = own.redaction if own is not None else self.config.redaction
-        return replace(self.config, dir=self.runs, run_id=run_id, redaction=redaction)
+        return replace(
+            self.config, dir=self.runs, run_id=run_id, redaction=redaction, origin=self.origin
+        )
 
     def step_start(self, path: str, name: str, kind: str, message: Any) -> None:
-        self._event(StepStart(path=path, kind=kind, input=message))
+        at = round((self.config.clock() - self.origin) * 1000, 3)
+        self._event(StepStart(path=path, kind=kind, input=message, at=at))
 
     def step_end(self, step: StepResult, writes: dict[str, Any]) -> None:
         from afcore.injections._view import MISSING

@@ -2,11 +2,14 @@
 the order they happened, each with the step that ran it, so that a front end scrubs across
 agents as it scrubs one run's calls.
 
-The records hold durations, not clock times: a step's ``ms``, a reply's ``ms``, a tool
-call's ``ms``. When a call was sent is placed from them: a step starts when the step
-before it in its flow ended (a Parallel's branches when the Parallel started), and an
-agent's call when its run's calls and tools before it are done. Calls of branches running
-at the same time are interleaved by that time; a tie goes to the step that started first.
+Since 1.1 a flow writes when each step started and each of its agents' calls was sent
+(``at``: ms on one monotonic clock from the flow's start), and the timeline is in that
+order. A file without them (written before) holds durations only: a step's ``ms``, a
+reply's ``ms``, a tool call's ``ms``, and the times are placed from them: a step starts
+when the step before it in its flow ended (a Parallel's branches when the Parallel
+started), and an agent's call when its run's calls and tools before it are done. Calls of
+branches running at the same time are interleaved by that time; a tie goes to the step
+that started first.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class AgentRun:
     rec: Recording | None
     timeline: Timeline
     start_ms: float
-    """When the step started, in ms from the flow's start (placed from durations)."""
+    """When the step started, in ms from the flow's start (as recorded, else placed from
+    durations)."""
     problem: str | None = None
     """Why its calls cannot be shown: no run named, the file missing or not a recording."""
     order: int = 0
@@ -50,7 +54,10 @@ class FlowCall:
     run: AgentRun
     mark: Mark
     at_ms: float
-    """When it was sent, in ms from the flow's start (placed from durations)."""
+    """When it was sent, in ms from the flow's start (as recorded, else placed from
+    durations: see :attr:`placed`)."""
+    placed: bool = False
+    """True when ``at_ms`` is an estimate from durations (the call line has no ``at``)."""
 
     @property
     def step(self) -> str:
@@ -111,17 +118,19 @@ class FlowTimeline:
 
 
 def step_starts(flow: FlowRecording) -> dict[str, float]:
-    """When each step started, in ms from the flow's start, placed from the durations the
-    log holds: a Parallel's branches start together, any other flow's steps one after the
-    other (a loop's turns too)."""
+    """When each step started, in ms from the flow's start: as its ``step_start`` says
+    (``at``), else placed from the durations the log holds: a Parallel's branches start
+    together, any other flow's steps one after the other (a loop's turns too)."""
     out: dict[str, float] = {}
 
     def place(step: FlowLogStep, at: float) -> None:
-        out[step.path] = at
+        recorded = step.start.at
+        at = out[step.path] = at if recorded is None else recorded
         t = at
         for child in step.steps:
             place(child, at if step.kind == "parallel" else t)
-            t += child.end.ms if child.end is not None else 0.0
+            if child.end is not None:
+                t = out[child.path] + child.end.ms
 
     if flow.top is not None:
         place(flow.top, 0.0)
@@ -131,7 +140,7 @@ def step_starts(flow: FlowRecording) -> dict[str, float]:
 def flow_timeline(flow: FlowRecording) -> FlowTimeline:
     """Open every agent step's run of ``flow`` and lay their calls on one timeline."""
     out = FlowTimeline(flow, starts=step_starts(flow))
-    placed: list[tuple[float, int, int, AgentRun, Mark]] = []
+    placed: list[tuple[float, int, int, AgentRun, Mark, bool]] = []
     for step in flow.steps():
         if step.kind != "agent":
             continue
@@ -139,10 +148,16 @@ def flow_timeline(flow: FlowRecording) -> FlowTimeline:
         out.runs.append(run)
         at = run.start_ms
         for i, mark in enumerate(run.timeline.marks):
-            placed.append((at, run.order, i, run, mark))
+            guessed = mark.at is None
+            if mark.at is not None:
+                at = mark.at
+            placed.append((at, run.order, i, run, mark, guessed))
             at += mark.ms + mark.tools_ms
     placed.sort(key=lambda p: p[:3])
-    out.calls = [FlowCall(i, run, mark, at) for i, (at, _, _, run, mark) in enumerate(placed)]
+    out.calls = [
+        FlowCall(i, run, mark, at, guessed)
+        for i, (at, _, _, run, mark, guessed) in enumerate(placed)
+    ]
     return out
 
 

@@ -60,6 +60,9 @@ class Mark:
     """How long the model took to reply (0: no reply)."""
     tools_ms: float = 0.0
     """The longest of the tool calls its reply asked for (they run at the same time)."""
+    at: float | None = None
+    """When it was sent, in ms from its flow's start, as the call line says (a step of a
+    flow's); None when the line does not say."""
 
 
 _TROUBLE = {"": 0, "tool": 1, "rejected": 2, "error": 3}
@@ -225,6 +228,7 @@ def _mark(call: Call, line: int, turn: int) -> Mark:
         turn=max(turn, 1),
         agent=not call.rsid.startswith(SUMMARIZER),
         attempt=said,
+        at=call.at,
     )
 
 

@@ -32,6 +32,9 @@ class RecordingConfig:
     now: Callable[[], datetime] = _utc_now
     """The wall clock, for the run's start time and id, and the clock rules and tools read
     (``s.now()``, ``ctx.now()``), whose readings are recorded."""
+    origin: float | None = None
+    """A reading of ``clock`` from which each call's ``at`` is counted (set by a flow for its
+    agents' runs, so that their calls share the flow's time line); None writes no ``at``."""
     seed: int | None = None
     """The seed of the run's random source (``ctx.random``, ``s.random``), written in the
     header; None draws a fresh one for each run."""

@@ -285,6 +285,12 @@ def verify_flow(flow: FlowRecording) -> FlowVerifyReport:
     problems = sorted([*flow.problems, *flow.chain])
     runs: list[tuple[str, Path, Any]] = []
     for step in flow.steps():
+        began = step.start.at
+        for child in step.steps:
+            if began is not None and child.start.at is not None and child.start.at < began:
+                problems.append(
+                    (0, f"step {child.path!r} starts at {child.start.at} ms, before its flow")
+                )
         if step.end is None:
             problems.append((0, f"step {step.path or '(top)'!r} started and never ended"))
             continue

@@ -88,6 +88,10 @@ class StepStart(_Model):
     kind: str
     input: Any = None
     """The message it was given."""
+    at: Sparse[float | None] = None
+    """When it started, in ms (to the µs) on a monotonic clock from the flow log's start
+    (its header written); the calls of the flow's agents' runs carry `at` on the same clock
+    from the same start, so calls of branches running at the same time order by it."""
 
 
 class StepEnd(_Model):

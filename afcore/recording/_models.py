@@ -901,6 +901,10 @@ class Call(_Model):
     attempt: Sparse[AttemptInfo | None] = None
     """For agents with reliability rules: which attempt this is, and where it went. Its
     outcome follows: a `reply`, or an `error` event with the decision taken."""
+    at: Sparse[float | None] = None
+    """For a run that is a step of a flow: when the call was sent, in ms (to the µs) on the
+    monotonic clock of the composed run, from the flow log's start (see `step_start.at`);
+    absent for a run of its own."""
 
 
 class Reply(_Model):

@@ -218,11 +218,14 @@ class Recorder:
         watchers: Watchers | None = None,
         fd: int | None = None,
         frames: Frames | None = None,
+        origin: float | None = None,
     ) -> None:
         """``path`` None: records go to the observers only (an agent that does not record
         but is watched). ``fd``: the file opened already (see :meth:`continuing`).
-        ``frames``: the agent's, shared by its runs."""
+        ``frames``: the agent's, shared by its runs. ``origin``: a reading of ``clock``
+        from which each call's ``at`` is counted (a flow's agents' runs); None writes none."""
         self.path = path
+        self._origin = origin
         self._frames = frames
         self.run_id = run_id
         self.redactor = redactor
@@ -808,6 +811,8 @@ class Recorder:
                 digest.update(ids[(a - 1) * size : b * size])
             messages_hash = short_id(digest.digest())  # = V11.messages(...)
             window = list(window)
+        origin = self._origin
+        at = None if origin is None else round((self.clock() - origin) * 1000, 3)
         same = self._same
         if (
             same is not None
@@ -832,6 +837,7 @@ class Recorder:
                     reads=self._versions(reads),
                     window=window,
                     hash=digest_hash,
+                    at=at,
                 )
             )
             self.versions[f"call:{call}"] = self.seq
@@ -877,6 +883,7 @@ class Recorder:
                 window=window,
                 hash=digest_hash,
                 attempt=None if attempt is None else as_json(self._screened(attempt)),
+                at=at,
             )
         else:
             self._frame = (model, system_ref, tools_ref, known[1], cache, cache_json)
@@ -894,6 +901,7 @@ class Recorder:
                 cache=cache_json,
                 hash=digest_hash,
                 attempt=None if attempt is None else as_json(self._screened(attempt)),
+                at=at,
             )
         self._emit(record)
         self.versions[f"call:{call}"] = self.seq

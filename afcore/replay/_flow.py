@@ -4,7 +4,14 @@ run (every model call answered from it: zero API calls), and every record the fl
 compared with the recorded one as it is written. The first difference stops the flow where
 it is: a step that ran in one run only, a decision that went another way (with the values
 its predicates read), what a step gave or wrote, a merge, the ending, or a call inside an
-agent step (as an agent's replay names it)."""
+agent step (as an agent's replay names it).
+
+With ``then_live``, the first difference is kept and the flow goes on: from there every
+step runs as it would live (an agent step in the middle of its replay hands its run to its
+agent's own provider at its own first difference, as an agent's replay with ``then_live``
+does; an agent step that starts after it, or that the recording does not hold, runs live
+from its first call), and nothing more is compared. What the flow does after an edit is
+then a whole composed run, to open in the Lens or compare with ``af diff``."""
 
 from __future__ import annotations
 
@@ -63,12 +70,20 @@ class FlowReplayer:
     """A replay's hold on one run of a flow (``afcore.flows.FlowReplayer``): see the module.
     One per replaying flow; each run of it replays the recorded run from its start."""
 
-    def __init__(self, recorded: FlowRecording, *, tools: ToolsMode = "run") -> None:
+    def __init__(
+        self, recorded: FlowRecording, *, tools: ToolsMode = "run", then_live: bool = False
+    ) -> None:
         if tools not in ("run", "recorded"):
             raise UsageError(f"tools= is 'run' or 'recorded', not {tools!r}")
         self.recorded = recorded
         self.tools: ToolsMode = tools
-        self.link = ReplayLink(run_id=recorded.header.run_id, file=recorded.path.name, tools=tools)
+        self.then_live = then_live
+        self.link = ReplayLink(
+            run_id=recorded.header.run_id,
+            file=recorded.path.name,
+            tools=tools,
+            then_live=then_live,
+        )
         self.by_path = {s.path: s for s in recorded.steps()}
         self.recording: Path | None = None
         self._tapes: list[Tape] = []
@@ -83,6 +98,10 @@ class FlowReplayer:
         self.calls = 0
         self.identical_calls = 0
         self.divergence: FlowDivergence | None = None
+        self.live = False
+        """With then_live: the first difference was found; the flow runs live from there."""
+        self.live_steps: list[str] = []
+        """The agent steps whose calls (some or all) their agents' providers answered."""
         self.ended_at: str | None = None
         self.error: str | None = None
         self._held: dict[str, Callable[[], None]] = {}
@@ -91,6 +110,9 @@ class FlowReplayer:
     # -- agent steps -------------------------------------------------------------------
 
     def agent(self, agent: Agent, path: str) -> Agent:
+        if self.live:
+            self.live_steps.append(path)
+            return agent
         recorded = self.by_path.get(path)
         assert recorded is not None  # its start was compared: it is a recorded agent step
         file = self.recorded.run_file(recorded) or self._found_run(path)
@@ -114,11 +136,13 @@ class FlowReplayer:
                 f"{shown} is run {tape.run_id}, not {expected}: the step's run is not in the "
                 "recording"
             )
-        return replaying(agent, tape, tools=self.tools)
+        return replaying(agent, tape, tools=self.tools, then_live=self.then_live)
 
     def agent_ended(self, path: str, agent: Agent, result: RunResult) -> None:
         replayer = agent.replayer
-        assert isinstance(replayer, Replayer)
+        if not isinstance(replayer, Replayer):  # run live (see agent)
+            self.calls += result.calls
+            return
         replayer.settle()
         try:
             replayer.ended(result.status)
@@ -129,10 +153,18 @@ class FlowReplayer:
         # that departed (af diff of the two then goes into its calls).
         d = replayer.divergence
         if d is not None:
-            self.identical_calls += replayer.identical
+            self.identical_calls += 0 if self.live else replayer.identical
             recorded = self.by_path[path]
             run = recorded.end.run if recorded.end is not None else None
+            if replayer.live:
+                self.live_steps.append(path)
+            if self.then_live:  # it went on live: the flow does too, from its step's end
+                found = FlowDivergence.in_agent(path, run, d)
+                self._held[path] = lambda: self._go_live(found)
+                return
             self._held[path] = lambda: self._diverge(FlowDivergence.in_agent(path, run, d))
+            return
+        if self.live:
             return
         self.identical_calls += result.calls
         if replayer.ended_at is not None or not replayer.recorded_finished:
@@ -143,11 +175,24 @@ class FlowReplayer:
     # -- the flow's records ------------------------------------------------------------
 
     def written(self, raw: bytes) -> None:
+        if self.live:
+            return  # nothing is compared after the first difference
         try:
             data = orjson.loads(raw)
             record = FLOW_TYPES[data["t"]].model_validate(data)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError):
             return  # not a record a replay compares (the header)
+        if not self.then_live:
+            self._compare(record)
+            return
+        try:
+            self._compare(record)
+        except ReplayDivergedError:
+            self.live = True  # kept as the divergence: the flow goes on
+        except ReplayEndedError:
+            self.live = True  # the recording holds no more: the rest runs live
+
+    def _compare(self, record: Any) -> None:
         if isinstance(record, StepStart):
             self._started(record)
         elif isinstance(record, StepDecision):
@@ -254,6 +299,11 @@ class FlowReplayer:
             d = dataclasses.replace(FlowDivergence.of_change(changes[0]), others=len(changes) - 1)
             self._diverge(d)
 
+    def _go_live(self, d: FlowDivergence) -> None:
+        if self.divergence is None:
+            self.divergence = d
+        self.live = True
+
     def _diverge(self, d: FlowDivergence) -> None:
         if self.divergence is None:
             self.divergence = d
@@ -298,12 +348,14 @@ def replaying_flow(
     recording: str | Path | FlowRecording,
     *,
     tools: ToolsMode = "run",
+    then_live: bool = False,
     out: str | Path | None = None,
 ) -> Flow:
     """A copy of ``flow`` whose runs replay the recorded flow run ``recording``: each agent
     step replays its recorded run, and the first difference raises ``ReplayDivergedError``
-    (its ``divergence`` a :class:`FlowDivergence`). Each run writes its own recording
-    (``out``, or the flow's folder), whose header's ``replay_of`` names the one replayed."""
+    (its ``divergence`` a :class:`FlowDivergence`; ``then_live``: the flow goes on live
+    from there, see the module). Each run writes its own recording (``out``, or the flow's
+    folder), whose header's ``replay_of`` names the one replayed."""
     recorded = recording if isinstance(recording, FlowRecording) else open_flow(recording)
     replayed = copy.copy(flow)
     config = flow.recording or RecordingConfig()
@@ -312,7 +364,7 @@ def replaying_flow(
     if out is not None:
         config = dataclasses.replace(config, dir=Path(out))
     replayed.recording = config
-    replayed.replayer = FlowReplayer(recorded, tools=tools)
+    replayed.replayer = FlowReplayer(recorded, tools=tools, then_live=then_live)
     replayed.last_result = None
     return replayed
 
@@ -322,17 +374,20 @@ def replay_flow(
     flow: Flow,
     *,
     tools: ToolsMode = "run",
+    then_live: bool = False,
     out: str | Path | None = None,
     state: dict[str, Any] | None = None,
 ) -> FlowReplayReport:
     """Run ``flow`` again on the message the recorded flow run was given, every agent step
     answered from its recorded run, and say whether the run is the recorded one
-    (:class:`FlowReplayReport`). ``state``: the state's first values, as the recorded run
-    was given them."""
+    (:class:`FlowReplayReport`). ``then_live``: go on past the first difference, live (see
+    the module). ``state``: the state's first values, as the recorded run was given them."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(areplay_flow(recording, flow, tools=tools, out=out, state=state))
+        return asyncio.run(
+            areplay_flow(recording, flow, tools=tools, then_live=then_live, out=out, state=state)
+        )
     raise UsageError("replay_flow() was called inside a running event loop; await areplay_flow")
 
 
@@ -341,6 +396,7 @@ async def areplay_flow(
     flow: Flow,
     *,
     tools: ToolsMode = "run",
+    then_live: bool = False,
     out: str | Path | None = None,
     state: dict[str, Any] | None = None,
 ) -> FlowReplayReport:
@@ -356,7 +412,7 @@ async def areplay_flow(
         return FlowReplayReport(
             "failed", 0, 0, 0, where, error=f"{where.name} {said}: there is no flow run to replay"
         )
-    replayed = replaying_flow(flow, recorded, tools=tools, out=out)
+    replayed = replaying_flow(flow, recorded, tools=tools, then_live=then_live, out=out)
     replayer = replayed.replayer
     assert isinstance(replayer, FlowReplayer)
     failure: BaseException | None = None
@@ -392,4 +448,6 @@ async def areplay_flow(
         error=None if failure is None else f"{type(failure).__name__}: {failure}",
         answer=result.answer if result is not None and result.answer else None,
         finished=recorded.end is not None,
+        live_steps=list(replayer.live_steps) if then_live else [],
+        then_live=then_live,
     )

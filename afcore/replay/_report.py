@@ -281,6 +281,11 @@ class FlowReplayReport:
     answer: str | None = None
     finished: bool = True
     """False when the recorded flow did not finish (no ``flow_end``)."""
+    then_live: bool = False
+    """The replay went on live past its first difference (``then_live``)."""
+    live_steps: list[str] = field(default_factory=list)
+    """With ``then_live``: the agent steps whose calls, some or all, their agents' own
+    providers answered, in the order they ended or started live."""
 
     @property
     def ok(self) -> bool:
@@ -314,4 +319,7 @@ class FlowReplayReport:
             "ended_at": self.ended_at,
             "error": self.error,
             "finished": self.finished,
+            "then_live": self.then_live,
+            "live_steps": self.live_steps,
+            "answer": self.answer,
         }

@@ -182,6 +182,52 @@ def test_an_edited_agent_instruction_is_named_at_its_call(
     assert inside.run.first.path == "message 2: content"
 
 
+def test_then_live_a_decision_that_went_the_other_way_runs_the_branch_it_chose_live(
+    tmp_path: Path,
+) -> None:
+    report = replayed(sample(tmp_path), edited_predicate(), tmp_path, then_live=True)
+    assert report.status == "diverged" and not report.ok and report.then_live
+    d = report.divergence
+    assert d is not None and (d.step, d.path) == ("route", "predicate billing: answered")
+    # The branch the edit chose is not in the recording: its agent ran on its own provider.
+    assert report.live_steps == ["route/tech"]
+    assert report.calls == 2 and report.identical_calls == 0
+    assert report.answer is not None and report.error is None
+    assert report.recording is not None
+    own = open_flow(report.recording)
+    assert verify_flow(own).ok and own.end is not None and own.end.status == "answer"
+    assert own.end.produced_by == "route/tech"
+    assert own.header.replay_of is not None and own.header.replay_of.then_live
+    found = diff_flows(open_flow(SAMPLE), own)
+    only = {s.path: s.only_in for s in found.steps if s.only_in}
+    assert only == {"route/billing": "a", "route/tech": "b"}
+    assert report.to_json()["live_steps"] == ["route/tech"]
+
+
+def test_then_live_an_agent_step_that_departs_goes_live_at_its_call_and_the_flow_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(router, "URGENT_NOTE", "The ticket is urgent: say sorry first.")
+    log = sample(tmp_path)
+    report = replayed(log, router.build_flow(), tmp_path, then_live=True)
+    d = report.divergence
+    assert d is not None and (d.step, d.call, d.slot) == ("route/billing", 1, "messages")
+    assert report.live_steps == ["route/billing"]
+    assert report.calls == 2 and report.identical_calls == 0
+    assert report.recording is not None
+    own = open_flow(report.recording)
+    assert own.end is not None and own.end.status == "answer" and verify_flow(own).ok
+    # Without then_live the same replay stops at that call, its flow unfinished.
+    stopped = replayed(log, router.build_flow(), tmp_path)
+    assert stopped.divergence is not None and stopped.answer is None
+
+
+def test_then_live_changes_nothing_of_a_replay_without_a_difference(tmp_path: Path) -> None:
+    report = replayed(sample(tmp_path), router.build_flow(), tmp_path, then_live=True)
+    assert report.ok and report.summary() == "4 steps, 2 calls, identical"
+    assert report.live_steps == []
+
+
 def test_a_value_a_step_wrote_otherwise_is_named_before_the_decision_that_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

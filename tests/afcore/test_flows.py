@@ -474,6 +474,63 @@ def test_every_agent_s_run_is_a_recording_of_its_own_that_verifies(tmp_path: Pat
     assert sorted([answers["votes/pro"], answers["votes/con"]]) == ["no", "yes"]
 
 
+def test_a_composed_run_writes_when_each_step_began_and_each_call_was_sent(
+    tmp_path: Path,
+) -> None:
+    ticks = iter(range(1_000_000))
+    clock = lambda: next(ticks) / 1000  # noqa: E731 - a millisecond a reading
+    flow = (
+        Sequence.create("s", record=RecordingConfig(dir=tmp_path, run_id="s", clock=clock))
+        .step("first", agent("first", "x"))
+        .step(
+            "both",
+            Parallel.create().branch("a", agent("a", "1")).branch("b", agent("b", "2")).build(),
+        )
+        .build()
+    )
+    flow.run("go")
+    records = flow_records(tmp_path / "s.jsonl")
+    starts = {r["path"]: r["at"] for r in of_type(records, "step_start")}
+    assert list(starts.values()) == sorted(starts.values()) and starts[""] >= 0
+    calls: list[float] = []
+    for end in of_type(records, "step_end"):
+        if end.get("run"):
+            lines = [orjson.loads(x) for x in (tmp_path / end["run"]).read_bytes().splitlines()]
+            sent = [x["at"] for x in lines if x["t"] == "call"]
+            # sent after its step began, in order, on the flow's clock
+            assert sent and sent == sorted(sent) and sent[0] > starts[end["path"]]
+            calls += sent
+    assert len(set(calls)) == len(calls) == 3  # one reading each
+    assert rec.verify_flow(rec.open_flow(tmp_path / "s.jsonl")).ok
+    # An agent's run of its own writes no time of sending (it would only repeat its order).
+    alone = agent("alone", "z", record=RecordingConfig(dir=tmp_path, run_id="alone"))
+    alone.run("go")
+    assert b'"at":' not in (tmp_path / "alone.jsonl").read_bytes()
+
+
+def test_verify_reports_a_step_said_to_begin_before_its_flow(tmp_path: Path) -> None:
+    from tests.conftest import reseal
+
+    flow = (
+        Sequence.create("s", record=RecordingConfig(dir=tmp_path, run_id="s"))
+        .step("a", agent("a", "x"))
+        .build()
+    )
+    flow.run("go")
+    log = tmp_path / "s.jsonl"
+    lines = []
+    for raw in log.read_bytes().splitlines(keepends=True):
+        if raw.startswith(b'{"t":"step_start","path":"a"'):
+            record = orjson.loads(raw)
+            record["at"] = -5.0
+            raw = orjson.dumps(record) + b"\n"
+        lines.append(raw)
+    log.write_bytes(reseal(b"".join(lines)))
+    report = rec.verify_flow(rec.open_flow(log))
+    assert not report.ok
+    assert any("'a' starts at -5.0 ms, before its flow" in p for _, p in report.problems)
+
+
 def test_a_flow_that_records_nothing_writes_nothing(tmp_path: Path) -> None:
     flow = Sequence.create(record=False).step("a", agent("a", "x", record=tmp_path)).build()
     assert flow.run("m") == "x"

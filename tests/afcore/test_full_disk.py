@@ -62,11 +62,10 @@ def test_a_full_disk_says_where_the_file_is_and_its_calls_verify(
         report = rec.verify(r)
         assert report.calls == report.verified, report.problems
         assert r.end is None, "the run is cut off, not finished"
-        # What it reports is the cut: a torn last line, or whole lines the last write left
-        # without their seal.
+        # What it reports is the cut: a torn last line (its torn tail: alone when the last
+        # whole write ended with its seal), or whole lines the last write left without their
+        # seal.
         cut = ("torn", "cut", "after the last seal")
-        # Where the seals fall depends on timing: the cut may leave every whole line sealed
-        # and only the torn tail to report.
-        assert report.problems or report.torn_tail is not None, "a run cut off verified whole"
+        assert report.problems or report.torn_tail is not None, "a run cut off verified as whole"
         assert not report.ok
         assert all(any(w in str(p) for w in cut) for p in report.problems), report.problems

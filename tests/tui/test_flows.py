@@ -5,18 +5,23 @@ a step or a model's reply stays text; a torn log or a missing agent's run is sai
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from afcore import Agent, RecordingConfig, mock
 from afcore.flows import Conditional, Parallel, Sequence
+from afcore.readmodel import flow_timeline, step_starts
+from afcore.recording import open_flow
 from afcore.tools import define_tool
-from tests.tui.conftest import SAMPLES, lens, screen_text
+from tests.conftest import reseal
+from tests.tui.conftest import SAMPLES, lens, screen_text, until
 from tui.screens.flow import AgentRunScreen, FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
 from tui.screens.why import WhyScreen
@@ -109,16 +114,93 @@ async def test_a_flow_opens_on_its_steps_its_decisions_and_its_first_call() -> N
             assert piece in text, piece
 
 
-async def test_scrubbing_crosses_parallel_agents_in_the_order_their_calls_happened(
+def without_at(log: Path) -> None:
+    """Make ``log`` and its agents' runs as a writer before ``at`` wrote them: durations
+    only (each file resealed)."""
+    for file in [log, *(log.parent / log.stem).glob("*.jsonl")]:
+        lines = []
+        for raw in file.read_bytes().splitlines(keepends=True):
+            if raw.startswith((b'{"t":"call"', b'{"t":"step_start"')):
+                record = orjson.loads(raw)
+                assert "at" in record
+                del record["at"]
+                raw = orjson.dumps(record) + b"\n"
+            lines.append(raw)
+        file.write_bytes(reseal(b"".join(lines)))
+
+
+async def test_scrubbing_crosses_parallel_agents_in_the_order_their_calls_were_sent(
+    tmp_path: Path,
+) -> None:
+    """Each branch's tools wait for the other branch (so which call goes first is forced,
+    whatever the machine's load): the calls are in the order they were sent, read from
+    their ``at``, and the flow's steps start where their ``step_start`` says."""
+    pinged, ponged = asyncio.Event(), asyncio.Event()
+
+    async def ping(args: dict[str, Any], ctx: Any) -> str:
+        await pinged.wait()  # beta's first tool has run: beta's first call was sent
+        ponged.set()
+        return "pong"
+
+    async def pong(args: dict[str, Any], ctx: Any) -> str:
+        pinged.set()
+        await ponged.wait()  # alpha's second tool has run: alpha's third call is coming
+        await asyncio.sleep(0.01)
+        return "ping"
+
+    def player(name: str, fn: Any, turns: int) -> Agent:
+        tool = define_tool(f"{name}_tool", "Wait for the other side.", {"type": "object"}, fn)
+        replies: list[Any] = [
+            {"content": f"{name} {i}", "tool_calls": [{"id": f"{name}{i}", "name": tool.name}]}
+            for i in range(turns)
+        ]
+        replies.append(f"{name} is done")
+        return (
+            Agent.create(provider=mock(replies=replies), model="mock", name=name).tool(tool).build()
+        )
+
+    flow = (
+        Parallel.create("rally", record=RecordingConfig(dir=tmp_path, run_id="rally"))
+        .branch("alpha", player("alpha", ping, 2))
+        .branch("beta", player("beta", pong, 1))
+        .build()
+    )
+    await flow.arun("go")
+    path = tmp_path / "rally.jsonl"
+    async with lens(path) as (app, pilot):
+        calls = flow_screen(app).timeline.calls
+        order = [(c.run.agent, c.n) for c in calls]
+        assert not any(c.placed for c in calls)
+        assert [c.at_ms for c in calls] == sorted(c.at_ms for c in calls)
+        # alpha 2 waits for beta 1's tool; beta 2 waits for alpha 2's tool.
+        assert order.index(("beta", 1)) < order.index(("alpha", 2)) < order.index(("beta", 2))
+        assert order.index(("alpha", 3)) < order.index(("beta", 2))  # beta's tool slept
+        seen = []
+        for _ in calls:
+            seen.append(where(app).split(" · ")[1])
+            await pilot.press("right")
+            await pilot.pause()
+        assert seen == [f"{a} ({a}) call {n}/{3 if a == 'alpha' else 2}" for a, n in order]
+    # Without the times (a file written before them), the order is placed from durations.
+    starts = step_starts(open_flow(path))
+    assert starts[""] <= starts["alpha"] and starts[""] <= starts["beta"]
+    without_at(path)
+    with flow_timeline(open_flow(path)) as estimated:
+        assert all(c.placed for c in estimated.calls)
+        assert {(c.run.agent, c.n) for c in estimated.calls} == set(order)
+
+
+async def test_a_file_without_send_times_places_the_calls_from_durations(
     tmp_path: Path,
 ) -> None:
     path = await research(tmp_path)
+    without_at(path)
     async with lens(path) as (app, pilot):
         screen = flow_screen(app)
         calls = screen.timeline.calls
         order = [(c.run.agent, c.n) for c in calls]
-        # Each agent's calls in their own order, the branches interleaved by time: beta's
-        # second call comes after alpha's third (alpha's tools are quicker), the writer last.
+        # Each agent's calls in their own order, the branches interleaved by the durations:
+        # beta's second call after alpha's third (alpha's tools are quicker), the writer last.
         assert sorted(order) == sorted(
             [("alpha", n) for n in range(1, 5)]
             + [("beta", n) for n in range(1, 4)]
@@ -157,6 +239,47 @@ async def test_enter_on_a_step_goes_to_its_first_call(tmp_path: Path) -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert "find/beta (beta) call 1/3" in where(app)
+
+
+async def test_slash_searches_every_agent_s_run_and_enter_goes_to_that_call(
+    tmp_path: Path,
+) -> None:
+    from tests.tui.test_lens import _searched
+    from tui.screens.search import SearchScreen
+    from tui.widgets.item_list import ItemList
+
+    path = await research(tmp_path)
+    async with lens(path) as (app, pilot):
+        await pilot.press("slash")
+        await pilot.pause()
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await pilot.press(*"looking b2")
+        await until(pilot, lambda: _searched(search, "looking b2"), "the search ended")
+        found = list(search.matches.values())
+        assert {search.sources[m.source].name for m in found} == {"find/beta (beta)"}
+        # Any agent's text: alpha's, beta's and the writer's, each named by step and agent.
+        await pilot.press(*["backspace"] * 3)
+        await until(pilot, lambda: _searched(search, "looking"), "the search ended")
+        names = {search.sources[m.source].name for m in search.matches.values()}
+        assert names == {"find/alpha (alpha)", "find/beta (beta)"}
+        assert "find/beta (beta) · call 2" in screen_text(app)
+        results = search.query_one(ItemList)
+        await pilot.press("enter")  # to the results
+        target = next(
+            (k, m)
+            for k, m in search.matches.items()
+            if search.sources[m.source].name == "find/beta (beta)" and m.place.call == 2
+        )
+        results.highlighted = list(results.items).index(target[0])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowScreen)
+        assert " · find/beta (beta) call 2/3" in where(app)
+        # The query is kept for the next search.
+        await pilot.press("slash")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchScreen) and app.screen.query_text == "looking"
 
 
 async def test_w_on_a_call_asks_why_of_that_agent_s_run() -> None:

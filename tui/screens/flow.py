@@ -7,15 +7,22 @@ response as the Lens shows any run's.
 ``w`` asks why of the selected item (a call's, as in any run; a step or a decision: the
 graph of what produced it, with the values its predicates read); ``o`` opens the selected
 call's agent run in a Lens of its own, ``b`` comes back.
+
+With another flow's log to compare with (``af lens A --diff B``), the tree says under each
+step what differs (:mod:`tui.flow_diff`) and shows the steps that ran only in B, the
+scrubber marks the calls that differ, and the selected call's differences head its events.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import replace
+from itertools import chain
+from pathlib import Path
 
 from rich.text import Text
-from textual import events, on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -40,6 +47,8 @@ from afcore.readmodel import (
     status_style,
 )
 from afcore.recording import FlowLogStep, FlowRecording, open_recording
+from tui.diff import Entry
+from tui.flow_diff import DiffRow, FlowAgainst, other_rows
 from tui.response import response_entries
 from tui.screens.lens import STACK_BELOW, LensScreen
 from tui.slots import Rows, slot_entries
@@ -55,6 +64,7 @@ FLOW_KEYS: list[tuple[str, str]] = [
     ("Enter", "on a step: go to its first call; in the slots or events: open the item"),
     ("w", "why: of a call's item, as in any run; of a step or a decision, what produced it"),
     ("o", "open the selected call's agent run in a Lens of its own (b comes back)"),
+    ("/", "search every text of every agent's run; Enter on a match goes to its call"),
     ("?", "this help"),
     ("q", "quit"),
 ]
@@ -64,6 +74,8 @@ WIDE = 120
 
 STEPS = 40
 """Columns of the steps' pane beside the call (lens.tcss says the same)."""
+DIFF_STEPS = 56
+"""The same when compared with another run (--diff): its rows say the differences."""
 _VIEWS = 32
 
 
@@ -97,13 +109,19 @@ class FlowScreen(Screen[None]):
         Binding("enter", "enter", "Go / open", priority=True, id="flow.enter"),
         Binding("w", "why", "Why", id="flow.why"),
         Binding("o", "open", "Agent's run", id="flow.open"),
+        Binding("slash", "search", "Search", id="flow.search"),
         Binding("question_mark", "help", "Keys", id="flow.help"),
         Binding("q", "app.quit", "Quit", id="flow.quit"),
     ]
 
-    def __init__(self, flow: FlowRecording) -> None:
+    def __init__(self, flow: FlowRecording, against: Path | None = None) -> None:
         super().__init__()
         self.flow = flow
+        self.against = against
+        """With --diff: the other flow's log this one is compared with."""
+        self.compared: FlowAgainst | None = None
+        self.said: dict[int, DiffRow] = {}
+        """rows of the steps list that say a difference: what Enter shows"""
         self.timeline: FlowTimeline = FlowTimeline(flow)
         self.index = 0
         self.marks: list[Mark] = []
@@ -118,6 +136,7 @@ class FlowScreen(Screen[None]):
         self.shown: int | None = None
         self._width = 38
         """columns a row of the steps may take"""
+        self._last_search = ""
 
     def compose(self) -> ComposeResult:
         yield Static(id="header", markup=False)
@@ -131,10 +150,13 @@ class FlowScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         wide = event.size.width >= WIDE
-        self.query_one("#flow-body").set_class(not wide, "-narrow")
-        room = event.size.width - (STEPS if wide else 0)
+        body = self.query_one("#flow-body")
+        body.set_class(not wide, "-narrow")
+        body.set_class(self.against is not None, "-diff")
+        steps = DIFF_STEPS if self.against is not None else STEPS
+        room = event.size.width - (steps if wide else 0)
         self.query_one("#body").set_class(room < STACK_BELOW, "-stacked")
-        width = (STEPS if wide else event.size.width) - 4  # its border and scrollbar
+        width = (steps if wide else event.size.width) - 4  # its border and scrollbar
         if width != self._width:
             self._width = width
             self._fill_steps()
@@ -152,6 +174,32 @@ class FlowScreen(Screen[None]):
         self._fill_steps()
         self.select(0)
         self.query_one("#steps", OptionList).focus()
+        if self.against is not None:
+            self.compare()
+
+    @work(thread=True, exclusive=True, group="diff")
+    def compare(self) -> None:
+        """Compare the flow with the other one (--diff), off the screen's thread."""
+        from afcore.errors import RecordingError
+        from afcore.readmodel import diff_flows
+        from afcore.recording import open_flow
+
+        assert self.against is not None
+        try:
+            other = open_flow(self.against)
+            found = diff_flows(self.flow, other)
+        except (OSError, RecordingError) as e:
+            self.app.call_from_thread(
+                self.notify, f"cannot compare: {safe(str(e))}", severity="error", markup=False
+            )
+            return
+        self.app.call_from_thread(self._compared, FlowAgainst(found, other, self.against.name))
+
+    def _compared(self, against: FlowAgainst) -> None:
+        self.compared = against
+        self._fill_steps()
+        self.shown = None
+        self.select(self.index)
 
     def on_unmount(self) -> None:
         self.timeline.close()
@@ -161,6 +209,7 @@ class FlowScreen(Screen[None]):
     def _fill_steps(self) -> None:
         options = self.query_one("#steps", OptionList)
         self.rows_of = []
+        self.said = {}
         prompts: list[Option] = []
         if self.flow.top is not None:
             self._add(prompts, self.flow.top, 0)
@@ -179,6 +228,11 @@ class FlowScreen(Screen[None]):
         pad = "  " * depth
         label = step.path.rsplit("/", 1)[-1] if step.path else self.flow.header.flow.name
         text = Text.assemble(pad, (safe(label), "bold"), (f" {step.kind} ", "dim"))
+        against = self.compared
+        mark = against.mark(step.path) if against is not None else None
+        if mark is not None:  # first: the row is cut to the pane
+            text.append_text(mark)
+            text.append(" ")
         text.append(step.status, status_style(step.status))
         end = step.end
         if end is not None:
@@ -193,6 +247,9 @@ class FlowScreen(Screen[None]):
         if run is not None and run.problem is not None:
             text.append(f" ✗ {safe(run.problem)}", "red")
         self._row(prompts, text, step.path, None)
+        if against is not None:
+            for diff_row in against.rows(step.path, pad, self._width - 1):
+                self._said(prompts, diff_row, step.path)
         for k, d in enumerate(step.decisions, 1):
             which = f"turn {d.turn}: " if d.turn is not None else ""
             chosen = d.chosen if d.chosen is not None else "nothing"
@@ -206,11 +263,19 @@ class FlowScreen(Screen[None]):
                 self._row(prompts, said, step.path, f"decision:{step.path}#{k}")
         for child in step.steps:
             self._add(prompts, child, depth + 1)
+        if against is not None:
+            for only in against.only_b(step.path):
+                for diff_row in other_rows(against, only, "  " * (depth + 1)):
+                    self._said(prompts, diff_row, only.path)
         if step.merge is not None:
             m = step.merge
             branches = " ".join(f"{safe(k)}={safe(v)}" for k, v in m.branches.items())
             merged = Text.assemble(pad, "  ", ("⤶ merge ", "magenta"), branches)
             self._row(prompts, merged, step.path, f"merge:{step.path}")
+
+    def _said(self, prompts: list[Option], said: DiffRow, path: str) -> None:
+        self.said[len(self.rows_of)] = said
+        self._row(prompts, said.text, path, said.why)
 
     def _follow_step(self, call: FlowCall) -> None:
         """Keep the step of the selected call highlighted in the tree."""
@@ -261,14 +326,45 @@ class FlowScreen(Screen[None]):
         rows = self.rows.setdefault(run.order, OrderedDict())
         opened = self.opened.setdefault(run.order, set())
         slots.fill(slot_entries(view, run.rec, opened, max(left - 26, 30), rows), keep=True)
-        events.fill(response_entries(view, max(right, 30)), keep=True)
+        shown = response_entries(view, max(right, 30))
+        if self.compared is not None:
+            shown = chain(self._diff_entries(call, max(right, 30)), shown)
+        events.fill(shown, keep=True)
         self.shown = index
         self._follow_step(call)
         self._draw_top()
 
+    def _diff_entries(self, call: FlowCall, width: int) -> Iterator[Entry]:
+        from tui.diff import diff_entries
+        from tui.widgets.item_list import heading
+
+        assert self.compared is not None
+        name = self.compared.name
+        how, found = self.compared.call(call.step, call.n)
+        if how == "only":
+            yield (
+                heading("DIFF", f"its step ran only here, not in {safe(name)}"),
+                None,
+            )
+            yield Text(""), None
+        elif how == "unknown":
+            yield heading("DIFF", f"its runs could not be compared ({safe(name)})"), None
+            yield Text(""), None
+        else:
+            yield from diff_entries(call.n, found, f"{call.step} of {name}", width)
+
+    def _differing(self) -> set[int] | None:
+        """The scrubber's numbers of the calls that differ from the other run's."""
+        against = self.compared
+        if against is None:
+            return None
+        return {c.index + 1 for c in self.timeline.calls if against.call(c.step, c.n)[0] != "same"}
+
     def _draw_top(self) -> None:
         self.query_one("#header", Static).update(self._header())
-        self.query_one(FlowScrubber).show(self.marks, self.index, self._position())
+        self.query_one(FlowScrubber).show(
+            self.marks, self.index, self._position(), self._differing()
+        )
 
     def _header(self) -> Text:
         h = self.flow.header
@@ -288,6 +384,11 @@ class FlowScreen(Screen[None]):
             )
             if end.produced_by:
                 text.append(f" · answer from {safe(end.produced_by)}", "cyan")
+        if self.compared is not None:
+            text.append("\n")
+            text.append_text(self.compared.summary())
+        elif self.against is not None:
+            text.append(f"\ncomparing with {safe(self.against.name)}…", "dim")
         notes = [f"line {n}: {p}" for n, p in self.flow.problems]
         notes += [f"{r.step.path}: {r.problem}" for r in self.timeline.runs if r.problem]
         if notes:
@@ -306,7 +407,8 @@ class FlowScreen(Screen[None]):
         text.append(safe(call.step), "bold cyan")
         text.append(f" ({safe(call.run.agent)}) call {mark.n}/{len(call.run.timeline.marks)}")
         text.append(f" · iteration {mark.iteration}", "")
-        text.append(f" · at {ms_text(call.at_ms)}", "dim")
+        # An estimate from durations (a file without send times) says so.
+        text.append(f" · at {'≈' if call.placed else ''}{ms_text(call.at_ms)}", "dim")
         if not mark.agent:
             text.append(" · the summarizer's call", "magenta")
         view = self.views.get((call.run.order, mark.n))
@@ -336,6 +438,12 @@ class FlowScreen(Screen[None]):
             focused.action_select()
             return
         if isinstance(focused, OptionList) and focused.highlighted is not None:
+            said = self.said.get(focused.highlighted)
+            if said is not None:
+                from tui.screens.viewer import Viewer
+
+                self.app.push_screen(Viewer(said.title, said.full))
+                return
             path, _ = self.rows_of[focused.highlighted]
             first = self.timeline.first_call(path)
             if first is None:
@@ -345,6 +453,8 @@ class FlowScreen(Screen[None]):
 
     @on(OptionList.OptionSelected, "#steps")
     def _step_clicked(self, event: OptionList.OptionSelected) -> None:
+        if event.option_index in self.said:
+            return
         path, _ = self.rows_of[event.option_index]
         first = self.timeline.first_call(path)
         if first is not None:
@@ -455,6 +565,28 @@ class FlowScreen(Screen[None]):
                 self.select(index)
 
         self.app.push_screen(FlowWhyScreen(self.flow, self.timeline, key), chosen)
+
+    def action_search(self) -> None:
+        """Search every agent's run of the flow; a match chosen goes to its call."""
+        from tui.screens.search import Match, SearchScreen, Source
+
+        runs = [r for r in self.timeline.runs if r.rec is not None]
+        if not runs:
+            self.notify("no agent's run to search in this flow", severity="warning")
+            return
+        sources = []
+        for run in runs:
+            assert run.rec is not None
+            # As the position line names a call's run: its step, then its agent.
+            sources.append(Source(run.rec, run.timeline, f"{run.step.path} ({run.agent})"))
+        screen = SearchScreen(sources, self._last_search)
+
+        def chosen(match: Match | None) -> None:
+            self._last_search = screen.query_text
+            if match is not None:
+                self._go_to(runs[match.source], match.place.call, match.place.item)
+
+        self.app.push_screen(screen, chosen)
 
     def action_help(self) -> None:
         from tui.screens.help import Help

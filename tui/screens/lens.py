@@ -549,13 +549,13 @@ class LensScreen(Screen[None]):
         self.app.push_screen(WhyScreen(self.rec, key, at), chosen)
 
     def action_search(self) -> None:
-        from tui.screens.search import SearchScreen
+        from tui.screens.search import SearchScreen, Source
 
         def chosen(match: Match | None) -> None:
             if match is not None:
                 self.go_to(match.place.call, match.place.item)
 
-        screen = SearchScreen(self.rec, self.timeline, self._last_search)
+        screen = SearchScreen([Source(self.rec, self.timeline)], self._last_search)
 
         def remember(match: Match | None) -> None:
             self._last_search = screen.query_text

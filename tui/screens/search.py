@@ -1,5 +1,7 @@
 """``/``: search every text in the recording, messages, segments, tool specs and results,
-decisions, events, and list where each match is shown; Enter on one goes there.
+decisions, events, and list where each match is shown; Enter on one goes there. A flow's
+screen searches every agent's run of the flow, in the order the agents started, each match
+named by its step and agent.
 
 The file is scanned in chunks for the text as JSON writes it (case ignored for ASCII), off the
 screen's thread, without mapping the file into memory; each line that matches is then parsed
@@ -10,8 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -33,7 +35,7 @@ from afcore.recording import Recording
 from tui.locate import Place, locate
 from tui.widgets.item_list import Item, ItemList
 
-__all__ = ["Match", "SearchScreen", "search"]
+__all__ = ["Match", "SearchScreen", "Source", "search"]
 
 CHUNK = 8 * 1024 * 1024
 RESULTS = 500
@@ -45,6 +47,18 @@ class Match:
     line: int
     place: Place
     snippet: str
+    source: int = 0
+    """Which of the searched recordings it is in (its index among them)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A recording to search, with its timeline (to say where a match is shown)."""
+
+    rec: Recording
+    timeline: Timeline
+    name: str = ""
+    """What a match in it is called by (a flow's step and agent); "" for the one run."""
 
 
 def _pattern(query: str) -> re.Pattern[bytes]:
@@ -58,9 +72,11 @@ def search(
     timeline: Timeline,
     query: str,
     stop: Callable[[], bool] = lambda: False,
+    limit: int = RESULTS,
 ) -> Iterator[tuple[float, list[Match]]]:
-    """The matches of ``query``, a batch at a time with the share of the file scanned."""
-    if not query:
+    """The matches of ``query`` (``limit`` at most), a batch at a time with the share of
+    the file scanned."""
+    if not query or limit <= 0:
         return
     pattern = _pattern(query)
     wanted = query.lower()
@@ -70,7 +86,7 @@ def search(
     with open(rec.path, "rb") as f:
         fd = f.fileno()
         pos = 0
-        while pos < size and found < RESULTS and not stop():
+        while pos < size and found < limit and not stop():
             chunk = os.pread(fd, min(CHUNK, size - pos), pos)
             if not chunk:
                 break
@@ -87,7 +103,7 @@ def search(
                 if match is not None:
                     batch.append(match)
                     found += 1
-                    if found >= RESULTS:
+                    if found >= limit:
                         break
             pos += end
             yield min(pos / max(size, 1), 1.0), batch
@@ -128,10 +144,9 @@ def _snippet(value: Any, wanted: str) -> str | None:
 class SearchScreen(ModalScreen[Match | None]):
     BINDINGS = [Binding("escape", "dismiss", "Back", id="search.back")]
 
-    def __init__(self, rec: Recording, timeline: Timeline, query: str = "") -> None:
+    def __init__(self, sources: Sequence[Source], query: str = "") -> None:
         super().__init__()
-        self.rec = rec
-        self.timeline = timeline
+        self.sources = list(sources)
         self.query_text = query
         self.matches: dict[str, Match] = {}
         self._pending: Timer | None = None
@@ -140,7 +155,9 @@ class SearchScreen(ModalScreen[Match | None]):
         with Vertical():
             yield Input(
                 value=self.query_text,
-                placeholder="search every text in the recording",
+                placeholder="search every text in the recording"
+                if len(self.sources) == 1
+                else f"search every text of the {len(self.sources)} agents' runs",
                 id="query",
             )
             yield Static(Text("type to search · Enter: the results · Esc: back"), id="status")
@@ -174,10 +191,21 @@ class SearchScreen(ModalScreen[Match | None]):
     @work(thread=True, exclusive=True, group="search")
     def _scan(self, query: str) -> None:
         worker = get_current_worker()
-        for done, batch in search(self.rec, self.timeline, query, lambda: worker.is_cancelled):
-            if worker.is_cancelled:
-                return
-            self.app.call_from_thread(self._add, query, batch, done)
+        many = len(self.sources)
+        found = 0
+        for k, source in enumerate(self.sources):
+            scanned = search(
+                source.rec, source.timeline, query, lambda: worker.is_cancelled, RESULTS - found
+            )
+            for done, batch in scanned:
+                if worker.is_cancelled:
+                    return
+                if k:
+                    batch = [replace(m, source=k) for m in batch]
+                found += len(batch)
+                self.app.call_from_thread(self._add, query, batch, (k + done) / many)
+            if found >= RESULTS:
+                break
         if not worker.is_cancelled:
             self.app.call_from_thread(self._add, query, [], 1.0)
 
@@ -188,7 +216,9 @@ class SearchScreen(ModalScreen[Match | None]):
         for m in batch:
             item = Item(f"r{len(self.matches)}")
             self.matches[item.id] = m
-            text = Text(f"call {m.place.call}", style="bold cyan")
+            name = self.sources[m.source].name
+            text = Text(f"{safe(name)} · " if name else "", style="bold")
+            text.append(f"call {m.place.call}", style="bold cyan")
             text.append(f" · {safe(m.place.what)} · line {m.line}\n", style="dim")
             text.append(m.snippet)
             results.items[item.id] = item
@@ -198,7 +228,7 @@ class SearchScreen(ModalScreen[Match | None]):
         count = len(self.matches)
         full = " (the first ones; say more to narrow it)" if count >= RESULTS else ""
         where = "" if done >= 1.0 else f" · searching {done:.0%}"
-        if self.rec.partial:
+        if any(source.rec.partial for source in self.sources):
             where += " of what is indexed so far"
         self._status(f"{count:,} matches{full}{where} · Enter goes there · Esc: back")
 
