@@ -94,7 +94,9 @@ class FlowReplayer:
         recorded = self.by_path.get(path)
         assert recorded is not None  # its start was compared: it is a recorded agent step
         file = self.recorded.run_file(recorded) or self._found_run(path)
-        shown = _shown(self.recorded, file) if file is not None else None
+        shown = (recorded.end.run if recorded.end is not None else None) or (
+            _shown(self.recorded, file) if file is not None else None
+        )
         if file is None:
             self._end(path, f"the recording ends in step {path}, before it names its run")
         assert file is not None
