@@ -21,6 +21,12 @@ if TYPE_CHECKING:
         unfold,
         verify_flow,
     )
+    from afcore.recording._flow_rewrite import (
+        RewrittenFlow,
+        flow_content_leaves,
+        flow_runs,
+        rewrite_flow,
+    )
     from afcore.recording._flows import (
         EVERY_RECORD_ADAPTER,
         FLOW_TYPES,
@@ -130,6 +136,12 @@ _WHERE: dict[str, tuple[str, ...]] = {
         "open_flow",
         "unfold",
         "verify_flow",
+    ),
+    "afcore.recording._flow_rewrite": (
+        "RewrittenFlow",
+        "flow_content_leaves",
+        "flow_runs",
+        "rewrite_flow",
     ),
     "afcore.recording._flows": (
         "EVERY_RECORD_ADAPTER",
@@ -250,6 +262,10 @@ __all__ = [
     "every_record_schema",
     "is_flow",
     "open_flow",
+    "flow_content_leaves",
+    "flow_runs",
+    "rewrite_flow",
+    "RewrittenFlow",
     "unfold",
     "verify_flow",
     "FrameAt",

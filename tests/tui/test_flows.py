@@ -260,6 +260,17 @@ async def test_the_log_alone_shows_the_runs_folded_into_it(tmp_path: Path) -> No
         assert isinstance(app.screen, AgentRunScreen)
 
 
+async def test_a_flow_s_bundle_opens_as_the_flow(tmp_path: Path) -> None:
+    from afcore.bundle import export_bundle
+
+    out = export_bundle(ROUTER, tmp_path / "flow.afz").path
+    async with lens(out) as (app, _):
+        assert isinstance(app.screen, FlowScreen)
+        text = screen_text(app)
+        assert "billing agent ok" in text and "cannot be read" not in text
+        assert where(app).startswith("call 1/2 · route/billing (billing) call 1/2")
+
+
 async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> None:
     # The log alone, without the folder of its agent's run, as a writer that did not fold
     # the runs into it left it.
