@@ -173,7 +173,9 @@ def _refuse_a_flow(run: str) -> None:
     file = flow.path.parent / named
     back = ""
     frame = flow.frames.get(named)
-    if not file.exists() and frame is not None:
+    # Only where a flow writes its runs: the log names the file, and a log may be anyone's.
+    inside = file.suffix == ".jsonl" and file.resolve().is_relative_to(flow.path.parent.resolve())
+    if not file.exists() and frame is not None and inside:
         from afcore.recording import unfold
 
         folded, problem = unfold(flow.path, frame)

@@ -45,6 +45,7 @@ _KEEP = frozenset(
         "iterations",
         "duration_ms",
         "paused",
+        "at",
     }
 )
 """A flow record's keys that hold its structure and bookkeeping, never content."""

@@ -638,3 +638,29 @@ def test_a_paused_flow_s_log_alone_writes_the_step_s_run_back_for_af_resume(
     assert invoke("verify", log).code == 0
     (step,) = invoke("show", log, "--json").json()["steps"]["steps"]
     assert step["status"] == "paused"
+
+
+def test_af_resume_writes_a_folded_run_back_only_beside_the_log(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    from afcore.recording import rewrite_flow
+
+    file = tmp_path / "pausing.py"
+    file.write_text(PAUSING)
+    ran = invoke("run", file, "refund me", "--out", tmp_path / "runs", "--json")
+    assert ran.code == 0, ran.err
+    log = Path(ran.json()["recording"])
+    # A log whose step names its run outside the log's folder (the frame named alike).
+    hostile = tmp_path / "elsewhere" / "hostile.jsonl"
+    hostile.parent.mkdir()
+    whole = log.read_bytes()
+    named = f"{log.stem}/001-refund.jsonl".encode()
+    edited = whole.replace(b'"' + named + b'"', b'"../outside.jsonl"')
+    from tests.conftest import reseal
+
+    (tmp_path / "edited.jsonl").write_bytes(reseal(edited))
+    rewrite_flow(tmp_path / "edited.jsonl", hostile, lambda step: lambda v, leaf: v)
+    refused = invoke("resume", hostile, "--approve")
+    assert refused.code == 2
+    assert not (tmp_path / "outside.jsonl").exists()
+    assert "written back" not in refused.err
