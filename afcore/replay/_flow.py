@@ -68,7 +68,7 @@ class FlowReplayer:
             raise UsageError(f"tools= is 'run' or 'recorded', not {tools!r}")
         self.recorded = recorded
         self.tools: ToolsMode = tools
-        self.link = ReplayLink(run_id=recorded.header.run_id, file=recorded.path.name, tools=tools)
+        self.link = ReplayLink(run_id=recorded.header.run_id, file=recorded.shown.name, tools=tools)
         self.by_path = {s.path: s for s in recorded.steps()}
         self.recording: Path | None = None
         self._tapes: list[Tape] = []
@@ -347,7 +347,7 @@ async def areplay_flow(
     state: dict[str, Any] | None = None,
 ) -> FlowReplayReport:
     """The async form of :func:`replay_flow`."""
-    where = recording.path if isinstance(recording, FlowRecording) else Path(recording)
+    where = recording.shown if isinstance(recording, FlowRecording) else Path(recording)
     try:
         recorded = recording if isinstance(recording, FlowRecording) else open_flow(recording)
     except (OSError, RecordingError) as e:

@@ -285,6 +285,7 @@ def test_a_flow_s_composed_run_exports_whole_redacted_and_reads_everywhere(
     assert invoke("export", ROUTER, "-o", only, "--redact", "1042").code == 0
     again = invoke("replay", only, "--tools", "recorded", "--out", tmp_path / "r", "--json")
     assert again.code == 0 and again.json()["status"] == "identical", again.out
+    assert again.json()["replay_of"] == str(only)  # the bundle, not where it was unpacked
 
 
 def test_a_secret_in_a_flow_s_step_refuses_its_export(tmp_path: Path, invoke: Invoke) -> None:
