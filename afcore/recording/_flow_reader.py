@@ -82,8 +82,8 @@ class FrameAt:
 
 
 # Each folded run is written out once per process, to be read as any agent's recording:
-# (log, offset) -> (the run's file, what is wrong with its frame or None).
-_UNFOLDED: dict[tuple[Path, int], tuple[Path, str | None]] = {}
+# (log, its size and time, offset) -> (the run's file, what is wrong with its frame or None).
+_UNFOLDED: dict[tuple[Path, int, int, int], tuple[Path, str | None]] = {}
 _UNFOLD_DIR: list[Path] = []
 
 
@@ -102,7 +102,8 @@ def _unfold_dir() -> Path:
 def unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
     """The run folded at ``frame`` of the log at ``log``, written out as its own file (once
     per process), and what is wrong with it (its length or sha256 not the frame's) or None."""
-    key = (log.resolve(), frame.offset)
+    st = log.stat()  # a log written over in place (a test, an edit) is unfolded anew
+    key = (log.resolve(), st.st_size, st.st_mtime_ns, frame.offset)
     done = _UNFOLDED.get(key)
     if done is not None:
         return done
