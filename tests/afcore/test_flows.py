@@ -601,3 +601,24 @@ def test_a_frame_that_lies_about_its_run_is_a_problem_not_a_crash(
     said = [m for _, m in flow.problems + flow.chain]
     assert said, "a lying frame must be reported"
     assert "f/001-a.jsonl" not in flow.frames or rec.unfold(log, flow.frames["f/001-a.jsonl"])[1]
+
+
+def test_a_reader_that_does_not_know_folded_runs_reads_the_log_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afcore.recording import _flow_reader
+
+    flow = Sequence.create("f", record=tmp_path).step("a", agent("a", "x")).build()
+    assert flow.run("m") == "x"
+    assert flow.last_result is not None and flow.last_result.recording is not None
+    log = flow.last_result.recording
+    (frame,) = rec.open_flow(log).frames.values()
+    # As a 1.1 reader written before the `run` record: the frame and the run's lines are
+    # records of a type it does not know, kept; the log's chain holds over them.
+    older = {t: m for t, m in FLOW_TYPES.items() if t != "run"}
+    monkeypatch.setattr(_flow_reader, "FLOW_TYPES", older)
+    read = rec.open_flow(log)
+    assert read.problems == [] and read.chain == [] and read.frames == {}
+    assert len(read.unknown) == 1 + frame.record.lines
+    assert read.end is not None and read.end.status == "answer"
+    assert rec.verify_flow(read).ok  # from the run beside the log, as before
