@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,7 @@ class FrameAt:
 # (log, its size and time, offset) -> (the run's file, what is wrong with its frame or None).
 _UNFOLDED: dict[tuple[Path, int, int, int], tuple[Path, str | None]] = {}
 _UNFOLD_DIR: list[Path] = []
+_UNFOLD_LOCK = threading.Lock()
 
 
 def _unfold_dir() -> Path:
@@ -102,6 +104,11 @@ def _unfold_dir() -> Path:
 def unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
     """The run folded at ``frame`` of the log at ``log``, written out as its own file (once
     per process), and what is wrong with it (its length or sha256 not the frame's) or None."""
+    with _UNFOLD_LOCK:  # the Lens reads from worker threads: one file per run, made once
+        return _unfold(log, frame)
+
+
+def _unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
     st = log.stat()  # a log written over in place (a test, an edit) is unfolded anew
     key = (log.resolve(), st.st_size, st.st_mtime_ns, frame.offset)
     done = _UNFOLDED.get(key)
