@@ -139,7 +139,7 @@ def _print_agent_calls(out: Printer, flow: FlowRecording, step: FlowLogStep, pad
     file = flow.run_file(step)
     if file is None:
         return
-    out.print(Line(pad, ("run ", "dim"), (safe(str(file.relative_to(flow.path.parent))), "dim")))
+    out.print(Line(pad, ("run ", "dim"), (safe(_run_name(step)), "dim")))
     try:
         with open_recording(file) as rec:
             for part in run_view(rec):
@@ -163,6 +163,11 @@ def _print_agent_calls(out: Printer, flow: FlowRecording, step: FlowLogStep, pad
         out.print(Line(pad, ("✗ ", "red"), f"cannot read it: {e}"))
     if step.end is not None and step.end.output is not None:
         out.print(Line(pad, ("answer ", "dim"), line(as_text(step.end.output), 120)))
+
+
+def _run_name(step: FlowLogStep) -> str:
+    """An agent step's run as the log names it (folded into the log or beside it)."""
+    return step.end.run or "" if step.end is not None else ""
 
 
 def _flow_json(flow: FlowRecording) -> dict[str, Any]:
@@ -196,7 +201,7 @@ def verify_flow_cli(flow: FlowRecording, *, json_output: bool) -> bool:
 
     report = verify_flow(flow)
     data: dict[str, Any] = {
-        "path": str(flow.path),
+        "path": str(flow.shown),
         "ok": report.ok,
         "calls": report.calls,
         "verified": report.verified,
@@ -226,7 +231,7 @@ def verify_flow_cli(flow: FlowRecording, *, json_output: bool) -> bool:
     console.print(
         Text.assemble(
             (f"{data['verified']}/{data['calls']} calls verified", "bold"),
-            (f" · {plural(len(report.runs), 'agent run')} · {safe(str(flow.path))}", "dim"),
+            (f" · {plural(len(report.runs), 'agent run')} · {safe(str(flow.shown))}", "dim"),
         )
     )
     if report.ok:
@@ -353,7 +358,7 @@ def _why_step(flow: FlowRecording, step: FlowLogStep, depth: int) -> list[Line]:
                 Line(
                     pad,
                     ("agent run ", "dim"),
-                    (safe(str(file.relative_to(flow.path.parent))), "cyan"),
+                    (safe(_run_name(step)), "cyan"),
                 )
             )
             out.extend(_agent_why(flow, file, pad + "  "))

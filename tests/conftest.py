@@ -71,3 +71,12 @@ def reseal(data: bytes) -> bytes:
         else:
             batch.append(line)
     return b"".join(out + batch)
+
+
+def without_folded_runs(data: bytes) -> bytes:
+    """A finished flow's log without the agents' runs folded into it (its ``run`` frames),
+    resealed: as a writer that did not fold them left it, read from the runs beside it."""
+    lines = data.splitlines(keepends=True)
+    first = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"run",'))
+    end = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"flow_end"'))
+    return reseal(b"".join(lines[:first] + lines[end:]))

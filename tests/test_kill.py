@@ -75,3 +75,71 @@ def test_every_whole_call_verifies_after_a_kill_at_a_random_point(tmp_path: Path
                 assert report.verified == report.calls, (trial, report.problems)
                 calls += report.calls
     assert calls > 0, "no trial got as far as a call: the test tested nothing"
+
+
+FLOW = textwrap.dedent(
+    """
+    import sys
+    import time
+    from pathlib import Path
+    from afcore import Agent, RecordingConfig, define_tool, mock
+    from afcore.flows import Sequence
+
+    folder = Path(sys.argv[1])
+
+    def stuck(args, ctx):
+        (folder / "in-tool").write_text("")
+        time.sleep(120)  # killed here
+        return "never"
+
+    tool = define_tool("stuck", "Hangs.", {"type": "object"}, stuck)
+    first = Agent.create(provider=mock(reply="one"), model="m", name="first").build()
+    hangs = (
+        Agent.create(provider=mock(replies=[{"tool_calls": [{"id": "s", "name": "stuck",
+                     "args": {}}]}, "two"]), model="m", name="hangs")
+        .tool(tool)
+        .build()
+    )
+    flow = (
+        Sequence.create("cut", record=RecordingConfig(dir=folder / "runs"))
+        .step("first", first)
+        .step("hangs", hangs)
+        .build()
+    )
+    flow.run("go")
+    """
+)
+
+
+def test_a_flow_killed_mid_way_keeps_its_runs_beside_its_log_and_reads(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    from tests.kills import GUARD
+
+    script = tmp_path / "flow.py"
+    script.write_text(FLOW)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env)
+    try:
+        deadline = time.monotonic() + GUARD  # a guard against a hang, not a measure
+        while not (tmp_path / "in-tool").exists():
+            assert process.poll() is None, "the flow ended before its tool ran"
+            assert time.monotonic() < deadline, "the flow never reached its tool"
+            time.sleep(0.02)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    (log,) = (tmp_path / "runs").glob("*.jsonl")
+    flow = rec.open_flow(log)
+    assert flow.end is None and flow.frames == {}  # not folded: the flow never ended
+    first = flow.find("first")
+    assert first is not None and first.end is not None
+    file = flow.run_file(first)
+    assert file is not None and file.parent == log.with_suffix("")  # the run beside the log
+    with rec.open_recording(file) as r:
+        assert rec.verify(r).ok
+    report = rec.verify_flow(flow)
+    said = " ".join(m for _, m in report.problems)
+    assert not report.ok and "no flow_end" in said and "'hangs' started and never ended" in said
+    assert report.calls == report.verified == 1

@@ -22,18 +22,26 @@ def _normalized(path: Path) -> list[bytes]:
     # machine that made the samples and the one checking them.
     # A tool's duration is the ticking clock's readings between its start and its end, and
     # the tools of one reply run at once on threads: which ends first is the threads' race.
-    lines = path.read_bytes().splitlines()
-    header = orjson.loads(lines[0])
-    header["af_version"] = header["python"] = "-"
-    out = [orjson.dumps(header)]
-    for line in lines[1:]:
+    # A flow's log holds its agents' runs (each line after a space), normalized alike; the
+    # frame's length, sha256 and line count follow where the run's seals fell.
+    out = []
+    for line in path.read_bytes().splitlines():
+        folded = line.startswith(b" ")
+        line = line.removeprefix(b" ")
         if line.startswith(b'{"t":"seal"'):
             continue  # a seal covers the tool durations too; the chain has tests of its own
-        if line.startswith(b'{"t":"commit"') and b'"tool":{' in line:
+        if line.startswith((b'{"t":"header"', b'{"t":"flow"', b'{"t":"run"')) or (
+            line.startswith(b'{"t":"commit"') and b'"tool":{' in line
+        ):
             record = orjson.loads(line)
-            record["tool"]["ms"] = "-"
+            if record["t"] == "run":
+                record["bytes"] = record["sha256"] = record["lines"] = "-"
+            elif record["t"] == "commit":
+                record["tool"]["ms"] = "-"
+            else:
+                record["af_version"] = record["python"] = "-"
             line = orjson.dumps(record)
-        out.append(line)
+        out.append(b" " + line if folded else line)
     return out
 
 

@@ -73,7 +73,8 @@ def export(
         typer.Option("--json", help="Print what was written (manifest, report) as JSON."),
     ] = False,
 ) -> None:
-    """Write a run as a bundle to attach to a bug report, safe by default.
+    """Write a run (an agent's, or a flow's composed run) as a bundle to attach to a bug
+    report, safe by default.
 
     The recording is redacted further (e-mail addresses and card numbers, and what
     --redact, --redact-field and --policy name; the same value becomes the same
@@ -92,6 +93,16 @@ def export(
     if span is not None and html is None:
         raise CliError("--calls is for --html (a bundle always holds the whole run)")
     path = resolve(run)
+    if html is not None:
+        from afcore.recording import is_flow
+
+        if is_flow(path):
+            raise CliError(
+                f"{path} is a flow's log: --html shows one agent's run; export the whole "
+                "composed run as a bundle (-o report.afz), or one agent's run with --html "
+                "(af show names them)",
+                EXIT_USAGE,
+            )
     try:
         policy = policy_of(redact or [], redact_field or [], policy_file, keep or [])
     except UsageError as e:

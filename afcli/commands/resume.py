@@ -164,11 +164,27 @@ def _refuse_a_flow(run: str) -> None:
     flow = open_flow_cli(path)
     paused = flow.end.paused if flow.end is not None else None
     step = flow.find(paused) if paused is not None else None
-    file = flow.run_file(step) if step is not None else None
-    if file is None:
+    named = step.end.run if step is not None and step.end is not None else None
+    if step is None or named is None:
         raise CliError(f"{path} is a flow's log, and no step of it paused", EXIT_USAGE)
+    # The step's own file beside the log goes on; the log keeps the run as it paused. A log
+    # moved away from its folder has the run folded in: it is written back where the log
+    # names it, for af resume to go on in.
+    file = flow.path.parent / named
+    back = ""
+    frame = flow.frames.get(named)
+    # Only where a flow writes its runs: the log names the file, and a log may be anyone's.
+    inside = file.suffix == ".jsonl" and file.resolve().is_relative_to(flow.path.parent.resolve())
+    if not file.exists() and frame is not None and inside:
+        from afcore.recording import unfold
+
+        folded, problem = unfold(flow.path, frame)
+        if problem is None:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_bytes(folded.read_bytes())
+            back = " (written back from the flow's log)"
     raise CliError(
-        f"a flow does not resume: its step {paused!r} paused; answer that agent's run "
+        f"a flow does not resume: its step {paused!r} paused; answer that agent's run{back} "
         f"(af resume {file} --approve --agent FILE:NAME), then run the flow again",
         EXIT_USAGE,
     )

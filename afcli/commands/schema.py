@@ -20,7 +20,9 @@ def schema() -> None:
             "title": f"{FORMAT} {FORMAT_VERSION} record",
             "description": (
                 "One line of an af recording (UTF-8 JSON Lines). The first line is a header "
-                "(a flow's log: a flow record); every write ends with a seal (a hash chain "
+                "(a flow's log: a flow record; a `run` record in it is followed by that "
+                "agent's run, each of its lines after one space); every write ends with a "
+                "seal (a hash chain "
                 "over the file's bytes); a call line leaves out its frame (model, system, "
                 "tools, params, cache) when it is the last call's that wrote one, and a "
                 "commit's stage is its rsid up to '#'. A reader keeps records of types it "

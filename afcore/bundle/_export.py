@@ -277,11 +277,15 @@ def prepare_export(
     """What an export writes, ready (see :func:`export_bundle`): for writing a bundle, a
     page, or both from one redaction."""
     from afcore import __version__
-    from afcore.recording import open_recording, recording_path, verify
+    from afcore.recording import is_flow, open_recording, recording_path, verify
     from afcore.secrets import Hit, place, scan_recording
 
     policy = policy or ExportPolicy()
     src = recording_path(recording)
+    if is_flow(src):
+        with _prepare_flow(src, policy, force, with_source, source_root) as prepared:
+            yield prepared
+        return
     with open_recording(src) as rec:
         header = rec.header
 
@@ -390,6 +394,176 @@ def prepare_export(
                 "calls": checked.to_json().get("calls"),
                 "verified": checked.to_json().get("verified"),
             },
+            "redactions": sum(r["count"] for r in rules),
+            "forced": bool(hits),
+            "secrets_found": len(hits),
+        }
+        yield Prepared(
+            redacted, manifest, report, hits, source if with_source else None, source_file
+        )
+
+
+@contextmanager
+def _prepare_flow(
+    src: Path,
+    policy: ExportPolicy,
+    force: bool,
+    with_source: bool,
+    source_root: str | os.PathLike[str] | None,
+) -> Iterator[Prepared]:
+    """A composed run made ready as an agent's run is: one policy learned over the log and
+    every agent's run (one value, one placeholder, across the whole run), each run rewritten
+    so it verifies and folded into the log written anew, scanned, then verified."""
+    from afcore import __version__
+    from afcore.recording import (
+        flow_content_leaves,
+        flow_runs,
+        open_flow,
+        open_recording,
+        rewrite_flow,
+        verify_flow,
+    )
+    from afcore.secrets import Hit, place, scan_recording
+
+    flow = open_flow(src)
+    runs = list(flow_runs(flow))
+    learner = _Learner(policy)
+    for value, leaf in flow_content_leaves(src):
+        learner.visit(value, leaf)
+    for _, _, file in runs:
+        ids: dict[str, str] = {}
+        with open(file, "rb") as f:
+            for n, raw in enumerate(f, start=1):
+                try:
+                    record = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and record.get("t") == "blob":
+                    if isinstance(record.get("id"), str):
+                        ids[record["id"]] = record["id"]
+                for value, leaf in content_leaves(record, n, ids):
+                    learner.visit(value, leaf)
+
+    # One replacer per file: each counts the places in its own lines.
+    replacers: dict[str | None, _Replacer] = {}
+
+    def transform_for(step: str | None) -> _Replacer:
+        return replacers.setdefault(step, _Replacer(learner))
+
+    with tempfile.TemporaryDirectory(prefix="af-export-") as tmp:
+        redacted = Path(tmp) / BUNDLE_RECORDING
+        done = rewrite_flow(src, redacted, transform_for)
+        hits = scan_recording(redacted)
+        if hits and not force:
+            raise ExportRefused(hits)
+        checked = verify_flow(open_flow(redacted))
+        data = redacted.read_bytes()
+
+        files = {step: file for step, _, file in runs}
+        by_rule: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for step, replacer in replacers.items():
+            located: list[Hit] = []
+            counts: list[int] = []
+            for rule, places in replacer.places.items():
+                for (line, record, path), count in places.items():
+                    located.append(Hit(rule, path, line=line, record=record))
+                    counts.append(count)
+            if step is not None:
+                located = place(files[step], located)
+            for h, count in zip(located, counts, strict=True):
+                entry = {
+                    "step": step,
+                    "line": h.line,
+                    "record": h.record,
+                    "call": h.call,
+                    "slot": h.slot,
+                    "message": h.message,
+                    "path": h.path,
+                    "count": count,
+                }
+                by_rule[h.rule].append({k: v for k, v in entry.items() if v is not None})
+        values = Counter(learner.rule_of.values())
+        rules = [
+            {
+                "rule": rule,
+                "values": values[rule],
+                "count": sum(e["count"] for e in entries),
+                "places": entries[:_PLACES_SHOWN],
+                **(
+                    {"places_left_out": len(entries) - _PLACES_SHOWN}
+                    if len(entries) > _PLACES_SHOWN
+                    else {}
+                ),
+            }
+            for rule, entries in sorted(by_rule.items())
+        ]
+        header = flow.header
+        agents: list[dict[str, Any]] = []
+        models: set[str] = set()
+        for step, name, file in runs:
+            with open_recording(file, index=False) as rec:
+                head = rec.header
+            agents.append(
+                {
+                    "step": step,
+                    "run": name,
+                    "name": head.agent.name,
+                    "provider": head.provider,
+                    "model": head.model,
+                }
+            )
+            models.add(head.model)
+        models.update(_models(data, next(iter(models), "")))
+        models.discard("")
+        report: dict[str, Any] = {
+            "format": "af.redaction-report",
+            "policy": policy.describe(),
+            "run_policy": header.redaction.model_dump(mode="json"),
+            "rules": rules,
+            "dropped_lines": done.log.dropped,
+            "dropped_run_lines": {step: r.dropped for step, r in done.runs.items() if r.dropped},
+            "forced": bool(hits),
+            "secrets": [h.to_json() for h in hits],
+        }
+        source, source_file = _agent_source(header.source, source_root)
+        manifest: dict[str, Any] = {
+            "format": BUNDLE_FORMAT,
+            "version": BUNDLE_VERSION,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "exported_by": {
+                "af_version": __version__,
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+            },
+            "run": {
+                "run_id": header.run_id,
+                "started_at": header.started_at,
+                "format_version": header.version,
+                "af_version": header.af_version,
+                "python": header.python,
+            },
+            "flow": {
+                "name": header.flow.name,
+                "kind": header.flow.kind,
+                "status": flow.end.status if flow.end is not None else "unfinished",
+                "agents": agents,
+            },
+            "provider": agents[0]["provider"] if agents else None,
+            "model": agents[0]["model"] if agents else None,
+            "models": sorted(models),
+            "agent": {
+                "name": header.flow.name,
+                "spec": header.source,
+                "source_file": source_file,
+                "source_sha256": hashlib.sha256(source).hexdigest() if source else None,
+                "source_included": bool(with_source and source),
+            },
+            "recording": {
+                "member": BUNDLE_RECORDING,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            },
+            "verify": {"ok": checked.ok, "calls": checked.calls, "verified": checked.verified},
             "redactions": sum(r["count"] for r in rules),
             "forced": bool(hits),
             "secrets_found": len(hits),

@@ -4,6 +4,7 @@ the folder beside it (see :mod:`afcore.recording._flows`)."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from afcore.recording._flows import (
     FlowEnd,
     FlowHeader,
     FlowNode,
+    RunFrame,
     StepDecision,
     StepEnd,
     StepMerge,
@@ -180,9 +182,28 @@ class FlowLog:
             paused=paused,
         )
         try:
+            self._fold()
             self._event(ending)
         finally:
             self.rec.close()
+
+    def _fold(self) -> None:
+        """Append each agent step's run to the log, byte for byte (a ``run`` frame), before
+        its ``flow_end``: the log alone is then the whole composed run, and its last record
+        is still the flow's end. The runs' own files stay where they are (``af resume`` of
+        a paused step goes on in its own file); a flow that never gets here (killed,
+        cancelled) is read from them, as before."""
+        folder = self.path.parent
+        for rel, _ in self._runs.values():
+            try:
+                body = (folder / rel).read_bytes()
+            except OSError:  # the step never wrote its run (it failed before it began)
+                continue
+            lines = body.count(b"\n") + (1 if body and not body.endswith(b"\n") else 0)
+            frame = RunFrame(
+                path=rel, bytes=len(body), sha256=hashlib.sha256(body).hexdigest(), lines=lines
+            )
+            self.rec.embed(frame, body)
 
     def abort(self, error: BaseException) -> None:
         """The flow was stopped from outside (cancelled, interrupted)."""

@@ -4,6 +4,9 @@ agent's run verified as an agent's recording is)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,7 @@ from afcore.recording._flows import (
     FLOW_TYPES,
     FlowEnd,
     FlowHeader,
+    RunFrame,
     StepDecision,
     StepEnd,
     StepMerge,
@@ -30,7 +34,9 @@ __all__ = [
     "FlowLogStep",
     "FlowRecording",
     "FlowVerifyReport",
+    "FrameAt",
     "open_flow",
+    "unfold",
     "verify_flow",
 ]
 
@@ -64,6 +70,72 @@ class FlowLogStep:
             yield from step.walk()
 
 
+@dataclass(frozen=True)
+class FrameAt:
+    """An agent step's run folded into the log (a ``run`` frame) and where its bytes are."""
+
+    record: RunFrame
+    line: int
+    """The frame's line in the log."""
+    offset: int
+    size: int
+    """Its bytes as the log holds them (each line after a space)."""
+
+
+# Each folded run is written out once per process, to be read as any agent's recording:
+# (log, its size and time, offset) -> (the run's file, what is wrong with its frame or None).
+_UNFOLDED: dict[tuple[Path, int, int, int], tuple[Path, str | None]] = {}
+_UNFOLD_DIR: list[Path] = []
+_UNFOLD_LOCK = threading.Lock()
+
+
+def _unfold_dir() -> Path:
+    if not _UNFOLD_DIR:
+        import atexit
+        import shutil
+        import tempfile
+
+        made = Path(tempfile.mkdtemp(prefix="af-runs-"))
+        atexit.register(shutil.rmtree, made, ignore_errors=True)
+        _UNFOLD_DIR.append(made)
+    return _UNFOLD_DIR[0]
+
+
+def unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
+    """The run folded at ``frame`` of the log at ``log``, written out as its own file (once
+    per process), and what is wrong with it (its length or sha256 not the frame's) or None."""
+    with _UNFOLD_LOCK:  # the Lens reads from worker threads: one file per run, made once
+        return _unfold(log, frame)
+
+
+def _unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
+    st = log.stat()  # a log written over in place (a test, an edit) is unfolded anew
+    key = (log.resolve(), st.st_size, st.st_mtime_ns, frame.offset)
+    done = _UNFOLDED.get(key)
+    if done is not None:
+        return done
+    with open(log, "rb") as f:
+        f.seek(frame.offset)
+        held = f.read(frame.size)
+    body = b"\n".join(line[1:] for line in held.split(b"\n"))  # each line's space off
+    if len(body) == frame.record.bytes + 1:  # the newline after a last line without one
+        body = body[:-1]
+    problem = None
+    if len(body) != frame.record.bytes or held[:1] not in (b" ", b""):
+        problem = f"its frame says {frame.record.bytes} bytes; it holds {len(body)}"
+    elif hashlib.sha256(body).hexdigest() != frame.record.sha256:
+        problem = "its bytes do not match the sha256 its frame names"
+    # A folder per run: two logs may name their runs alike. Its name as the log has it.
+    name = Path(frame.record.path).name
+    if not name.endswith(".jsonl") or len(name) > 200:
+        name = "run.jsonl"
+    file = _unfold_dir() / str(len(_UNFOLDED)) / name
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_bytes(body)
+    _UNFOLDED[key] = (file, problem)
+    return file, problem
+
+
 @dataclass
 class FlowRecording:
     """A flow's recording, read."""
@@ -80,6 +152,16 @@ class FlowRecording:
     unknown: list[tuple[int, UnknownRecord]] = field(default_factory=list)
     """(line, record) for records of a type this reader does not know (written by a later
     version), kept as they are."""
+    frames: dict[str, FrameAt] = field(default_factory=dict)
+    """The agents' runs folded into the log once the flow ended, by the path the log names
+    each by (``step_end.run``)."""
+    opened: Path | None = None
+    """The file it was opened as, when not ``path``: a bundle, ``path`` its log unpacked."""
+
+    @property
+    def shown(self) -> Path:
+        """The file to name to a person: the bundle, or the log."""
+        return self.opened or self.path
 
     def steps(self) -> Iterator[FlowLogStep]:
         return self.top.walk() if self.top is not None else iter(())
@@ -95,9 +177,13 @@ class FlowRecording:
         return found
 
     def run_file(self, step: FlowLogStep) -> Path | None:
-        """The recording of an agent step's run."""
+        """The recording of an agent step's run: the one folded into the log when the flow
+        ended (written out once per process), else the file the log names beside it."""
         if step.end is None or step.end.run is None:
             return None
+        frame = self.frames.get(step.end.run)
+        if frame is not None:
+            return unfold(self.path, frame)[0]
         return self.path.parent / step.end.run
 
     def writer_of(self, key: str) -> FlowLogStep | None:
@@ -117,8 +203,15 @@ class FlowRecording:
 
 def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
     """Read the flow's recording at ``path``. Raises :class:`RecordingFormatError` when it
-    is not one; a torn or malformed line is a problem, and the rest is read."""
-    path = Path(path)
+    is not one; a torn or malformed line is a problem, and the rest is read. A bundle (``af
+    export``) is read as the flow's recording it holds."""
+    path = opened = Path(path)
+    with open(path, "rb") as f:
+        zipped = f.read(4) == b"PK\x03\x04"
+    if zipped:
+        from afcore.recording._bundled import recording_path
+
+        path = recording_path(path)
     problems: list[tuple[int, str]] = []
     unknown: list[tuple[int, UnknownRecord]] = []
     header: FlowHeader | None = None
@@ -128,8 +221,12 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
     order = 0
     chain = _Chain()
     torn_at = 0
+    frames: dict[str, FrameAt] = {}
+    number = 0
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
+        size = os.fstat(f.fileno()).st_size
+        while raw := f.readline():
+            number += 1
             if raw.startswith(b'{"t":"seal",') and raw.endswith(b"\n"):
                 chain.seal(number, raw)
                 continue
@@ -190,9 +287,40 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
                     at.merge = record
             elif isinstance(record, FlowEnd):
                 end = record
+            elif isinstance(record, RunFrame):
+                # The run's bytes, each line after a space: taken whole into the chain,
+                # not parsed (they are read as an agent's recording when asked for).
+                offset = f.tell()
+                want = max(record.bytes, 0) + max(record.lines, 0)
+                body = f.read(min(want, size - offset))
+                if body and not body.endswith(b"\n"):  # the run's last line had no newline
+                    body += f.read(1)
+                first = number
+                number += body.count(b"\n")
+                chain.add(number, body)
+                if len(body) < want or body.count(b"\n") != record.lines:
+                    problems.append(
+                        (
+                            first,
+                            f"the run {record.path} folded here is cut off: its frame "
+                            f"says {record.lines} lines, {record.bytes} bytes",
+                        )
+                    )
+                    continue
+                frames[record.path] = FrameAt(record, first, offset, len(body))
     if header is None:  # empty, or a first line that is blank or a seal
         raise RecordingFormatError(f"{path} is not a flow's recording: no flow header", path=path)
-    return FlowRecording(path, header, top, end, problems, chain.end(torn_at), unknown)
+    return FlowRecording(
+        path,
+        header,
+        top,
+        end,
+        problems,
+        chain.end(torn_at),
+        unknown,
+        frames,
+        opened if opened != path else None,
+    )
 
 
 class _Chain:
@@ -284,6 +412,7 @@ def verify_flow(flow: FlowRecording) -> FlowVerifyReport:
 
     problems = sorted([*flow.problems, *flow.chain])
     runs: list[tuple[str, Path, Any]] = []
+    named: set[str] = set()
     for step in flow.steps():
         began = step.start.at
         for child in step.steps:
@@ -300,6 +429,18 @@ def verify_flow(flow: FlowRecording) -> FlowVerifyReport:
         if file is None:
             problems.append((0, f"agent step {step.path!r} names no run"))
             continue
+        frame = flow.frames.get(step.end.run or "")
+        if frame is not None:
+            named.add(frame.record.path)
+            problem = unfold(flow.path, frame)[1]
+            if problem is not None:
+                problems.append(
+                    (frame.line, f"the run of step {step.path!r} folded here: {problem}")
+                )
+        elif flow.frames:
+            problems.append(
+                (0, f"the run of step {step.path!r} is not folded into the log with the others")
+            )
         try:
             with open_recording(file, index=False) as rec:
                 report = verify(rec)
@@ -316,5 +457,8 @@ def verify_flow(flow: FlowRecording) -> FlowVerifyReport:
             problems.append((0, f"{step.path}: line {p.line}: {p.message}"))
     if flow.end is None:
         problems.append((0, "no flow_end: the flow did not finish (or is still running)"))
+    for path, frame in flow.frames.items():
+        if path not in named:
+            problems.append((frame.line, f"a run no agent step names is folded here: {path}"))
     ok = not problems and all(r is not None and r.ok for _, _, r in runs)
     return FlowVerifyReport(ok, problems, runs)

@@ -34,6 +34,7 @@ __all__ = [
     "FlowRecord",
     "FlowHeader",
     "FlowNode",
+    "RunFrame",
     "StepDecision",
     "StepEnd",
     "StepMerge",
@@ -172,11 +173,28 @@ class FlowEnd(_Model):
     """For status `paused`: the path of the step that asked a person."""
 
 
-FlowRecord = FlowHeader | StepStart | StepEnd | StepDecision | StepMerge | FlowEnd
+class RunFrame(_Model):
+    """An agent step's run, folded into the log once the flow ended: this line, then the
+    run's file byte for byte, each of its lines after one space (so that every line of the
+    log is still a JSON value, and none of the run's seals reads as one of the log's), and
+    a newline after a last line that had none. The log's next seal covers it all."""
+
+    t: Literal["run"] = "run"
+    path: str
+    """The run's file as the log names it (`step_end.run`), relative to the log's folder."""
+    bytes: int
+    """The run's file's length."""
+    sha256: str
+    """The sha256 of the run's file, in hex."""
+    lines: int
+    """How many lines follow (the run's lines, a last one without a newline counted)."""
+
+
+FlowRecord = FlowHeader | StepStart | StepEnd | StepDecision | StepMerge | FlowEnd | RunFrame
 
 FLOW_TYPES = {
     m.model_fields["t"].default: m
-    for m in (FlowHeader, StepStart, StepEnd, StepDecision, StepMerge, FlowEnd)
+    for m in (FlowHeader, StepStart, StepEnd, StepDecision, StepMerge, FlowEnd, RunFrame)
 }
 """Record type -> its model, for the records of a flow's recording."""
 

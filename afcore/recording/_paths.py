@@ -84,10 +84,19 @@ def resolve_run(ref: str, folder: Path | None = None) -> Path:
 # Here, not beside the flow reader: af show, why and verify ask it of every run, and the
 # flow reader's import builds the flow records' models.
 def is_flow(path: str | Path) -> bool:
-    """Whether the file at ``path`` is a flow's recording (its first line a ``flow``)."""
+    """Whether the file at ``path`` is a flow's recording (its first line a ``flow``), or
+    a bundle holding one."""
     try:
         with open(path, "rb") as f:
             first = f.readline(4096)
     except OSError:
         return False
+    if first.startswith(b"PK\x03\x04"):  # a bundle (af export): the recording it holds
+        from afcore.errors import RecordingError
+        from afcore.recording._bundled import recording_path
+
+        try:
+            return is_flow(recording_path(path))
+        except RecordingError:
+            return False
     return first.startswith(b'{"t":"flow"')

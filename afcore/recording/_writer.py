@@ -1043,6 +1043,15 @@ class Recorder:
             self.flush()
         return raw
 
+    def embed(self, record: Line | Record | FlowRecord, body: bytes) -> None:
+        """``record``, then ``body`` (a file's bytes, as they are: never screened) with one
+        space before each of its lines, and their seal, in one write: the file stays one
+        JSON value a line, and no line of ``body`` reads as one of this file's seals."""
+        self.event(record, flush=False)
+        if body:
+            self._pending.append(b" " + body.removesuffix(b"\n").replace(b"\n", b"\n "))
+        self.flush()
+
     def sync(self) -> None:
         """An iteration boundary: what is pending goes out with the next write, which comes
         before the loop waits on anything (the next call, a delay, a turn of the event

@@ -80,7 +80,7 @@ class FlowReplayer:
         self.then_live = then_live
         self.link = ReplayLink(
             run_id=recorded.header.run_id,
-            file=recorded.path.name,
+            file=recorded.shown.name,
             tools=tools,
             then_live=then_live,
         )
@@ -116,7 +116,9 @@ class FlowReplayer:
         recorded = self.by_path.get(path)
         assert recorded is not None  # its start was compared: it is a recorded agent step
         file = self.recorded.run_file(recorded) or self._found_run(path)
-        shown = _shown(self.recorded, file) if file is not None else None
+        shown = (recorded.end.run if recorded.end is not None else None) or (
+            _shown(self.recorded, file) if file is not None else None
+        )
         if file is None:
             self._end(path, f"the recording ends in step {path}, before it names its run")
         assert file is not None
@@ -401,7 +403,7 @@ async def areplay_flow(
     state: dict[str, Any] | None = None,
 ) -> FlowReplayReport:
     """The async form of :func:`replay_flow`."""
-    where = recording.path if isinstance(recording, FlowRecording) else Path(recording)
+    where = recording.shown if isinstance(recording, FlowRecording) else Path(recording)
     try:
         recorded = recording if isinstance(recording, FlowRecording) else open_flow(recording)
     except (OSError, RecordingError) as e:

@@ -6,6 +6,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -235,3 +236,86 @@ def test_a_redacted_bundle_replays_where_the_redacted_value_does_not_steer(
     replayed = invoke("replay", out, "--tools", "recorded", "--out", tmp_path / "r", "--json")
     assert replayed.code == 0, replayed.err
     assert replayed.json()["status"] == "identical"
+
+
+# -- a composed run (a flow's log) ----------------------------------------------------------
+
+ROUTER = SAMPLES / "flow-router.jsonl"
+
+
+def test_a_flow_s_composed_run_exports_whole_redacted_and_reads_everywhere(
+    tmp_path: Path, invoke: Invoke
+) -> None:
+    out = tmp_path / "flow.afz"
+    ran = invoke(
+        "export", ROUTER, "-o", out, "--redact", "invoice=1042", "--redact-field", "intent",
+        "--json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    data = ran.json()
+    manifest, report = data["manifest"], data["report"]
+    assert manifest["verify"] == {"ok": True, "calls": 2, "verified": 2}
+    assert manifest["flow"]["status"] == "answer"
+    assert [a["step"] for a in manifest["flow"]["agents"]] == ["route/billing"]
+    assert manifest["agent"]["spec"] == "afcore.demos.router:build_flow"
+    # One value, one placeholder, across the log and the agent's run: every byte of both.
+    with zipfile.ZipFile(out) as z:
+        member = z.read("recording.jsonl")
+    assert b"1042" not in member and b"[redacted:invoice:1]" in member
+    assert b'"intent":"billing"' not in member
+    rules = {r["rule"]: r for r in report["rules"]}
+    steps = {p.get("step") for p in rules["invoice"]["places"]}
+    assert steps == {None, "route/billing"}  # in the log's records and in the agent's run
+    assert any(p.get("call") for p in rules["invoice"]["places"] if p.get("step"))
+    # Every reader opens it as the flow it holds, alone.
+    checked = invoke("verify", out, "--json")
+    assert checked.code == 0 and checked.json()["path"] == str(out)
+    shown = invoke("show", out)
+    assert shown.code == 0 and "[redacted:invoice:1]" in shown.out and "call 2" in shown.out
+    assert "1042" not in shown.out
+    why = invoke("why", out, "answer")
+    assert why.code == 0 and "answer ← step route/billing" in why.out
+    # A redacted value that steers the flow (the intent its router reads) stops the replay
+    # at the step that writes it, named; one that does not (the invoice) replays identical.
+    again = invoke("replay", out, "--tools", "recorded", "--out", tmp_path / "r", "--json")
+    assert again.code == 1, again.err
+    departed = again.json()["divergence"]
+    assert departed["step"] == "triage" and departed["why_key"] == "state.intent"
+    only = tmp_path / "invoice.afz"
+    assert invoke("export", ROUTER, "-o", only, "--redact", "1042").code == 0
+    again = invoke("replay", only, "--tools", "recorded", "--out", tmp_path / "r", "--json")
+    assert again.code == 0 and again.json()["status"] == "identical", again.out
+    assert again.json()["replay_of"] == str(only)  # the bundle, not where it was unpacked
+
+
+def test_a_secret_in_a_flow_s_step_refuses_its_export(tmp_path: Path, invoke: Invoke) -> None:
+    from afcore.recording import rewrite_flow
+
+    key = KEY_SHAPES["openai_project"](rng(2))
+    planted = tmp_path / "planted.jsonl"
+
+    def plant(step: str | None) -> Any:
+        # In the log's own records only (a step's output), not in the agent's run.
+        def put(v: Any, leaf: Any) -> Any:
+            if step is None and isinstance(v, str) and v.startswith("Invoice 1042"):
+                return f"{v} {key}"
+            return v
+
+        return put
+
+    rewrite_flow(ROUTER, planted, plant)
+    assert invoke("verify", planted).code == 0  # planted, it is a flow that verifies
+    out = tmp_path / "x.afz"
+    ran = invoke("export", planted, "-o", out)
+    assert ran.code == 1 and not out.exists()
+    assert "refused" in ran.err and "openai_key" in ran.err and "step_start" in ran.err
+    assert key[:10] not in ran.err + ran.out
+    forced = invoke("export", planted, "-o", out, "--force", "--json")
+    assert forced.code == 0 and forced.json()["manifest"]["forced"] is True
+
+
+def test_export_html_of_a_flow_says_what_to_export_instead(tmp_path: Path, invoke: Invoke) -> None:
+    ran = invoke("export", ROUTER, "--html", tmp_path / "x.html")
+    assert ran.code == 2 and not (tmp_path / "x.html").exists()
+    said = " ".join(ran.err.split())
+    assert "is a flow's log" in said and "-o report.afz" in said

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from afcore import recording as rec
@@ -55,10 +56,65 @@ def test_af_verify_checks_the_log_and_every_agent_s_calls(
     assert data["ok"] and data["runs"][0]["step"] == "route/billing"
 
 
-def test_af_verify_fails_a_flow_whose_agent_run_was_changed(
+def unfolded(log: Path) -> Path:
+    """The log without the runs folded into it: read from the runs beside it."""
+    from tests.conftest import without_folded_runs
+
+    log.write_bytes(without_folded_runs(log.read_bytes()))
+    return log
+
+
+def test_af_verify_fails_a_flow_whose_folded_run_was_changed(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    from tests.conftest import reseal
+
+    log = Path(routed["recording"])
+    whole = log.read_bytes()
+    at = whole.index(b'{"t":"run",')
+    # The run's bytes changed inside the log and every seal made again: the frame's sha256
+    # and the run's own seals still catch it.
+    edited = whole[:at] + whole[at:].replace(b"Invoice 1042", b"Invoice 1043", 1)
+    log.write_bytes(reseal(edited))
+    ran = invoke("verify", log, "--json")
+    assert ran.code == 1
+    said = " ".join(p["message"] for p in ran.json()["problems"])
+    assert "the run of step 'route/billing' folded here" in said and "sha256" in said
+    # Its length too: a line added to it (and the frame's counts made to fit).
+    lines = whole.splitlines(keepends=True)
+    i = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"run",'))
+    frame = orjson.loads(lines[i])
+    frame["lines"] += 1
+    frame["bytes"] += 3
+    lines[i] = orjson.dumps(frame) + b"\n"
+    lines.insert(i + 2, b" {}\n")
+    log.write_bytes(reseal(b"".join(lines)))
+    ran = invoke("verify", log, "--json")
+    assert ran.code == 1
+    said = " ".join(p["message"] for p in ran.json()["problems"])
+    assert "the run of step 'route/billing' folded here" in said, said
+
+
+def test_a_folded_run_cut_off_is_a_problem_not_a_crash(
     routed: dict[str, Any], invoke: Invoke
 ) -> None:
     log = Path(routed["recording"])
+    whole = log.read_bytes()
+    at = whole.index(b'{"t":"run",')
+    log.write_bytes(whole[: at + (len(whole) - at) // 2])  # killed while folding
+    ran = invoke("verify", log, "--json")
+    assert ran.code == 1
+    said = " ".join(p["message"] for p in ran.json()["problems"])
+    assert "is cut off" in said and "no flow_end" in said
+    # The run beside the log is read instead.
+    shown = invoke("show", log)
+    assert shown.code == 0 and "call 2" in shown.out
+
+
+def test_af_verify_fails_a_flow_whose_agent_run_was_changed(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = unfolded(Path(routed["recording"]))
     (run,) = (log.parent / log.stem).glob("*.jsonl")
     run.write_bytes(run.read_bytes().replace(b"1042", b"1043"))
     ran = invoke("verify", log)
@@ -69,7 +125,7 @@ def test_af_verify_fails_a_flow_whose_agent_run_was_changed(
 def test_af_verify_fails_a_flow_whose_agent_run_is_another_run(
     routed: dict[str, Any], invoke: Invoke
 ) -> None:
-    log = Path(routed["recording"])
+    log = unfolded(Path(routed["recording"]))
     (run,) = (log.parent / log.stem).glob("*.jsonl")
     with rec.open_recording(run) as original:
         mine = original.header.run_id
@@ -233,12 +289,13 @@ def test_af_schema_describes_every_line_of_a_flow_s_log(
 
     schema = invoke("schema").json()
     lines = Path(routed["recording"]).read_bytes().splitlines()
-    kinds = set()
-    for raw in lines:
+    kinds, folded = set(), set()
+    for raw in lines:  # the log's records, and the lines of the agent's run folded into it
         record = orjson.loads(raw)
         jsonschema.validate(record, schema)
-        kinds.add(record["t"])
-    assert kinds == {"flow", "step_start", "step_end", "decision", "flow_end", "seal"}
+        (folded if raw.startswith(b" ") else kinds).add(record["t"])
+    assert kinds == {"flow", "step_start", "step_end", "decision", "run", "flow_end", "seal"}
+    assert {"header", "call", "reply", "run_end", "seal"} <= folded
 
 
 PAUSING = """
@@ -548,3 +605,94 @@ def test_a_record_of_a_type_this_reader_does_not_know_is_kept_not_a_problem(
     log.write_bytes(whole + added.splitlines(keepends=True)[0])
     ran = invoke("verify", log)
     assert ran.code == 1 and "come after the last seal" in " ".join(ran.out.split())
+
+
+# -- one recording: the agents' runs folded into the log -------------------------------------
+
+
+def test_the_log_alone_is_the_whole_composed_run(invoke: Invoke, tmp_path: Path) -> None:
+    import shutil
+
+    from tests.test_examples import EXAMPLES
+
+    debate = EXAMPLES / "debate.py"
+    ran = invoke("run", debate, "Bridge?", "--json", "--out", tmp_path / "runs")
+    assert ran.code == 0, ran.err
+    log = Path(ran.json()["recording"])
+    before = {cmd: invoke(cmd, log, *rest).out for cmd, *rest in (("show",), ("why", "answer"))}
+    # Only the log moved; the folder of its agents' runs gone.
+    alone = tmp_path / "report" / "bug.jsonl"
+    alone.parent.mkdir()
+    shutil.move(log, alone)
+    shutil.rmtree(log.with_suffix(""))
+    checked = invoke("verify", alone, "--json")
+    assert checked.code == 0, checked.out
+    data = checked.json()
+    assert data["ok"] and data["calls"] == data["verified"] == 3
+    assert [r["step"] for r in data["runs"]] == ["sides/pro", "sides/con", "judge"]
+    shown = invoke("show", alone)
+    assert shown.code == 0 and "cannot read" not in shown.out
+    assert shown.out == before["show"]  # the same tree, the same calls, the same names
+    why = invoke("why", alone, "answer")
+    assert why.code == 0 and why.out == before["why"]
+    assert "agent run " in why.out
+    again = invoke("replay", alone, "--out", tmp_path / "replays", "--json")
+    assert again.code == 0, again.err
+    assert again.json()["status"] == "identical"
+    diffed = invoke("diff", alone, again.json()["recording"])
+    assert diffed.code == 0 and "identical" in diffed.out, diffed.out
+    assert not list((tmp_path / "report").iterdir())[1:]  # reading wrote nothing beside it
+
+
+def test_a_paused_flow_s_log_alone_writes_the_step_s_run_back_for_af_resume(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    import shutil
+
+    file = tmp_path / "pausing.py"
+    file.write_text(PAUSING)
+    ran = invoke("run", file, "refund me", "--out", tmp_path / "runs", "--json")
+    assert ran.code == 0, ran.err
+    log = Path(ran.json()["recording"])
+    own = log.with_suffix("") / "001-refund.jsonl"
+    kept = own.read_bytes()
+    shutil.rmtree(own.parent)
+    refused = invoke("resume", log, "--approve")
+    assert refused.code == 2
+    said = " ".join(refused.err.split())
+    assert "written back from the flow's log" in said and str(own) in said
+    assert own.read_bytes() == kept
+    # It is the step's own file again: af resume goes on in it; the log keeps the run as
+    # the flow left it, paused.
+    resumed = invoke("resume", own, "--approve", "--agent", f"{file}:refunds")
+    assert resumed.code == 0, resumed.err
+    assert own.read_bytes().startswith(kept) and len(own.read_bytes()) > len(kept)
+    assert invoke("verify", log).code == 0
+    (step,) = invoke("show", log, "--json").json()["steps"]["steps"]
+    assert step["status"] == "paused"
+
+
+def test_af_resume_writes_a_folded_run_back_only_beside_the_log(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    from afcore.recording import rewrite_flow
+
+    file = tmp_path / "pausing.py"
+    file.write_text(PAUSING)
+    ran = invoke("run", file, "refund me", "--out", tmp_path / "runs", "--json")
+    assert ran.code == 0, ran.err
+    log = Path(ran.json()["recording"])
+    # A log whose step names its run outside the log's folder (the frame named alike).
+    hostile = tmp_path / "elsewhere" / "hostile.jsonl"
+    hostile.parent.mkdir()
+    whole = log.read_bytes()
+    named = f"{log.stem}/001-refund.jsonl".encode()
+    edited = whole.replace(b'"' + named + b'"', b'"../outside.jsonl"')
+    from tests.conftest import reseal
+
+    (tmp_path / "edited.jsonl").write_bytes(reseal(edited))
+    rewrite_flow(tmp_path / "edited.jsonl", hostile, lambda step: lambda v, leaf: v)
+    refused = invoke("resume", hostile, "--approve")
+    assert refused.code == 2
+    assert not (tmp_path / "outside.jsonl").exists()
+    assert "written back" not in refused.err

@@ -21,6 +21,7 @@ from afcore.flows import Conditional, Flow, Loop, Sequence
 from afcore.readmodel import diff_flows
 from afcore.recording import RecordingConfig, open_flow, verify_flow
 from afcore.replay import FlowReplayReport, replay_flow
+from tests.conftest import without_folded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "recordings" / "flow-router.jsonl"
@@ -35,13 +36,17 @@ def recorded(flow: Flow, message: str, folder: Path) -> Path:
     return flow.last_result.recording
 
 
-def sample(tmp_path: Path) -> Path:
-    """A copy of the router demo's sample (its log and its folder of runs), to change."""
+def sample(tmp_path: Path, *, folded: bool = True) -> Path:
+    """A copy of the router demo's sample (its log and its folder of runs), to change;
+    ``folded`` False: the log without the runs folded into it (read from the folder)."""
     if not SAMPLE.is_file():
         pytest.skip("the router sample is not in this checkout")
-    shutil.copy(SAMPLE, tmp_path / SAMPLE.name)
+    log = tmp_path / SAMPLE.name
+    shutil.copy(SAMPLE, log)
+    if not folded:
+        log.write_bytes(without_folded_runs(log.read_bytes()))
     shutil.copytree(SAMPLE.with_suffix(""), tmp_path / SAMPLE.stem)
-    return tmp_path / SAMPLE.name
+    return log
 
 
 def replayed(log: Path, flow: Flow, tmp_path: Path, **options: Any) -> FlowReplayReport:
@@ -291,7 +296,7 @@ def test_a_torn_log_replays_up_to_where_it_ends(tmp_path: Path) -> None:
 
 
 def test_a_missing_agent_run_fails_in_a_sentence(tmp_path: Path) -> None:
-    log = sample(tmp_path)
+    log = sample(tmp_path, folded=False)
     (log.with_suffix("") / "001-route-billing.jsonl").unlink()
     report = replayed(log, router.build_flow(), tmp_path)
     assert report.status == "failed" and not report.ok
@@ -301,7 +306,7 @@ def test_a_missing_agent_run_fails_in_a_sentence(tmp_path: Path) -> None:
 
 
 def test_an_agent_run_swapped_for_another_is_refused(tmp_path: Path) -> None:
-    log = sample(tmp_path)
+    log = sample(tmp_path, folded=False)
     other = recorded(router.build_flow(), "the sync is broken", tmp_path / "other")
     (tech,) = other.with_suffix("").glob("*.jsonl")
     shutil.copy(tech, log.with_suffix("") / "001-route-billing.jsonl")
@@ -365,7 +370,7 @@ def test_diff_of_two_flow_runs_goes_call_by_call_inside_an_agent_step_both_ran(
 
 
 def test_diff_says_when_an_agent_s_runs_cannot_be_compared(tmp_path: Path) -> None:
-    log = sample(tmp_path)
+    log = sample(tmp_path, folded=False)
     (log.with_suffix("") / "001-route-billing.jsonl").unlink()
     d = diff_flows(open_flow(SAMPLE), open_flow(log))
     (step,) = d.steps
@@ -374,7 +379,7 @@ def test_diff_says_when_an_agent_s_runs_cannot_be_compared(tmp_path: Path) -> No
 
 
 def test_an_agent_s_run_cut_short_ends_the_replay_in_its_step(tmp_path: Path) -> None:
-    log = sample(tmp_path)
+    log = sample(tmp_path, folded=False)
     run = log.with_suffix("") / "001-route-billing.jsonl"
     whole = run.read_bytes()
     run.write_bytes(whole[: whole.index(b'{"t":"reply","seq":7')])  # call 2, unanswered

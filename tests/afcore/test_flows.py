@@ -32,8 +32,9 @@ def agent(name: str, reply: Any = None, *, record: Any = False, **kw: Any) -> Ag
 
 
 def flow_records(path: Path | None) -> list[dict[str, Any]]:
+    """The log's own records (not the lines of the runs folded into it, each after a space)."""
     assert path is not None
-    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines() if line[:1] != b" "]
     assert lines[-1]["t"] == "seal"  # every write ends with its seal
     out = [record for record in lines if record["t"] != "seal"]
     for record in out:  # each other line is one of the flow's typed records
@@ -581,3 +582,100 @@ def test_a_file_without_a_flow_header_is_no_flow_s_recording(tmp_path: Path, fir
     path.write_bytes(first)
     with pytest.raises(RecordingFormatError, match="not a flow's recording"):
         rec.open_flow(path)
+
+
+# -- the agents' runs folded into the log -----------------------------------------------------
+
+
+def _log_with_frame(path: Path, body: bytes, **frame: Any) -> Path:
+    """A flow's log holding one folded run of ``body``, written by the recording's writer."""
+    import hashlib
+
+    from afcore.recording import FlowEnd, FlowHeader, FlowNode, Recorder, RunFrame
+    from afcore.recording._models import RedactionInfo, UsageInfo
+    from afcore.secrets import Redaction
+
+    w = Recorder(path, run_id="f", redactor=Redaction().compile())
+    w.header(
+        FlowHeader(
+            run_id="f",
+            started_at="2026-01-01T00:00:00.000+00:00",
+            af_version="0",
+            python="3",
+            flow=FlowNode(name="f", kind="sequence"),
+            redaction=RedactionInfo(),
+        )
+    )
+    lines = body.count(b"\n") + (1 if body and not body.endswith(b"\n") else 0)
+    fields = {
+        "path": "f/001-a.jsonl",
+        "bytes": len(body),
+        "sha256": hashlib.sha256(body).hexdigest(),
+        "lines": lines,
+    }
+    w.embed(RunFrame(**{**fields, **frame}), body)
+    w.event(FlowEnd(status="answer", usage=UsageInfo()))
+    w.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"t":"header"}\n{"t":"seal","h":"x"}\n',
+        b'{"t":"header"}\n{"t":"call","torn',  # a run whose last write was cut off
+        b"\n\n  \n",
+        b"",
+    ],
+    ids=["whole", "torn", "blank", "empty"],
+)
+def test_a_folded_run_comes_back_byte_for_byte(tmp_path: Path, body: bytes) -> None:
+    log = _log_with_frame(tmp_path / "f.jsonl", body)
+    flow = rec.open_flow(log)
+    assert flow.problems == [] and flow.chain == [] and flow.end is not None
+    frame = flow.frames["f/001-a.jsonl"]
+    file, problem = rec.unfold(log, frame)
+    assert problem is None and file.read_bytes() == body
+    assert rec.unfold(log, frame)[0] == file  # written out once
+    # Every line of the log is JSON still; none of the run's seals is one of the log's.
+    for raw in log.read_bytes().splitlines():
+        if raw.strip() and not raw.endswith(b"torn"):
+            orjson.loads(raw)
+    assert [x for x in log.read_bytes().splitlines() if x.startswith(b'{"t":"seal"')][1:]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [{"bytes": 10**15}, {"lines": 10**12}, {"bytes": -5, "lines": -1}, {"lines": 0}],
+    ids=["huge", "many-lines", "negative", "no-lines"],
+)
+def test_a_frame_that_lies_about_its_run_is_a_problem_not_a_crash(
+    tmp_path: Path, frame: dict[str, int]
+) -> None:
+    body = b'{"t":"header"}\n{"t":"seal","h":"x"}\n'
+    log = _log_with_frame(tmp_path / "f.jsonl", body, **frame)
+    flow = rec.open_flow(log)
+    said = [m for _, m in flow.problems + flow.chain]
+    assert said, "a lying frame must be reported"
+    assert "f/001-a.jsonl" not in flow.frames or rec.unfold(log, flow.frames["f/001-a.jsonl"])[1]
+
+
+def test_a_reader_that_does_not_know_folded_runs_reads_the_log_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from afcore.recording import _flow_reader
+
+    flow = Sequence.create("f", record=tmp_path).step("a", agent("a", "x")).build()
+    assert flow.run("m") == "x"
+    assert flow.last_result is not None and flow.last_result.recording is not None
+    log = flow.last_result.recording
+    (frame,) = rec.open_flow(log).frames.values()
+    # As a 1.1 reader written before the `run` record: the frame and the run's lines are
+    # records of a type it does not know, kept; the log's chain holds over them.
+    older = {t: m for t, m in FLOW_TYPES.items() if t != "run"}
+    monkeypatch.setattr(_flow_reader, "FLOW_TYPES", older)
+    read = rec.open_flow(log)
+    assert read.problems == [] and read.chain == [] and read.frames == {}
+    assert len(read.unknown) == 1 + frame.record.lines
+    assert read.end is not None and read.end.status == "answer"
+    assert rec.verify_flow(read).ok  # from the run beside the log, as before

@@ -20,7 +20,7 @@ from afcore.flows import Conditional, Parallel, Sequence
 from afcore.readmodel import flow_timeline, step_starts
 from afcore.recording import open_flow
 from afcore.tools import define_tool
-from tests.conftest import reseal
+from tests.conftest import reseal, without_folded_runs
 from tests.tui.conftest import SAMPLES, lens, screen_text, until
 from tui.screens.flow import AgentRunScreen, FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
@@ -369,9 +369,34 @@ async def test_escape_sequences_and_markup_in_a_step_and_a_reply_stay_text(
         assert "pick/[i]x ([b]x[/b]) call 1/1" in where(app)
 
 
+async def test_the_log_alone_shows_the_runs_folded_into_it(tmp_path: Path) -> None:
+    alone = tmp_path / "elsewhere.jsonl"
+    shutil.copy(ROUTER, alone)
+    async with lens(alone) as (app, pilot):
+        text = screen_text(app)
+        assert "billing agent ok" in text and "cannot be read" not in text
+        assert where(app).startswith("call 1/2 · route/billing (billing) call 1/2")
+        await pilot.press("right", "o")
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, AgentRunScreen)
+
+
+async def test_a_flow_s_bundle_opens_as_the_flow(tmp_path: Path) -> None:
+    from afcore.bundle import export_bundle
+
+    out = export_bundle(ROUTER, tmp_path / "flow.afz").path
+    async with lens(out) as (app, _):
+        assert isinstance(app.screen, FlowScreen)
+        text = screen_text(app)
+        assert "billing agent ok" in text and "cannot be read" not in text
+        assert where(app).startswith("call 1/2 · route/billing (billing) call 1/2")
+
+
 async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> None:
-    # The log alone, without the folder of its agent's run.
-    shutil.copy(ROUTER, tmp_path / "flow-router.jsonl")
+    # The log alone, without the folder of its agent's run, as a writer that did not fold
+    # the runs into it left it.
+    (tmp_path / "flow-router.jsonl").write_bytes(without_folded_runs(ROUTER.read_bytes()))
     async with lens(tmp_path / "flow-router.jsonl") as (app, pilot):
         text = screen_text(app)
         assert "✗ route/billing: 001-route-billing.jsonl cannot be read" in text
