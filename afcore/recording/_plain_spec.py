@@ -68,6 +68,7 @@ MODELS: dict[str, tuple[tuple[str, Any, bool, Any], ...]] = {
         ("cache", ("list", ("dict", "any")), False, []),
         ("hash", "str", True, None),
         ("attempt", ("union", (("model", "AttemptInfo"), "none")), False, None),
+        ("at", ("union", ("float", "none")), False, None),
     ),
     "CallTool": (
         ("name", "str", True, None),
@@ -417,6 +418,13 @@ MODELS: dict[str, tuple[tuple[str, Any, bool, Any], ...]] = {
         ("redactions", "int", False, 0),
         ("contract", ("union", (("model", "ContractEnd"), "none")), False, None),
     ),
+    "RunFrame": (
+        ("t", ("lit", ("run",)), False, "run"),
+        ("path", "str", True, None),
+        ("bytes", "int", True, None),
+        ("sha256", "str", True, None),
+        ("lines", "int", True, None),
+    ),
     "Seal": (
         ("t", ("lit", ("seal",)), False, "seal"),
         ("h", "str", True, None),
@@ -485,6 +493,7 @@ MODELS: dict[str, tuple[tuple[str, Any, bool, Any], ...]] = {
         ("path", "str", True, None),
         ("kind", "str", True, None),
         ("input", "any", False, None),
+        ("at", ("union", ("float", "none")), False, None),
     ),
     "SubRun": (
         ("run_id", "str", True, None),
