@@ -21,7 +21,6 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from afcore.errors import SessionError, UsageError
-from afcore.sessions._caller import Principal
 from afcore.sessions._store import (
     SCHEMA_VERSION,
     InboxItem,
@@ -34,7 +33,10 @@ from afcore.sessions._store import (
     TurnStatus,
     _info,
     dump_message,
+    inbox_item,
     load_message,
+    session_row,
+    turn_info,
 )
 
 if TYPE_CHECKING:
@@ -246,7 +248,7 @@ class PostgresStore(SessionStore):
         except psycopg.Error as e:
             raise self._failed(e) from e
         now = float(clock[0]) if clock is not None else 0.0
-        return [_info(r, depth.get(r.id, 0), now) for r in map(_row, rows)]
+        return [_info(r, depth.get(r.id, 0), now) for r in map(session_row, rows)]
 
     def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
         import psycopg
@@ -336,53 +338,6 @@ class PostgresStore(SessionStore):
             pool.close()
 
 
-def _row(r: Sequence[Any]) -> SessionRow:
-    return SessionRow(
-        id=r[0],
-        agent=r[1],
-        created=r[2],
-        last_activity=r[3],
-        state=r[4],
-        owner=r[5],
-        since=r[6],
-        lease_until=r[7],
-        interrupt=bool(r[8]),
-        turns=r[9],
-        messages=r[10],
-        version=r[11],
-        inbox_seq=r[12],
-        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
-        last_run=r[14],
-    )
-
-
-def _turn(r: Sequence[Any]) -> TurnInfo:
-    return TurnInfo(
-        n=r[0],
-        status=r[1],
-        owner=r[2],
-        started=r[3],
-        ended=r[4],
-        run_id=r[5],
-        recording=r[6],
-        messages=tuple(orjson.loads(r[7])),
-        answer=r[8],
-        note=r[9],
-    )
-
-
-def _item(r: Sequence[Any]) -> InboxItem:
-    return InboxItem(
-        id=r[0],
-        seq=r[1],
-        text=r[2],
-        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
-        posted=r[4],
-        interrupt=bool(r[5]),
-        turn=r[6],
-    )
-
-
 class _Tx(StoreTx):
     def __init__(self, conn: psycopg.Connection[Any], session_id: str, *, lock: bool) -> None:
         self.conn = conn
@@ -408,7 +363,7 @@ class _Tx(StoreTx):
             return None
         if self._now is None:
             self._now = float(r[-1])
-        return _row(r)
+        return session_row(r)
 
     def create(self, agent: str) -> SessionRow:
         row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
@@ -474,7 +429,7 @@ class _Tx(StoreTx):
 
     def pending(self) -> list[InboxItem]:
         return [
-            _item(r)
+            inbox_item(r)
             for r in self.conn.execute(
                 f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s "
                 "AND turn IS NULL ORDER BY seq",
@@ -487,7 +442,7 @@ class _Tx(StoreTx):
             f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s AND id = %s",
             (self.session_id, item_id),
         ).fetchone()
-        return None if r is None else _item(r)
+        return None if r is None else inbox_item(r)
 
     def consume(self, ids: Sequence[str], turn: int) -> None:
         self.conn.execute(
@@ -529,11 +484,11 @@ class _Tx(StoreTx):
             f"SELECT {_TURN} FROM af_session_turns WHERE session = %s AND n = %s",
             (self.session_id, n),
         ).fetchone()
-        return None if r is None else _turn(r)
+        return None if r is None else turn_info(r)
 
     def turns(self) -> list[TurnInfo]:
         return [
-            _turn(r)
+            turn_info(r)
             for r in self.conn.execute(
                 f"SELECT {_TURN} FROM af_session_turns WHERE session = %s ORDER BY n",
                 (self.session_id,),

@@ -19,7 +19,6 @@ from typing import Any
 import orjson
 
 from afcore.errors import SessionError
-from afcore.sessions._caller import Principal
 from afcore.sessions._store import (
     SCHEMA_VERSION,
     InboxItem,
@@ -32,8 +31,11 @@ from afcore.sessions._store import (
     TurnStatus,
     _info,
     dump_message,
+    inbox_item,
     iter_chunks,
     load_message,
+    session_row,
+    turn_info,
 )
 
 __all__ = ["SQLiteStore"]
@@ -254,7 +256,7 @@ class SQLiteStore(SessionStore):
             except sqlite3.Error as e:
                 raise SessionError(f"the session store {self.path} failed: {e}") from e
         now = self.clock()
-        return [_info(r, depth.get(r.id, 0), now) for r in map(_row, rows)]
+        return [_info(r, depth.get(r.id, 0), now) for r in map(session_row, rows)]
 
     def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
         ours = dict(turns)
@@ -340,53 +342,6 @@ class SQLiteStore(SessionStore):
             conn.close()
 
 
-def _row(r: Sequence[Any]) -> SessionRow:
-    return SessionRow(
-        id=r[0],
-        agent=r[1],
-        created=r[2],
-        last_activity=r[3],
-        state=r[4],
-        owner=r[5],
-        since=r[6],
-        lease_until=r[7],
-        interrupt=bool(r[8]),
-        turns=r[9],
-        messages=r[10],
-        version=r[11],
-        inbox_seq=r[12],
-        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
-        last_run=r[14],
-    )
-
-
-def _turn(r: Sequence[Any]) -> TurnInfo:
-    return TurnInfo(
-        n=r[0],
-        status=r[1],
-        owner=r[2],
-        started=r[3],
-        ended=r[4],
-        run_id=r[5],
-        recording=r[6],
-        messages=tuple(orjson.loads(r[7])),
-        answer=r[8],
-        note=r[9],
-    )
-
-
-def _item(r: Sequence[Any]) -> InboxItem:
-    return InboxItem(
-        id=r[0],
-        seq=r[1],
-        text=r[2],
-        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
-        posted=r[4],
-        interrupt=bool(r[5]),
-        turn=r[6],
-    )
-
-
 class _Tx(StoreTx):
     def __init__(self, conn: sqlite3.Connection, session_id: str, now: float) -> None:
         self.conn = conn
@@ -401,7 +356,7 @@ class _Tx(StoreTx):
         r = self.conn.execute(
             f"SELECT {_ROW} FROM af_sessions WHERE id = ?", (self.session_id,)
         ).fetchone()
-        return None if r is None else _row(r)
+        return None if r is None else session_row(r)
 
     def create(self, agent: str) -> SessionRow:
         row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
@@ -457,7 +412,7 @@ class _Tx(StoreTx):
 
     def pending(self) -> list[InboxItem]:
         return [
-            _item(r)
+            inbox_item(r)
             for r in self.conn.execute(
                 f"SELECT {_ITEM} FROM af_session_inbox WHERE session = ? AND turn IS NULL "
                 "ORDER BY seq",
@@ -470,7 +425,7 @@ class _Tx(StoreTx):
             f"SELECT {_ITEM} FROM af_session_inbox WHERE session = ? AND id = ?",
             (self.session_id, item_id),
         ).fetchone()
-        return None if r is None else _item(r)
+        return None if r is None else inbox_item(r)
 
     def consume(self, ids: Sequence[str], turn: int) -> None:
         self.conn.executemany(
@@ -511,11 +466,11 @@ class _Tx(StoreTx):
             f"SELECT {_TURN} FROM af_session_turns WHERE session = ? AND n = ?",
             (self.session_id, n),
         ).fetchone()
-        return None if r is None else _turn(r)
+        return None if r is None else turn_info(r)
 
     def turns(self) -> list[TurnInfo]:
         return [
-            _turn(r)
+            turn_info(r)
             for r in self.conn.execute(
                 f"SELECT {_TURN} FROM af_session_turns WHERE session = ? ORDER BY n",
                 (self.session_id,),

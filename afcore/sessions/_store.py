@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 
@@ -335,3 +335,53 @@ def _info(row: SessionRow, inbox: int, now: float) -> SessionInfo:
 def iter_chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+# Both stores select a table's columns in the order its dataclass declares them.
+
+
+def session_row(r: Sequence[Any]) -> SessionRow:
+    return SessionRow(
+        id=r[0],
+        agent=r[1],
+        created=r[2],
+        last_activity=r[3],
+        state=r[4],
+        owner=r[5],
+        since=r[6],
+        lease_until=r[7],
+        interrupt=bool(r[8]),
+        turns=r[9],
+        messages=r[10],
+        version=r[11],
+        inbox_seq=r[12],
+        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
+        last_run=r[14],
+    )
+
+
+def turn_info(r: Sequence[Any]) -> TurnInfo:
+    return TurnInfo(
+        n=r[0],
+        status=r[1],
+        owner=r[2],
+        started=r[3],
+        ended=r[4],
+        run_id=r[5],
+        recording=r[6],
+        messages=tuple(orjson.loads(r[7])),
+        answer=r[8],
+        note=r[9],
+    )
+
+
+def inbox_item(r: Sequence[Any]) -> InboxItem:
+    return InboxItem(
+        id=r[0],
+        seq=r[1],
+        text=r[2],
+        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
+        posted=r[4],
+        interrupt=bool(r[5]),
+        turn=r[6],
+    )
