@@ -66,7 +66,9 @@ def export(
     ] = False,
     calls: Annotated[
         str | None,
-        typer.Option("--calls", metavar="A-B", help="For --html: only calls A to B."),
+        typer.Option(
+            "--calls", metavar="A-B", help="For --html: only calls A to B (N: call N alone)."
+        ),
     ] = None,
     json_output: Annotated[
         bool,
