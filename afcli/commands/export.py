@@ -207,8 +207,9 @@ def _print(
             )
         )
     if report["dropped_lines"]:
+        n = len(report["dropped_lines"])
         console.print(
-            Text(f"  left out {plural(len(report['dropped_lines']), 'line')} that are not JSON")
+            Text(f"  left out {plural(n, 'line')} that {'is' if n == 1 else 'are'} not JSON")
         )
     ok = manifest["verify"]["ok"]
     console.print(
