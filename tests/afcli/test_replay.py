@@ -174,6 +174,7 @@ def test_diff_of_two_runs_lists_what_differs(invoke: Invoke) -> None:
 def test_diff_says_when_a_file_is_not_there(invoke: Invoke, tmp_path: Path) -> None:
     ran = invoke("diff", TRIP, tmp_path / "missing.jsonl")
     assert ran.code == 2
+    assert ran.err.strip() == f"error: no recording at {tmp_path / 'missing.jsonl'}"
 
 
 # -- hostile inputs -------------------------------------------------------------------------------
