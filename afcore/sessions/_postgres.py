@@ -23,20 +23,17 @@ import orjson
 from afcore.errors import SessionError, UsageError
 from afcore.sessions._store import (
     SCHEMA_VERSION,
-    InboxItem,
+    SESSION_COLUMNS,
     SessionInfo,
     SessionRow,
     SessionStore,
+    SqlTx,
     StoredMessage,
     StoreTx,
-    TurnInfo,
-    TurnStatus,
     _info,
     dump_message,
-    inbox_item,
-    load_message,
     session_row,
-    turn_info,
+    session_values,
 )
 
 if TYPE_CHECKING:
@@ -102,12 +99,6 @@ _SCHEMA = [
 ]
 _LOCK_SCHEMA = 0x61665F73  # an advisory lock key: two processes creating the tables take turns
 
-_ROW = (
-    "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
-    "messages, version, inbox_seq, open_calls, last_run"
-)
-_TURN = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
-_ITEM = "id, seq, body, principal, posted, interrupt, turn"
 _NOW = "extract(epoch from clock_timestamp())::float8"
 
 
@@ -236,7 +227,7 @@ class PostgresStore(SessionStore):
             with self._pool_().connection() as conn, conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY, ISOLATION LEVEL REPEATABLE READ")
                 rows = conn.execute(
-                    f"SELECT {_ROW} FROM af_sessions ORDER BY last_activity DESC"
+                    f"SELECT {SESSION_COLUMNS} FROM af_sessions ORDER BY last_activity DESC"
                 ).fetchall()
                 depth = dict(
                     conn.execute(
@@ -338,7 +329,9 @@ class PostgresStore(SessionStore):
             pool.close()
 
 
-class _Tx(StoreTx):
+class _Tx(SqlTx):
+    mark = "%s"
+
     def __init__(self, conn: psycopg.Connection[Any], session_id: str, *, lock: bool) -> None:
         self.conn = conn
         self.session_id = session_id
@@ -356,7 +349,7 @@ class _Tx(StoreTx):
     def session(self) -> SessionRow | None:
         # The clock is read with the row, once the row is ours: one round trip, not two.
         r = self.conn.execute(
-            f"SELECT {_ROW}, {_NOW} FROM af_sessions WHERE id = %s{self._lock}",
+            f"SELECT {SESSION_COLUMNS}, {_NOW} FROM af_sessions WHERE id = %s{self._lock}",
             (self.session_id,),
         ).fetchone()
         if r is None:
@@ -368,30 +361,13 @@ class _Tx(StoreTx):
     def create(self, agent: str) -> SessionRow:
         row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
         self.conn.execute(
-            f"INSERT INTO af_sessions ({_ROW}) VALUES ({', '.join(['%s'] * 15)}) "
+            f"INSERT INTO af_sessions ({SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 15)}) "
             "ON CONFLICT (id) DO NOTHING",
-            _values(row),
+            session_values(row),
         )
         created = self.session()  # ours, or the one another process created just now
         assert created is not None
         return created
-
-    def save(self, row: SessionRow) -> None:
-        self.conn.execute(
-            "UPDATE af_sessions SET last_activity = %s, state = %s, owner = %s, since = %s, "
-            "lease_until = %s, interrupt = %s, turns = %s, messages = %s, version = %s, "
-            "inbox_seq = %s, open_calls = %s, last_run = %s WHERE id = %s",
-            (*_values(row)[3:], row.id),
-        )
-
-    def transcript(self) -> list[StoredMessage]:
-        return [
-            StoredMessage(load_message(body), turn, note)
-            for turn, note, body in self.conn.execute(
-                "SELECT turn, note, body FROM af_session_messages WHERE session = %s ORDER BY n",
-                (self.session_id,),
-            )
-        ]
 
     def append(self, start: int, messages: Sequence[StoredMessage]) -> None:
         rows = [
@@ -407,110 +383,9 @@ class _Tx(StoreTx):
         else:
             self.conn.cursor().executemany(sql, rows)
 
-    def replace(self, messages: Sequence[StoredMessage]) -> None:
-        self.conn.execute("DELETE FROM af_session_messages WHERE session = %s", (self.session_id,))
-        self.append(1, messages)
-
-    def post(self, item: InboxItem) -> None:
-        self.conn.execute(
-            f"INSERT INTO af_session_inbox (session, {_ITEM}) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                self.session_id,
-                item.id,
-                item.seq,
-                item.text,
-                orjson.dumps(item.principal.to_json()).decode() if item.principal else None,
-                item.posted,
-                item.interrupt,
-                item.turn,
-            ),
-        )
-
-    def pending(self) -> list[InboxItem]:
-        return [
-            inbox_item(r)
-            for r in self.conn.execute(
-                f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s "
-                "AND turn IS NULL ORDER BY seq",
-                (self.session_id,),
-            )
-        ]
-
-    def item(self, item_id: str) -> InboxItem | None:
-        r = self.conn.execute(
-            f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s AND id = %s",
-            (self.session_id, item_id),
-        ).fetchone()
-        return None if r is None else inbox_item(r)
-
     def consume(self, ids: Sequence[str], turn: int) -> None:
         self.conn.execute(
             "UPDATE af_session_inbox SET turn = %s WHERE session = %s AND id = ANY(%s) "
             "AND turn IS NULL",
             (turn, self.session_id, list(ids)),
         )
-
-    def add_turn(self, turn: TurnInfo) -> None:
-        self.conn.execute(
-            f"INSERT INTO af_session_turns (session, {_TURN}) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                self.session_id,
-                turn.n,
-                turn.status,
-                turn.owner,
-                turn.started,
-                turn.ended,
-                turn.run_id,
-                turn.recording,
-                orjson.dumps(list(turn.messages)).decode(),
-                turn.answer,
-                turn.note,
-            ),
-        )
-
-    def end_turn(
-        self, n: int, *, status: TurnStatus, ended: float, answer: str, note: str | None
-    ) -> None:
-        self.conn.execute(
-            "UPDATE af_session_turns SET status = %s, ended = %s, answer = %s, note = %s "
-            "WHERE session = %s AND n = %s",
-            (status, ended, answer, note, self.session_id, n),
-        )
-
-    def turn(self, n: int) -> TurnInfo | None:
-        r = self.conn.execute(
-            f"SELECT {_TURN} FROM af_session_turns WHERE session = %s AND n = %s",
-            (self.session_id, n),
-        ).fetchone()
-        return None if r is None else turn_info(r)
-
-    def turns(self) -> list[TurnInfo]:
-        return [
-            turn_info(r)
-            for r in self.conn.execute(
-                f"SELECT {_TURN} FROM af_session_turns WHERE session = %s ORDER BY n",
-                (self.session_id,),
-            )
-        ]
-
-
-def _values(row: SessionRow) -> tuple[Any, ...]:
-    return (
-        row.id,
-        row.agent,
-        row.created,
-        row.last_activity,
-        row.state,
-        row.owner,
-        row.since,
-        row.lease_until,
-        row.interrupt,
-        row.turns,
-        row.messages,
-        row.version,
-        row.inbox_seq,
-        orjson.dumps(row.open_calls).decode(),
-        row.last_run,
-    )
