@@ -186,7 +186,8 @@ def _import_failure(e: BaseException, shown: str) -> BaseException:
         return e
     if isinstance(e, SyntaxError):
         where = _display_path(Path(e.filename)) if e.filename else shown
-        return LoadError(f"cannot load {shown}: syntax error in {where}, line {e.lineno}: {e.msg}")
+        at = f", line {e.lineno}" if e.lineno is not None else ""  # None: NUL bytes, say
+        return LoadError(f"cannot load {shown}: syntax error in {where}{at}: {e.msg}")
     missing = key_words(e)
     if missing is not None:
         return LoadError(f"cannot load {shown}: {missing}")

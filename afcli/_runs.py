@@ -159,7 +159,7 @@ def _stored(sid: str, spec: str | None) -> SessionRuns | None:
                 return None
             turns = tx.turns()
     except SessionError as e:
-        raise CliError(f"the session store fails: {e}", EXIT_FAILED) from None
+        raise CliError(str(e), EXIT_FAILED) from None  # it names the store and what failed
     found: list[TurnRun] = []
     gaps: list[str] = []
     previous: str | None = None

@@ -60,6 +60,10 @@ def test_debate_hears_both_sides_at_once_and_the_judge_reads_both() -> None:
     assert sides is not None and [b.name for b in sides.steps] == ["pro", "con"]
     said = result.state["sides"]
     assert said.startswith("PRO: Yes") and "\nCON: No" in said
+    judge = result.steps.find("judge")
+    assert judge is not None and judge.run is not None and judge.run.recording is not None
+    with rec.open_recording(judge.run.recording) as heard:
+        assert heard.message(1) == {"role": "user", "content": said}
 
 
 def test_swarm_goes_round_until_a_majority_agrees() -> None:

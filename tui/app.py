@@ -62,9 +62,13 @@ def make_lens_app(
         )
     if against is not None:
         open_recording(against, index=False).close()  # not a recording: said now
-    return LensApp(
-        open_recording(path, upto=PREFIX), follow=follow, session=session, against=against
-    )
+    try:
+        rec = open_recording(path, upto=PREFIX)
+    except RecordingFormatError:
+        # Its first line is longer than the prefix (a header with a very long config), or
+        # the file is no recording: read whole, it opens or says exactly what is wrong.
+        rec = open_recording(path)
+    return LensApp(rec, follow=follow, session=session, against=against)
 
 
 class LensApp(App[None]):

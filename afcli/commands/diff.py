@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,6 +10,7 @@ from afcli._errors import EXIT_FAILED, command
 from afcli._params import RunArg
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
 
     from afcli._render import Line, Printer
@@ -112,24 +113,10 @@ def _diff_flows(a: Path, b: Path) -> FlowDiff:
 
 
 def _print_flow(out: Printer, d: FlowDiff, width: int) -> None:
-    from pathlib import Path
-
-    from afcli._changes import SLOT_NAMES
     from afcli._render import Line
-    from afcore.readmodel import evidence_text, line, plural, safe
+    from afcore.readmodel import line, plural, safe
 
-    for label, side in (("a", d.a), ("b", d.b)):
-        out.print(
-            Line(
-                (f"{label}  ", "bold"),
-                safe(Path(side.path).name),
-                (
-                    f"  {plural(side.steps, 'step')} · {plural(side.calls, 'call')} · "
-                    f"{side.status or 'did not finish'}",
-                    "dim",
-                ),
-            )
-        )
+    _sides(out, d.a, d.b, "step")
     for step in d.steps:
         head = Line(
             ("step ", "bold"), (safe(step.path or "(top)"), "bold"), (f"  {step.kind}", "dim")
@@ -137,23 +124,7 @@ def _print_flow(out: Printer, d: FlowDiff, width: int) -> None:
         if step.only_in is not None:
             head.append(f"  ran only in {step.only_in}", "yellow")
         out.print(head)
-        slot = None
-        for change in step.changes:
-            if change.slot != slot:
-                slot = change.slot
-                out.print(Line("  ", (SLOT_NAMES.get(slot, slot), "cyan")))
-            _print_change(out, change, width, indent=4)
-            for label, key in (("a read", "reads_a"), ("b read", "reads_b")):
-                reads = change.where.get(key)
-                if isinstance(reads, dict) and reads:
-                    out.print(
-                        Line(
-                            "        ",
-                            (label.ljust(8), "dim"),
-                            "  ",
-                            line(evidence_text(reads), max(width - 20, 24)),
-                        )
-                    )
+        _print_changes(out, step.changes, width)
         if step.run_error is not None:
             out.print(Line("  ", ("✗ ", "red"), line(step.run_error, max(width - 4, 24))))
         if step.run is not None:
@@ -169,35 +140,11 @@ def _print_flow(out: Printer, d: FlowDiff, width: int) -> None:
                 _print_call(out, call, width)
             for change in run.end:
                 _print_change(out, change, width, indent=4)
-    if d.end:
-        out.print(Line(("end", "bold")))
-        for change in d.end:
-            _print_change(out, change, width)
-    if d.identical:
-        out.print(Line((f"identical: {plural(d.compared, 'step')}, the same ending", "bold green")))
-    else:
-        out.print(
-            Line(
-                (f"{len(d.steps)} of {plural(d.compared, 'step')} differ", "bold"),
-                ("" if not d.end else " · the endings differ", "bold"),
-            )
-        )
+    _ending(out, d, len(d.steps), "step", width)
 
 
 def _print(out: Printer, d: RunDiff, width: int) -> None:
-    from pathlib import Path
-
-    from afcli._render import Line
-    from afcore.readmodel import plural, safe
-
-    for label, side in (("a", d.a), ("b", d.b)):
-        out.print(
-            Line(
-                (f"{label}  ", "bold"),
-                safe(Path(side.path).name),
-                (f"  {plural(side.calls, 'call')} · {side.status or 'did not finish'}", "dim"),
-            )
-        )
+    _sides(out, d.a, d.b, "call")
     shown = 0
     for call in d.calls:
         if call.call > shown + 1:
@@ -206,17 +153,44 @@ def _print(out: Printer, d: RunDiff, width: int) -> None:
         shown = call.call
     if d.compared > shown:
         out.print(_same(shown + 1, d.compared))
+    _ending(out, d, len(d.calls), "call", width)
+
+
+def _sides(out: Printer, a: Any, b: Any, unit: str) -> None:
+    """The two recordings compared, a line each: name, size, how each ended."""
+    from pathlib import Path
+
+    from afcli._render import Line
+    from afcore.readmodel import plural, safe
+
+    for label, side in (("a", a), ("b", b)):
+        size = plural(side.calls, "call")
+        if unit == "step":
+            size = f"{plural(side.steps, 'step')} · {size}"
+        out.print(
+            Line(
+                (f"{label}  ", "bold"),
+                safe(Path(side.path).name),
+                (f"  {size} · {side.status or 'did not finish'}", "dim"),
+            )
+        )
+
+
+def _ending(out: Printer, d: RunDiff | FlowDiff, differing: int, unit: str, width: int) -> None:
+    """How the runs ended, if that differs, and the verdict."""
+    from afcli._render import Line
+    from afcore.readmodel import plural
+
     if d.end:
         out.print(Line(("end", "bold")))
         for change in d.end:
             _print_change(out, change, width)
-    differing = len(d.calls)
     if d.identical:
-        out.print(Line((f"identical: {plural(d.compared, 'call')}, the same ending", "bold green")))
+        out.print(Line((f"identical: {plural(d.compared, unit)}, the same ending", "bold green")))
     else:
         out.print(
             Line(
-                (f"{differing} of {plural(d.compared, 'call')} differ", "bold"),
+                (f"{differing} of {plural(d.compared, unit)} differ", "bold"),
                 ("" if not d.end else " · the endings differ", "bold"),
             )
         )
@@ -230,7 +204,6 @@ def _same(first: int, last: int) -> Line:
 
 
 def _print_call(out: Printer, c: CallDiff, width: int) -> None:
-    from afcli._changes import SLOT_NAMES
     from afcli._render import Line
     from afcore.readmodel import plural
 
@@ -240,12 +213,7 @@ def _print_call(out: Printer, c: CallDiff, width: int) -> None:
     elif c.same_request:
         head.append("  the same request", "dim")
     out.print(head)
-    slot = None
-    for change in c.changes:
-        if change.slot != slot and change.slot != "run":
-            slot = change.slot
-            out.print(Line("  ", (SLOT_NAMES.get(slot, slot), "cyan")))
-        _print_change(out, change, width, indent=4 if change.slot != "run" else 2)
+    _print_changes(out, c.changes, width)
     if c.carried:
         out.print(
             Line(
@@ -253,6 +221,34 @@ def _print_call(out: Printer, c: CallDiff, width: int) -> None:
                 (f"{plural(c.carried, 'difference')} carried from earlier calls", "dim"),
             )
         )
+
+
+def _print_changes(out: Printer, changes: Iterable[Change], width: int) -> None:
+    """A step's or a call's changes, under a heading for each slot (a change to the run as a
+    whole stands on its own), with what each side's predicates read where a decision
+    differs."""
+    from afcli._changes import SLOT_NAMES
+    from afcli._render import Line
+    from afcore.readmodel import evidence_text, line
+
+    slot = None
+    for change in changes:
+        whole = change.slot == "run"
+        if change.slot != slot and not whole:
+            slot = change.slot
+            out.print(Line("  ", (SLOT_NAMES.get(slot, slot), "cyan")))
+        _print_change(out, change, width, indent=2 if whole else 4)
+        for label, key in (("a read", "reads_a"), ("b read", "reads_b")):
+            reads = change.where.get(key)
+            if isinstance(reads, dict) and reads:
+                out.print(
+                    Line(
+                        "        ",
+                        (label.ljust(8), "dim"),
+                        "  ",
+                        line(evidence_text(reads), max(width - 20, 24)),
+                    )
+                )
 
 
 def _print_change(out: Printer, change: Change, width: int, indent: int = 2) -> None:

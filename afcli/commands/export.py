@@ -66,7 +66,9 @@ def export(
     ] = False,
     calls: Annotated[
         str | None,
-        typer.Option("--calls", metavar="A-B", help="For --html: only calls A to B."),
+        typer.Option(
+            "--calls", metavar="A-B", help="For --html: only calls A to B (N: call N alone)."
+        ),
     ] = None,
     json_output: Annotated[
         bool,
@@ -216,8 +218,9 @@ def _print(
             )
         )
     if report["dropped_lines"]:
+        n = len(report["dropped_lines"])
         console.print(
-            Text(f"  left out {plural(len(report['dropped_lines']), 'line')} that are not JSON")
+            Text(f"  left out {plural(n, 'line')} that {'is' if n == 1 else 'are'} not JSON")
         )
     ok = manifest["verify"]["ok"]
     console.print(

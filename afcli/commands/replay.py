@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from afcore import Agent
     from afcore.flows import Flow
     from afcore.recording import FlowRecording
-    from afcore.replay import FlowDivergence, FlowReplayReport, ReplayReport
+    from afcore.replay import Divergence, FlowDivergence, FlowReplayReport, ReplayReport
 
 __all__ = ["replay"]
 
@@ -82,7 +82,7 @@ def replay(
     identical"), 1 when it departs from the recording or cannot be run, 2 when the agent
     cannot be loaded.
     """
-    from afcli._render import err_console, print_json
+    from afcli._render import print_json
     from afcli._runs import resolve
     from afcore.recording import is_flow
     from afcore.replay import Tape
@@ -112,30 +112,12 @@ def replay(
     finally:
         tape.close()
     if not json_output:
-        from rich.text import Text
-
-        from afcore.readmodel import safe
-
-        err = err_console()
-        err.print(
-            Text.assemble(("replaying ", "dim"), safe(path.name), (" with ", "dim"), safe(spec)),
-            soft_wrap=True,
-        )
-        if loaded.name != made_by:
-            # Not an error (a renamed agent replays), but the likely cause of what follows.
-            err.print(
-                Text.assemble(
-                    ("note: ", "yellow"),
-                    f"the recording was made by agent {safe(made_by)!r}; this one is "
-                    f"{safe(loaded.name)!r}",
-                ),
-                soft_wrap=True,
-            )
+        _announce("agent", path.name, spec, made_by, loaded.name)
     report = run_replay(path, loaded, tools=mode, then_live=then_live, out=out)
     if json_output:
         print_json(report.to_json())
     else:
-        _print(report, run)
+        _print(report, run, path)
     if not report.ok:  # a difference, a failure, or a run the recording does not hold whole
         raise typer.Exit(EXIT_FAILED)
 
@@ -231,40 +213,19 @@ def _replay_flow(
     then_live: bool = False,
 ) -> None:
     from afcli._flows import open_flow_cli
-    from afcli._render import err_console, print_json
+    from afcli._render import print_json
     from afcore.replay import replay_flow
 
     recorded = open_flow_cli(path)
     chosen = spec or _flow_source(recorded)
     flow = _load_flow(chosen, spec is None, run, path)
     if not json_output:
-        from rich.text import Text
-
-        from afcore.readmodel import safe
-
-        err = err_console()
-        err.print(
-            Text.assemble(
-                ("replaying the flow run ", "dim"), safe(path.name), (" with ", "dim"), safe(chosen)
-            ),
-            soft_wrap=True,
-        )
-        made_by = recorded.header.flow.name
-        if flow.name != made_by:
-            # Not an error (a renamed flow replays), but the likely cause of what follows.
-            err.print(
-                Text.assemble(
-                    ("note: ", "yellow"),
-                    f"the recording was made by flow {safe(made_by)!r}; this one is "
-                    f"{safe(flow.name)!r}",
-                ),
-                soft_wrap=True,
-            )
+        _announce("flow", path.name, chosen, recorded.header.flow.name, flow.name)
     report = replay_flow(recorded, flow, tools=mode, then_live=then_live, out=out)
     if json_output:
         print_json(report.to_json())
     else:
-        _print_flow(report, run, path)
+        _print(report, run, path)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
 
@@ -327,31 +288,62 @@ def _load_flow(spec: str, from_header: bool, run: str, path: Path) -> Flow:
     return loaded
 
 
-def _print_flow(report: FlowReplayReport, run: str, path: Path) -> None:
+def _announce(kind: str, name: str, spec: str, made_by: str, loading: str) -> None:
+    """On stderr: what is replayed with what, and a note when the agent or flow loaded is
+    not the one the recording names (not an error, but the likely cause of what follows)."""
+    from rich.text import Text
+
+    from afcli._render import err_console
+    from afcore.readmodel import safe
+
+    err = err_console()
+    what = "replaying " if kind == "agent" else "replaying the flow run "
+    err.print(
+        Text.assemble((what, "dim"), safe(name), (" with ", "dim"), safe(spec)), soft_wrap=True
+    )
+    if loading != made_by:
+        err.print(
+            Text.assemble(
+                ("note: ", "yellow"),
+                f"the recording was made by {kind} {safe(made_by)!r}; this one is "
+                f"{safe(loading)!r}",
+            ),
+            soft_wrap=True,
+        )
+
+
+def _print(report: ReplayReport | FlowReplayReport, run: str, path: Path) -> None:
+    """An agent's replay and a flow's alike: the verdict, and for a divergence where it is
+    (a flow's: its step first), what each side holds there, the af why command for the
+    recorded side and what was identical before it."""
     from rich.text import Text
 
     from afcli._changes import SLOT_NAMES, change_lines
     from afcli._render import Line, Printer, err_console, out_console
     from afcore.readmodel import evidence_text, line, plural, safe
+    from afcore.replay import FlowDivergence, ReplayReport
 
     console = out_console()
     out = Printer(console)
     width = console.width or 100
     d = report.divergence
+    agent = isinstance(report, ReplayReport)
     if report.status == "identical":
         out.print(Line((report.summary(), "bold green" if report.ok else "bold yellow")))
-        if report.error:
+        if not agent and report.error:
             out.print(
                 Line(("  the flow ended on ", "dim"), safe(report.error), (", as recorded", "dim"))
             )
     elif report.status == "failed":
         out.print(Line(("failed: ", "bold red"), safe(report.error or "")))
     elif d is not None:
-        head = Line(
-            ("diverged ", "bold red"), "at ", ("step ", ""), (safe(d.step or "(top)"), "bold")
-        )
-        if d.call is not None:
-            head.append(f", call {d.call}")
+        head = Line(("diverged ", "bold red"), "at ")
+        if isinstance(d, FlowDivergence):
+            head.append("step ")
+            head.append(safe(d.step or "(top)"), "bold")
+            head.append("" if d.call is None else f", call {d.call}")
+        else:
+            head.append(f"call {d.call}")
         head.append(", ")
         head.append(SLOT_NAMES.get(d.slot, d.slot), "bold")
         out.print(head)
@@ -359,7 +351,7 @@ def _print_flow(report: FlowReplayReport, run: str, path: Path) -> None:
             d.kind, d.path, d.recorded, d.replayed, labels=("recorded", "replayed"), width=width
         ):
             out.print(row)
-        reads = d.where.get("reads_b")
+        reads = d.where.get("reads_b")  # a flow's decision: what its predicates read
         if isinstance(reads, dict) and reads:
             out.print(
                 Line(
@@ -367,21 +359,36 @@ def _print_flow(report: FlowReplayReport, run: str, path: Path) -> None:
                 )
             )
         if d.why_key is not None:
-            out.print(
-                Line("      ", ("why".ljust(8), "dim"), "  ", _flow_why(run, path, d)),
-                soft_wrap=True,
-            )
+            why = Line("      ", ("why".ljust(8), "dim"), "  ", _why(run, path, d))
+            out.print(why, soft_wrap=True)  # a command to copy: never broken
+        unit, before = (
+            ("call", report.identical_calls)
+            if isinstance(report, ReplayReport)
+            else ("step", report.steps)
+        )
         notes = [
-            f"{plural(report.steps, 'step')} identical before it"
-            if report.steps
-            else "the first step differs"
+            f"{plural(before, unit)} identical before it" if before else f"the first {unit} differs"
         ]
-        if report.identical_calls:
+        if not agent and report.identical_calls:
             notes.append(f"{plural(report.identical_calls, 'call')} identical")
         if d.others:
-            notes.append(f"{plural(d.others, 'more difference')} there")
+            at = f"at call {d.call}" if agent else "there"
+            notes.append(f"{plural(d.others, 'more difference')} {at}")
         out.print(Line(("  " + "; ".join(notes), "dim")))
-        if report.then_live:
+        if isinstance(report, ReplayReport):
+            if report.live_from is not None:
+                out.print(
+                    Line(
+                        ("  then live: ", "dim"),
+                        f"calls {report.live_from} to {report.calls} were answered by the "
+                        "agent's own provider",
+                    )
+                )
+            if report.error:
+                out.print(Line(("  the run ended on ", "dim"), safe(report.error)))
+            elif report.live_from is not None and report.answer:
+                out.print(Line(("  answer: ", "dim"), line(report.answer, max(width - 10, 24))))
+        elif report.then_live:
             live = report.live_steps
             said = (
                 f"the flow went on; {plural(len(live), 'agent step')} answered by their "
@@ -399,97 +406,25 @@ def _print_flow(report: FlowReplayReport, run: str, path: Path) -> None:
     if report.recording is not None:
         err.print(Text.assemble(("recording ", "dim"), safe(str(report.recording))), soft_wrap=True)
         if d is not None:
+            # An agent's replay is found by its run id; a flow's log by its path.
+            other = report.recording.stem if agent else str(report.recording)
             err.print(
-                Text.assemble(
-                    ("every difference: ", "dim"),
-                    f"af diff {safe(run)} {safe(str(report.recording))}",
-                ),
+                Text.assemble(("every difference: ", "dim"), f"af diff {safe(run)} {safe(other)}"),
                 soft_wrap=True,
             )
 
 
-def _flow_why(run: str, path: Path, d: FlowDivergence) -> str:
-    """The af why command for the recorded side: the flow's own keys are asked of its log,
-    a call's of the agent step's run."""
+def _why(run: str, path: Path, d: Divergence | FlowDivergence) -> str:
+    """The af why command for the recorded side: a flow's own keys are asked of its log, a
+    call's of the agent's run (an agent step's, beside the log); an injection's segment is
+    asked about at its call (the other keys name their place themselves)."""
     from afcore.readmodel import safe
+    from afcore.replay import FlowDivergence
 
     key = d.why_key or ""
-    if d.run is None:
-        return f"af why {safe(run)} {safe(key)}"
-    where = Path(run).parent if Path(run).is_file() else path.parent
-    file = (where / d.run).as_posix()
+    file = run
+    if isinstance(d, FlowDivergence) and d.run is not None:
+        where = Path(run).parent if Path(run).is_file() else path.parent
+        file = (where / d.run).as_posix()
     at = f" --at call:{d.call}" if key.startswith("system:") and d.call is not None else ""
     return f"af why {safe(file)} {safe(key)}{at}"
-
-
-def _print(report: ReplayReport, run: str) -> None:
-    from rich.text import Text
-
-    from afcli._changes import SLOT_NAMES, change_lines
-    from afcli._render import Line, Printer, err_console, out_console
-    from afcore.readmodel import line, plural, safe
-
-    console = out_console()
-    out = Printer(console)
-    width = console.width or 100
-    d = report.divergence
-    if report.status == "identical":
-        out.print(Line((report.summary(), "bold green" if report.ok else "bold yellow")))
-    elif report.status == "failed":
-        out.print(Line(("failed: ", "bold red"), safe(report.error or "")))
-    elif d is not None:
-        out.print(
-            Line(
-                ("diverged ", "bold red"),
-                f"at call {d.call}, ",
-                (SLOT_NAMES.get(d.slot, d.slot), "bold"),
-            )
-        )
-        for row in change_lines(
-            d.kind, d.path, d.recorded, d.replayed, labels=("recorded", "replayed"), width=width
-        ):
-            out.print(row)
-        if d.why_key is not None:
-            why = Line("      ", ("why".ljust(8), "dim"), "  ", _why(run, d.why_key, d.call))
-            out.print(why, soft_wrap=True)  # a command to copy: never broken
-        notes = [
-            f"{plural(report.identical_calls, 'call')} identical before it"
-            if report.identical_calls
-            else "the first call differs"
-        ]
-        if d.others:
-            notes.append(f"{plural(d.others, 'more difference')} at call {d.call}")
-        out.print(Line(("  " + "; ".join(notes), "dim")))
-        if report.live_from is not None:
-            out.print(
-                Line(
-                    ("  then live: ", "dim"),
-                    f"calls {report.live_from} to {report.calls} were answered by the agent's "
-                    "own provider",
-                )
-            )
-        if report.error:
-            out.print(Line(("  the run ended on ", "dim"), safe(report.error)))
-        elif report.live_from is not None and report.answer:
-            out.print(Line(("  answer: ", "dim"), line(report.answer, max(width - 10, 24))))
-    out.flush()
-    err = err_console()
-    if report.recording is not None:
-        err.print(Text.assemble(("recording ", "dim"), safe(str(report.recording))), soft_wrap=True)
-        if d is not None:
-            err.print(
-                Text.assemble(
-                    ("every difference: ", "dim"),
-                    f"af diff {safe(run)} {safe(report.recording.stem)}",
-                ),
-                soft_wrap=True,
-            )
-
-
-def _why(run: str, key: str, call: int) -> str:
-    """The af why command for the recorded side: an injection's segment is asked about at
-    the call (the other keys name their place themselves)."""
-    from afcore.readmodel import safe
-
-    at = f" --at call:{call}" if key.startswith("system:") else ""
-    return f"af why {safe(run)} {safe(key)}{at}"

@@ -83,9 +83,11 @@ def page_data(
         numbers = [n for n in rec.call_numbers if calls is None or calls[0] <= n <= calls[1]]
         if calls is not None and not numbers:
             last = max(rec.call_numbers, default=0)
+            asked = (
+                f"call {calls[0]}" if calls[0] == calls[1] else f"calls in {calls[0]}-{calls[1]}"
+            )
             raise PageTooLarge(
-                f"no calls in {calls[0]}-{calls[1]}: the run has "
-                + (f"calls 1 to {last}" if last else "no calls")
+                f"no {asked}: the run has " + (f"calls 1 to {last}" if last else "no calls")
             )
         messages: dict[int, dict[str, Any]] = {}
         system: dict[bytes, int] = {}

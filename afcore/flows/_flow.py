@@ -337,12 +337,13 @@ class Flow:
 
     def runnables(self) -> Iterator[Any]:
         """Every runnable under this flow, nested flows' too, depth first."""
-        for child in self._children():
+        for _, child in self._named():
             yield child
             if isinstance(child, Flow):
                 yield from child.runnables()
 
-    def _children(self) -> list[Any]:
+    def _named(self) -> list[tuple[str, Any]]:
+        """Each step it may run, with its name, in order."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -439,51 +440,13 @@ def _ended(
     )
 
 
-# -- Sequence -----------------------------------------------------------------------------
-
-
-class Sequence(Flow):
-    """Steps one after the other: each step is given the output of the step before it (the
-    first, the flow's message); the flow's output is the last step's."""
-
-    kind: StepKind = "sequence"
-
-    def __init__(self, name: str, recording: RecordingConfig | None, steps: list[tuple[str, Any]]):
-        super().__init__(name, recording)
-        self.steps = tuple(steps)
-
-    def _children(self) -> list[Any]:
-        return [r for _, r in self.steps]
-
-    @classmethod
-    def create(
-        cls, name: str = "sequence", *, record: bool | str | Path | RecordingConfig = True
-    ) -> SequenceBuilder:
-        return SequenceBuilder(name, record)
-
-    async def _body(
-        self, run: _Run, path: str, name: str, message: Any, turn: int | None
-    ) -> StepResult:
-        done: list[StepResult] = []
-        for step_name, runnable in self.steps:
-            step = await self._child(run, path, step_name, runnable, message, turn)
-            done.append(step)
-            if _failed(step):
-                return _ended(path, name, "sequence", step, done)
-            message = step.output
-        last = done[-1]
-        return StepResult(
-            path,
-            name,
-            "sequence",
-            "ok",
-            output=message,
-            steps=tuple(done),
-            produced_by=last.produced_by,
-        )
+# -- building -----------------------------------------------------------------------------
 
 
 class _Builder:
+    """A flow's ``create(name, record=...)`` is its builder class: ``record`` is True (the
+    recordings folder), False, a folder, or a RecordingConfig."""
+
     def __init__(self, name: str, record: bool | str | Path | RecordingConfig) -> None:
         self._name = _check_name(name, "create(name)")
         self._recording = _recording(record)
@@ -509,8 +472,13 @@ def _recording(record: bool | str | Path | RecordingConfig) -> RecordingConfig |
     raise UsageError(f"record= takes True, False, a folder or a RecordingConfig, got {record!r}")
 
 
+# -- Sequence -----------------------------------------------------------------------------
+
+
 class SequenceBuilder(_Builder):
-    def __init__(self, name: str, record: bool | str | Path | RecordingConfig) -> None:
+    def __init__(
+        self, name: str = "sequence", *, record: bool | str | Path | RecordingConfig = True
+    ) -> None:
         super().__init__(name, record)
         self._steps: list[tuple[str, Any]] = []
 
@@ -527,7 +495,73 @@ class SequenceBuilder(_Builder):
         return Sequence(self._name, self._recording, self._steps)
 
 
+class Sequence(Flow):
+    """Steps one after the other: each step is given the output of the step before it (the
+    first, the flow's message); the flow's output is the last step's."""
+
+    kind: StepKind = "sequence"
+
+    def __init__(self, name: str, recording: RecordingConfig | None, steps: list[tuple[str, Any]]):
+        super().__init__(name, recording)
+        self.steps = tuple(steps)
+
+    create = SequenceBuilder
+
+    def _named(self) -> list[tuple[str, Any]]:
+        return list(self.steps)
+
+    async def _body(
+        self, run: _Run, path: str, name: str, message: Any, turn: int | None
+    ) -> StepResult:
+        done: list[StepResult] = []
+        for step_name, runnable in self.steps:
+            step = await self._child(run, path, step_name, runnable, message, turn)
+            done.append(step)
+            if _failed(step):
+                return _ended(path, name, "sequence", step, done)
+            message = step.output
+        last = done[-1]
+        return StepResult(
+            path,
+            name,
+            "sequence",
+            "ok",
+            output=message,
+            steps=tuple(done),
+            produced_by=last.produced_by,
+        )
+
+
 # -- Parallel -----------------------------------------------------------------------------
+
+
+class ParallelBuilder(_Builder):
+    def __init__(
+        self, name: str = "parallel", *, record: bool | str | Path | RecordingConfig = True
+    ) -> None:
+        super().__init__(name, record)
+        self._branches: list[tuple[str, Any]] = []
+        self._merge: Merge | None = None
+
+    def branch(self, name: str, runnable: Runnable) -> Self:
+        """Add a branch: an agent, a flow, or a function of the flow's state."""
+        self._branches.append(
+            (self._add_name(name, "branch(...)"), _check_runnable(runnable, "branch(...)"))
+        )
+        return self
+
+    def merge_with(self, fn: Merge) -> Self:
+        """``fn(s, branches)`` -> the Parallel's output; ``branches`` maps each branch's
+        name to its result, failed ones included. It may write the state through ``s``."""
+        if not callable(fn):
+            raise UsageError(f"merge_with(...) takes a function, got {type(fn).__name__}")
+        self._merge = fn
+        return self
+
+    def build(self) -> Parallel:
+        if not self._branches:
+            raise UsageError("a Parallel needs at least one branch(...)")
+        return Parallel(self._name, self._recording, self._branches, self._merge)
 
 
 class Parallel(Flow):
@@ -551,14 +585,10 @@ class Parallel(Flow):
         self.branches = tuple(branches)
         self.merge = merge
 
-    def _children(self) -> list[Any]:
-        return [r for _, r in self.branches]
+    create = ParallelBuilder
 
-    @classmethod
-    def create(
-        cls, name: str = "parallel", *, record: bool | str | Path | RecordingConfig = True
-    ) -> ParallelBuilder:
-        return ParallelBuilder(name, record)
+    def _named(self) -> list[tuple[str, Any]]:
+        return list(self.branches)
 
     async def _body(
         self, run: _Run, path: str, name: str, message: Any, turn: int | None
@@ -639,34 +669,43 @@ def _said(step: StepResult) -> str:
     return step.status
 
 
-class ParallelBuilder(_Builder):
-    def __init__(self, name: str, record: bool | str | Path | RecordingConfig) -> None:
-        super().__init__(name, record)
-        self._branches: list[tuple[str, Any]] = []
-        self._merge: Merge | None = None
+# -- Conditional --------------------------------------------------------------------------
 
-    def branch(self, name: str, runnable: Runnable) -> Self:
-        """Add a branch: an agent, a flow, or a function of the flow's state."""
-        self._branches.append(
-            (self._add_name(name, "branch(...)"), _check_runnable(runnable, "branch(...)"))
+
+class ConditionalBuilder(_Builder):
+    def __init__(
+        self, name: str = "conditional", *, record: bool | str | Path | RecordingConfig = True
+    ) -> None:
+        super().__init__(name, record)
+        self._whens: list[tuple[str, Predicate, Any]] = []
+        self._otherwise: tuple[str, Any] | None = None
+
+    def when(self, name: str, predicate: Predicate, runnable: Runnable) -> Self:
+        """A branch: ``runnable`` runs when ``predicate(s)`` returns True (the first that
+        does, in the order given)."""
+        if not callable(predicate):
+            raise UsageError(
+                f"when(...) takes a predicate function, got {type(predicate).__name__}"
+            )
+        self._whens.append(
+            (self._add_name(name, "when(...)"), predicate, _check_runnable(runnable, "when(...)"))
         )
         return self
 
-    def merge_with(self, fn: Merge) -> Self:
-        """``fn(s, branches)`` -> the Parallel's output; ``branches`` maps each branch's
-        name to its result, failed ones included. It may write the state through ``s``."""
-        if not callable(fn):
-            raise UsageError(f"merge_with(...) takes a function, got {type(fn).__name__}")
-        self._merge = fn
+    def otherwise(self, name: str, runnable: Runnable) -> Self:
+        """What runs when no predicate holds."""
+        if self._otherwise is not None:
+            raise UsageError("a Conditional has one otherwise(...)")
+        self._otherwise = (
+            self._add_name(name, "otherwise(...)"),
+            _check_runnable(runnable, "otherwise(...)"),
+        )
         return self
 
-    def build(self) -> Parallel:
-        if not self._branches:
-            raise UsageError("a Parallel needs at least one branch(...)")
-        return Parallel(self._name, self._recording, self._branches, self._merge)
-
-
-# -- Conditional --------------------------------------------------------------------------
+    def build(self) -> Conditional:
+        if not self._whens:
+            raise UsageError("a Conditional needs at least one when(...)")
+        return Conditional(self._name, self._recording, self._whens, self._otherwise)
 
 
 class Conditional(Flow):
@@ -687,15 +726,11 @@ class Conditional(Flow):
         self.whens = tuple(whens)
         self.otherwise = otherwise
 
-    def _children(self) -> list[Any]:
-        out = [r for _, _, r in self.whens]
-        return out + [self.otherwise[1]] if self.otherwise is not None else out
+    create = ConditionalBuilder
 
-    @classmethod
-    def create(
-        cls, name: str = "conditional", *, record: bool | str | Path | RecordingConfig = True
-    ) -> ConditionalBuilder:
-        return ConditionalBuilder(name, record)
+    def _named(self) -> list[tuple[str, Any]]:
+        out = [(n, r) for n, _, r in self.whens]
+        return out + [self.otherwise] if self.otherwise is not None else out
 
     async def _body(
         self, run: _Run, path: str, name: str, message: Any, turn: int | None
@@ -749,41 +784,47 @@ class Conditional(Flow):
         )
 
 
-class ConditionalBuilder(_Builder):
-    def __init__(self, name: str, record: bool | str | Path | RecordingConfig) -> None:
-        super().__init__(name, record)
-        self._whens: list[tuple[str, Predicate, Any]] = []
-        self._otherwise: tuple[str, Any] | None = None
+# -- Loop ---------------------------------------------------------------------------------
 
-    def when(self, name: str, predicate: Predicate, runnable: Runnable) -> Self:
-        """A branch: ``runnable`` runs when ``predicate(s)`` returns True (the first that
-        does, in the order given)."""
+
+class LoopBuilder(_Builder):
+    def __init__(
+        self, name: str = "loop", *, record: bool | str | Path | RecordingConfig = True
+    ) -> None:
+        super().__init__(name, record)
+        self._body: tuple[str, Any] | None = None
+        self._until: Predicate | None = None
+        self._limit = _DEFAULT_MAX
+
+    def repeat(self, runnable: Runnable, *, name: str | None = None) -> Self:
+        """The body: an agent, a flow or a function of the state; ``name``: its step name
+        (default: the agent's, flow's or function's name)."""
+        _check_runnable(runnable, "repeat(...)")
+        self._body = (_check_name(name or runnable_name(runnable), "repeat(name=...)"), runnable)
+        return self
+
+    def until(self, predicate: Predicate) -> Self:
+        """Asked after each turn: True ends the loop."""
         if not callable(predicate):
             raise UsageError(
-                f"when(...) takes a predicate function, got {type(predicate).__name__}"
+                f"until(...) takes a predicate function, got {type(predicate).__name__}"
             )
-        self._whens.append(
-            (self._add_name(name, "when(...)"), predicate, _check_runnable(runnable, "when(...)"))
-        )
+        self._until = predicate
         return self
 
-    def otherwise(self, name: str, runnable: Runnable) -> Self:
-        """What runs when no predicate holds."""
-        if self._otherwise is not None:
-            raise UsageError("a Conditional has one otherwise(...)")
-        self._otherwise = (
-            self._add_name(name, "otherwise(...)"),
-            _check_runnable(runnable, "otherwise(...)"),
-        )
+    def max_iterations(self, n: int) -> Self:
+        """At most ``n`` turns (default 10)."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise UsageError(
+                f"max_iterations(...) takes a whole number of turns, at least 1, got {n!r}"
+            )
+        self._limit = n
         return self
 
-    def build(self) -> Conditional:
-        if not self._whens:
-            raise UsageError("a Conditional needs at least one when(...)")
-        return Conditional(self._name, self._recording, self._whens, self._otherwise)
-
-
-# -- Loop ---------------------------------------------------------------------------------
+    def build(self) -> Loop:
+        if self._body is None:
+            raise UsageError("a Loop needs repeat(...)")
+        return Loop(self._name, self._recording, self._body, self._until, self._limit)
 
 
 class Loop(Flow):
@@ -808,14 +849,10 @@ class Loop(Flow):
         self.until = until
         self.limit = limit
 
-    def _children(self) -> list[Any]:
-        return [self.body[1]]
+    create = LoopBuilder
 
-    @classmethod
-    def create(
-        cls, name: str = "loop", *, record: bool | str | Path | RecordingConfig = True
-    ) -> LoopBuilder:
-        return LoopBuilder(name, record)
+    def _named(self) -> list[tuple[str, Any]]:
+        return [self.body]
 
     async def _body(
         self, run: _Run, path: str, name: str, message: Any, turn: int | None
@@ -867,44 +904,6 @@ class Loop(Flow):
             decisions=tuple(decisions),
             produced_by=done[-1].produced_by,
         )
-
-
-class LoopBuilder(_Builder):
-    def __init__(self, name: str, record: bool | str | Path | RecordingConfig) -> None:
-        super().__init__(name, record)
-        self._body: tuple[str, Any] | None = None
-        self._until: Predicate | None = None
-        self._limit = _DEFAULT_MAX
-
-    def repeat(self, runnable: Runnable, *, name: str | None = None) -> Self:
-        """The body: an agent, a flow or a function of the state; ``name``: its step name
-        (default: the agent's, flow's or function's name)."""
-        _check_runnable(runnable, "repeat(...)")
-        self._body = (_check_name(name or runnable_name(runnable), "repeat(name=...)"), runnable)
-        return self
-
-    def until(self, predicate: Predicate) -> Self:
-        """Asked after each turn: True ends the loop."""
-        if not callable(predicate):
-            raise UsageError(
-                f"until(...) takes a predicate function, got {type(predicate).__name__}"
-            )
-        self._until = predicate
-        return self
-
-    def max_iterations(self, n: int) -> Self:
-        """At most ``n`` turns (default 10)."""
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise UsageError(
-                f"max_iterations(...) takes a whole number of turns, at least 1, got {n!r}"
-            )
-        self._limit = n
-        return self
-
-    def build(self) -> Loop:
-        if self._body is None:
-            raise UsageError("a Loop needs repeat(...)")
-        return Loop(self._name, self._recording, self._body, self._until, self._limit)
 
 
 # -- the result ---------------------------------------------------------------------------
@@ -971,15 +970,5 @@ def describe(runnable: Any, name: str) -> FlowNode:
         return FlowNode(name=name, kind="agent", agent=runnable.name, source=runnable.source)
     if not isinstance(runnable, Flow):
         return FlowNode(name=name, kind="function", source=getattr(runnable, "__qualname__", None))
-    steps: list[FlowNode] = []
-    if isinstance(runnable, Sequence):
-        steps = [describe(r, n) for n, r in runnable.steps]
-    elif isinstance(runnable, Parallel):
-        steps = [describe(r, n) for n, r in runnable.branches]
-    elif isinstance(runnable, Conditional):
-        steps = [describe(r, n) for n, _, r in runnable.whens]
-        if runnable.otherwise is not None:
-            steps.append(describe(runnable.otherwise[1], runnable.otherwise[0]))
-    elif isinstance(runnable, Loop):
-        steps = [describe(runnable.body[1], runnable.body[0])]
+    steps = [describe(r, n) for n, r in runnable._named()]
     return FlowNode(name=name, kind=runnable.kind, steps=steps)

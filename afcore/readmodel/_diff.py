@@ -273,7 +273,13 @@ class _Side:
     and where it came from, each slot list's entries."""
 
     def __init__(self, rec: Recording) -> None:
+        from afcore.recording._hashing import V11
+
         self.rec = rec
+        self._current = rec.scheme is V11
+        """its ids are made as a new recording's are; a 1.0 file's (64 hex digits) are not,
+        and are compared by the id its value has today (a replay of it is a new file)"""
+        self._same: dict[str, str] = {}
         self._writes: dict[int, dict[str, Any]] = {}
         """line -> its writes by key"""
         self._lists: dict[str, list[Any]] = {}
@@ -302,10 +308,26 @@ class _Side:
         found = self._refs.get(n)
         if found is None:
             try:
-                found = self.rec.message_ref(n)
+                found = self.id(self.rec.message_ref(n))
             except (IndexError, KeyError):
                 found = ""
             self._refs[n] = found
+        return found
+
+    def id(self, ref: str) -> str:
+        """The id a value stored under ``ref`` has in a new recording: what tells two values
+        apart across two files."""
+        if self._current or not ref:
+            return ref
+        found = self._same.get(ref)
+        if found is None:
+            from afcore.recording import content_hash
+
+            try:
+                found = content_hash(self.rec.blob(ref))
+            except KeyError:
+                found = ref
+            self._same[ref] = found
         return found
 
     def message_source(self, n: int) -> dict[str, Any]:
@@ -369,6 +391,8 @@ class _Side:
 
     def tool_result(self, name: str, k: int) -> tuple[str, str, Any] | None:
         """The k-th call of tool ``name``: (its status, its result's hash, its result)."""
+        from afcore.recording import content_hash
+
         line = self.rec.tool_line(f"{name}#{k}")
         if line is None:
             return None
@@ -377,7 +401,8 @@ class _Side:
         status = commit.tool.status if commit.tool is not None else "?"
         if write is None:
             return status, "", None
-        return status, _write_id(write, self.value(write)), self.value(write)
+        value = self.value(write)
+        return status, self.id(write.ref) if write.ref is not None else content_hash(value), value
 
     def value(self, write: Any) -> Any:
         """A write's value, held inline (1.1) or in a blob."""
@@ -385,13 +410,6 @@ class _Side:
             return self.rec.value(write)
         except (KeyError, ValueError):
             return None
-
-
-def _write_id(write: Any, value: Any) -> str:
-    """What tells two writes' values apart: the blob's id, or an inline value's hash."""
-    from afcore.recording import content_hash
-
-    return str(write.ref) if write.ref is not None else content_hash(value)
 
 
 def _segment_hash(seg: Segment) -> str:
@@ -464,7 +482,8 @@ def _system(a: _Side, b: _Side, ca: Call, cb: Call, n: int, out: list[Change]) -
     if ca.system == cb.system:
         return
     sa, sb = a.segments(ca), b.segments(cb)
-    ha, hb = [_segment_hash(s) for s in sa], [_segment_hash(s) for s in sb]
+    ha = [a.id(_segment_hash(s)) if s.ref else _segment_hash(s) for s in sa]
+    hb = [b.id(_segment_hash(s)) if s.ref else _segment_hash(s) for s in sb]
     for tag, i, j in _aligned(ha, hb, [_owner(s) for s in sa], [_owner(s) for s in sb]):
         seg_a = sa[i] if i is not None else None
         seg_b = sb[j] if j is not None else None
@@ -549,10 +568,12 @@ def _tools(a: _Side, b: _Side, ca: Call, cb: Call, n: int, out: list[Change]) ->
     why = f"tools@{n}"
     for name in [*ta, *(x for x in tb if x not in ta)]:
         one, two = ta.get(name), tb.get(name)
-        if one is not None and two is not None and one.ref == two.ref:
+        id_a = a.id(one.ref) if one is not None else None
+        id_b = b.id(two.ref) if two is not None else None
+        if one is not None and id_a == id_b:
             continue
         where: dict[str, Any] = {"tool": name}
-        identity = (name, one.ref if one else None, two.ref if two else None)
+        identity = (name, id_a, id_b)
         shown = one if one is not None else two
         assert shown is not None
         if shown.source.id:

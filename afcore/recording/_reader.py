@@ -617,6 +617,7 @@ class Recording:
         idx = self._index
         if not idx.starts or idx.kinds[0] in (_BAD, _BLANK):
             first = self.problems[0].message if self.problems else "no complete first line"
+            first = first.removesuffix("; skipped")  # nothing is read past a bad header
             raise RecordingFormatError(
                 f"{self.path} is not an af recording: line 1: {first}", path=self.path, line=1
             )

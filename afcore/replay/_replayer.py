@@ -35,6 +35,7 @@ from afcore.recording import (
     ToolStatus,
     open_recording,
 )
+from afcore.recording._hashing import V11
 from afcore.replay._report import Divergence
 from afcore.replay._tape import Tape
 from afcore.secrets import as_recorded
@@ -116,8 +117,10 @@ class Replayer:
             )
             return provider
         if recorded.hash != hash or not self._same_attempt(call, attempt):
-            self._diverge(self._request_divergence(call, recorded.hash, hash))
-            return provider
+            found = self._request_divergence(call, recorded.hash, hash)
+            if found is not None:
+                self._diverge(found)
+                return provider
         self.identical = call  # sent as recorded, whether or not an answer was recorded
         outcome = self.tape.outcome(call)
         if outcome is None:
@@ -136,9 +139,12 @@ class Replayer:
             return False
         return bool(_attempt_json(recorded) == _attempt_json(attempt))
 
-    def _request_divergence(self, call: int, recorded: str, replayed: str) -> Divergence:
-        """The first difference of call ``call``, compared part by part in the two files."""
+    def _request_divergence(self, call: int, recorded: str, replayed: str) -> Divergence | None:
+        """The first difference of call ``call``, compared part by part in the two files.
+        None: there is none, and the hashes differ only because the recording's are made
+        another way (a 1.0 file's ids and hashes are 64 hex digits)."""
         changes: list[Change] = []
+        compared = False
         if self.path is not None:
             try:
                 with open_recording(self.path) as mine:
@@ -147,8 +153,11 @@ class Replayer:
                         for c in diff_call(self.tape.rec, mine, call).changes
                         if c.slot in _REQUEST
                     ]
+                compared = True
             except (RecordingError, OSError, KeyError, IndexError, ValueError):
                 changes = []
+        if not changes and compared and self.tape.rec.scheme is not V11:
+            return None
         if not changes:  # the parts could not be read: the hashes say it all the same
             return Divergence(
                 call=call,

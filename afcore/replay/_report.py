@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from afcore.readmodel import Change
+from afcore.readmodel import Change, plural
 
 __all__ = ["Divergence", "FlowDivergence", "FlowReplayReport", "ReplayReport", "ReplayStatus"]
 
@@ -58,29 +58,10 @@ class Divergence:
 
     def describe(self) -> str:
         """One line: where, and what happened there."""
-        what = {"added": "only in the replay", "removed": "only in the recording"}.get(
-            self.kind, "differs"
-        )
-        slot = {
-            "tool_result": "tool result",
-            "tool_args": "tool arguments",
-            "run": "run",
-            "messages": "messages",
-        }.get(self.slot, self.slot)
-        return f"call {self.call}, {slot}, {self.path}: {what}"
+        return _describe(f"call {self.call}", self.slot, self.path, self.kind)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "call": self.call,
-            "slot": self.slot,
-            "path": self.path,
-            "kind": self.kind,
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-            "why_key": self.why_key,
-            "where": self.where,
-            "others": self.others,
-        }
+        return _as_json(self)
 
 
 @dataclass(slots=True)
@@ -129,7 +110,7 @@ class ReplayReport:
     def summary(self) -> str:
         """``23 calls, identical``; ``diverged at call 5, ...``; ``failed: ...``."""
         if self.status == "identical":
-            calls = f"{self.calls} call{'s' if self.calls != 1 else ''}"
+            calls = plural(self.calls, "call")
             text = f"{calls}, identical"
             if not self.finished and self.ended_at is None:
                 # Every call it holds was answered: only its ending is missing.
@@ -150,20 +131,7 @@ class ReplayReport:
         return f"failed: {self.error}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "calls": self.calls,
-            "identical_calls": self.identical_calls,
-            "divergence": None if self.divergence is None else self.divergence.to_json(),
-            "recording": None if self.recording is None else str(self.recording),
-            "replay_of": str(self.replay_of),
-            "live_from": self.live_from,
-            "ended_at": self.ended_at,
-            "error": self.error,
-            "resumed": self.resumed,
-            "paused": self.paused,
-            "finished": self.finished,
-        }
+        return _as_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,29 +197,11 @@ class FlowDivergence:
         """One line: where, and what happened there."""
         step = f"step {self.step}" if self.step else "the top flow"
         if self.call is not None:
-            inner = Divergence(
-                self.call, self.slot, self.path, self.kind, self.recorded, self.replayed, None
-            )
-            return f"{step}, {inner.describe()}"
-        what = {"added": "only in the replay", "removed": "only in the recording"}.get(
-            self.kind, "differs"
-        )
-        return f"{step}, {self.slot}, {self.path}: {what}"
+            return f"{step}, {_describe(f'call {self.call}', self.slot, self.path, self.kind)}"
+        return _describe(step, self.slot, self.path, self.kind)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "call": self.call,
-            "slot": self.slot,
-            "path": self.path,
-            "kind": self.kind,
-            "recorded": self.recorded,
-            "replayed": self.replayed,
-            "why_key": self.why_key,
-            "run": self.run,
-            "where": self.where,
-            "others": self.others,
-        }
+        return _as_json(self)
 
 
 @dataclass(slots=True)
@@ -295,7 +245,7 @@ class FlowReplayReport:
         """``4 steps, 2 calls, identical``; ``diverged at step route, ...``; ``failed: ...``."""
         if self.status == "identical":
             steps = f"{self.steps} step{'s' if self.steps != 1 else ''}"
-            calls = f"{self.calls} call{'s' if self.calls != 1 else ''}"
+            calls = plural(self.calls, "call")
             if self.ended_at is not None or not self.finished:
                 where = f" in step {self.ended_at}" if self.ended_at else ""
                 return (
@@ -308,18 +258,23 @@ class FlowReplayReport:
         return f"failed: {self.error}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "steps": self.steps,
-            "calls": self.calls,
-            "identical_calls": self.identical_calls,
-            "divergence": None if self.divergence is None else self.divergence.to_json(),
-            "recording": None if self.recording is None else str(self.recording),
-            "replay_of": str(self.replay_of),
-            "ended_at": self.ended_at,
-            "error": self.error,
-            "finished": self.finished,
-            "then_live": self.then_live,
-            "live_steps": self.live_steps,
-            "answer": self.answer,
-        }
+        return _as_json(self)
+
+
+def _describe(at: str, slot: str, path: str, kind: str) -> str:
+    what = {"added": "only in the replay", "removed": "only in the recording"}.get(kind, "differs")
+    words = {"tool_result": "tool result", "tool_args": "tool arguments"}
+    return f"{at}, {words.get(slot, slot)}, {path}: {what}"
+
+
+def _as_json(report: Any) -> dict[str, Any]:
+    """Every field as JSON: paths as text, a divergence as its own JSON."""
+    out: dict[str, Any] = {}
+    for f in fields(report):
+        value = getattr(report, f.name)
+        if isinstance(value, Path):
+            value = str(value)
+        elif isinstance(value, Divergence | FlowDivergence):
+            value = value.to_json()
+        out[f.name] = value
+    return out

@@ -21,20 +21,19 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from afcore.errors import SessionError, UsageError
-from afcore.sessions._caller import Principal
 from afcore.sessions._store import (
     SCHEMA_VERSION,
-    InboxItem,
+    SESSION_COLUMNS,
     SessionInfo,
     SessionRow,
     SessionStore,
+    SqlTx,
     StoredMessage,
     StoreTx,
-    TurnInfo,
-    TurnStatus,
     _info,
     dump_message,
-    load_message,
+    session_row,
+    session_values,
 )
 
 if TYPE_CHECKING:
@@ -100,12 +99,6 @@ _SCHEMA = [
 ]
 _LOCK_SCHEMA = 0x61665F73  # an advisory lock key: two processes creating the tables take turns
 
-_ROW = (
-    "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
-    "messages, version, inbox_seq, open_calls, last_run"
-)
-_TURN = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
-_ITEM = "id, seq, body, principal, posted, interrupt, turn"
 _NOW = "extract(epoch from clock_timestamp())::float8"
 
 
@@ -234,7 +227,7 @@ class PostgresStore(SessionStore):
             with self._pool_().connection() as conn, conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY, ISOLATION LEVEL REPEATABLE READ")
                 rows = conn.execute(
-                    f"SELECT {_ROW} FROM af_sessions ORDER BY last_activity DESC"
+                    f"SELECT {SESSION_COLUMNS} FROM af_sessions ORDER BY last_activity DESC"
                 ).fetchall()
                 depth = dict(
                     conn.execute(
@@ -246,7 +239,7 @@ class PostgresStore(SessionStore):
         except psycopg.Error as e:
             raise self._failed(e) from e
         now = float(clock[0]) if clock is not None else 0.0
-        return [_info(r, depth.get(r.id, 0), now) for r in map(_row, rows)]
+        return [_info(r, depth.get(r.id, 0), now) for r in map(session_row, rows)]
 
     def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
         import psycopg
@@ -336,54 +329,9 @@ class PostgresStore(SessionStore):
             pool.close()
 
 
-def _row(r: Sequence[Any]) -> SessionRow:
-    return SessionRow(
-        id=r[0],
-        agent=r[1],
-        created=r[2],
-        last_activity=r[3],
-        state=r[4],
-        owner=r[5],
-        since=r[6],
-        lease_until=r[7],
-        interrupt=bool(r[8]),
-        turns=r[9],
-        messages=r[10],
-        version=r[11],
-        inbox_seq=r[12],
-        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
-        last_run=r[14],
-    )
+class _Tx(SqlTx):
+    mark = "%s"
 
-
-def _turn(r: Sequence[Any]) -> TurnInfo:
-    return TurnInfo(
-        n=r[0],
-        status=r[1],
-        owner=r[2],
-        started=r[3],
-        ended=r[4],
-        run_id=r[5],
-        recording=r[6],
-        messages=tuple(orjson.loads(r[7])),
-        answer=r[8],
-        note=r[9],
-    )
-
-
-def _item(r: Sequence[Any]) -> InboxItem:
-    return InboxItem(
-        id=r[0],
-        seq=r[1],
-        text=r[2],
-        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
-        posted=r[4],
-        interrupt=bool(r[5]),
-        turn=r[6],
-    )
-
-
-class _Tx(StoreTx):
     def __init__(self, conn: psycopg.Connection[Any], session_id: str, *, lock: bool) -> None:
         self.conn = conn
         self.session_id = session_id
@@ -401,42 +349,25 @@ class _Tx(StoreTx):
     def session(self) -> SessionRow | None:
         # The clock is read with the row, once the row is ours: one round trip, not two.
         r = self.conn.execute(
-            f"SELECT {_ROW}, {_NOW} FROM af_sessions WHERE id = %s{self._lock}",
+            f"SELECT {SESSION_COLUMNS}, {_NOW} FROM af_sessions WHERE id = %s{self._lock}",
             (self.session_id,),
         ).fetchone()
         if r is None:
             return None
         if self._now is None:
             self._now = float(r[-1])
-        return _row(r)
+        return session_row(r)
 
     def create(self, agent: str) -> SessionRow:
         row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
         self.conn.execute(
-            f"INSERT INTO af_sessions ({_ROW}) VALUES ({', '.join(['%s'] * 15)}) "
+            f"INSERT INTO af_sessions ({SESSION_COLUMNS}) VALUES ({', '.join(['%s'] * 15)}) "
             "ON CONFLICT (id) DO NOTHING",
-            _values(row),
+            session_values(row),
         )
         created = self.session()  # ours, or the one another process created just now
         assert created is not None
         return created
-
-    def save(self, row: SessionRow) -> None:
-        self.conn.execute(
-            "UPDATE af_sessions SET last_activity = %s, state = %s, owner = %s, since = %s, "
-            "lease_until = %s, interrupt = %s, turns = %s, messages = %s, version = %s, "
-            "inbox_seq = %s, open_calls = %s, last_run = %s WHERE id = %s",
-            (*_values(row)[3:], row.id),
-        )
-
-    def transcript(self) -> list[StoredMessage]:
-        return [
-            StoredMessage(load_message(body), turn, note)
-            for turn, note, body in self.conn.execute(
-                "SELECT turn, note, body FROM af_session_messages WHERE session = %s ORDER BY n",
-                (self.session_id,),
-            )
-        ]
 
     def append(self, start: int, messages: Sequence[StoredMessage]) -> None:
         rows = [
@@ -452,110 +383,9 @@ class _Tx(StoreTx):
         else:
             self.conn.cursor().executemany(sql, rows)
 
-    def replace(self, messages: Sequence[StoredMessage]) -> None:
-        self.conn.execute("DELETE FROM af_session_messages WHERE session = %s", (self.session_id,))
-        self.append(1, messages)
-
-    def post(self, item: InboxItem) -> None:
-        self.conn.execute(
-            f"INSERT INTO af_session_inbox (session, {_ITEM}) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                self.session_id,
-                item.id,
-                item.seq,
-                item.text,
-                orjson.dumps(item.principal.to_json()).decode() if item.principal else None,
-                item.posted,
-                item.interrupt,
-                item.turn,
-            ),
-        )
-
-    def pending(self) -> list[InboxItem]:
-        return [
-            _item(r)
-            for r in self.conn.execute(
-                f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s "
-                "AND turn IS NULL ORDER BY seq",
-                (self.session_id,),
-            )
-        ]
-
-    def item(self, item_id: str) -> InboxItem | None:
-        r = self.conn.execute(
-            f"SELECT {_ITEM} FROM af_session_inbox WHERE session = %s AND id = %s",
-            (self.session_id, item_id),
-        ).fetchone()
-        return None if r is None else _item(r)
-
     def consume(self, ids: Sequence[str], turn: int) -> None:
         self.conn.execute(
             "UPDATE af_session_inbox SET turn = %s WHERE session = %s AND id = ANY(%s) "
             "AND turn IS NULL",
             (turn, self.session_id, list(ids)),
         )
-
-    def add_turn(self, turn: TurnInfo) -> None:
-        self.conn.execute(
-            f"INSERT INTO af_session_turns (session, {_TURN}) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                self.session_id,
-                turn.n,
-                turn.status,
-                turn.owner,
-                turn.started,
-                turn.ended,
-                turn.run_id,
-                turn.recording,
-                orjson.dumps(list(turn.messages)).decode(),
-                turn.answer,
-                turn.note,
-            ),
-        )
-
-    def end_turn(
-        self, n: int, *, status: TurnStatus, ended: float, answer: str, note: str | None
-    ) -> None:
-        self.conn.execute(
-            "UPDATE af_session_turns SET status = %s, ended = %s, answer = %s, note = %s "
-            "WHERE session = %s AND n = %s",
-            (status, ended, answer, note, self.session_id, n),
-        )
-
-    def turn(self, n: int) -> TurnInfo | None:
-        r = self.conn.execute(
-            f"SELECT {_TURN} FROM af_session_turns WHERE session = %s AND n = %s",
-            (self.session_id, n),
-        ).fetchone()
-        return None if r is None else _turn(r)
-
-    def turns(self) -> list[TurnInfo]:
-        return [
-            _turn(r)
-            for r in self.conn.execute(
-                f"SELECT {_TURN} FROM af_session_turns WHERE session = %s ORDER BY n",
-                (self.session_id,),
-            )
-        ]
-
-
-def _values(row: SessionRow) -> tuple[Any, ...]:
-    return (
-        row.id,
-        row.agent,
-        row.created,
-        row.last_activity,
-        row.state,
-        row.owner,
-        row.since,
-        row.lease_until,
-        row.interrupt,
-        row.turns,
-        row.messages,
-        row.version,
-        row.inbox_seq,
-        orjson.dumps(row.open_calls).decode(),
-        row.last_run,
-    )

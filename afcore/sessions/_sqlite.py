@@ -14,26 +14,24 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from afcore.errors import SessionError
-from afcore.sessions._caller import Principal
 from afcore.sessions._store import (
     SCHEMA_VERSION,
-    InboxItem,
+    SESSION_COLUMNS,
     SessionInfo,
     SessionRow,
     SessionStore,
+    SqlTx,
     StoredMessage,
     StoreTx,
-    TurnInfo,
-    TurnStatus,
     _info,
     dump_message,
     iter_chunks,
-    load_message,
+    session_row,
+    session_values,
 )
 
 __all__ = ["SQLiteStore"]
@@ -92,12 +90,6 @@ CREATE TABLE af_session_turns (
 ) WITHOUT ROWID;
 """
 
-_ROW = (
-    "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
-    "messages, version, inbox_seq, open_calls, last_run"
-)
-_TURN = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
-_ITEM = "id, seq, body, principal, posted, interrupt, turn"
 
 _IDLE_CONNECTIONS = 8
 
@@ -242,7 +234,7 @@ class SQLiteStore(SessionStore):
             try:
                 conn.execute("BEGIN")
                 rows = conn.execute(
-                    f"SELECT {_ROW} FROM af_sessions ORDER BY last_activity DESC"
+                    f"SELECT {SESSION_COLUMNS} FROM af_sessions ORDER BY last_activity DESC"
                 ).fetchall()
                 depth = dict(
                     conn.execute(
@@ -254,7 +246,7 @@ class SQLiteStore(SessionStore):
             except sqlite3.Error as e:
                 raise SessionError(f"the session store {self.path} failed: {e}") from e
         now = self.clock()
-        return [_info(r, depth.get(r.id, 0), now) for r in map(_row, rows)]
+        return [_info(r, depth.get(r.id, 0), now) for r in map(session_row, rows)]
 
     def poll_turns(self, turns: Sequence[tuple[str, str]]) -> dict[str, tuple[bool, bool]]:
         ours = dict(turns)
@@ -340,54 +332,7 @@ class SQLiteStore(SessionStore):
             conn.close()
 
 
-def _row(r: Sequence[Any]) -> SessionRow:
-    return SessionRow(
-        id=r[0],
-        agent=r[1],
-        created=r[2],
-        last_activity=r[3],
-        state=r[4],
-        owner=r[5],
-        since=r[6],
-        lease_until=r[7],
-        interrupt=bool(r[8]),
-        turns=r[9],
-        messages=r[10],
-        version=r[11],
-        inbox_seq=r[12],
-        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
-        last_run=r[14],
-    )
-
-
-def _turn(r: Sequence[Any]) -> TurnInfo:
-    return TurnInfo(
-        n=r[0],
-        status=r[1],
-        owner=r[2],
-        started=r[3],
-        ended=r[4],
-        run_id=r[5],
-        recording=r[6],
-        messages=tuple(orjson.loads(r[7])),
-        answer=r[8],
-        note=r[9],
-    )
-
-
-def _item(r: Sequence[Any]) -> InboxItem:
-    return InboxItem(
-        id=r[0],
-        seq=r[1],
-        text=r[2],
-        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
-        posted=r[4],
-        interrupt=bool(r[5]),
-        turn=r[6],
-    )
-
-
-class _Tx(StoreTx):
+class _Tx(SqlTx):
     def __init__(self, conn: sqlite3.Connection, session_id: str, now: float) -> None:
         self.conn = conn
         self.session_id = session_id
@@ -399,33 +344,17 @@ class _Tx(StoreTx):
 
     def session(self) -> SessionRow | None:
         r = self.conn.execute(
-            f"SELECT {_ROW} FROM af_sessions WHERE id = ?", (self.session_id,)
+            f"SELECT {SESSION_COLUMNS} FROM af_sessions WHERE id = ?", (self.session_id,)
         ).fetchone()
-        return None if r is None else _row(r)
+        return None if r is None else session_row(r)
 
     def create(self, agent: str) -> SessionRow:
         row = SessionRow(id=self.session_id, agent=agent, created=self.now, last_activity=self.now)
         self.conn.execute(
-            f"INSERT INTO af_sessions ({_ROW}) VALUES ({','.join('?' * 15)})", _values(row)
+            f"INSERT INTO af_sessions ({SESSION_COLUMNS}) VALUES ({','.join('?' * 15)})",
+            session_values(row),
         )
         return row
-
-    def save(self, row: SessionRow) -> None:
-        self.conn.execute(
-            "UPDATE af_sessions SET last_activity = ?, state = ?, owner = ?, since = ?, "
-            "lease_until = ?, interrupt = ?, turns = ?, messages = ?, version = ?, "
-            "inbox_seq = ?, open_calls = ?, last_run = ? WHERE id = ?",
-            (*_values(row)[3:], row.id),
-        )
-
-    def transcript(self) -> list[StoredMessage]:
-        return [
-            StoredMessage(load_message(body), turn, note)
-            for turn, note, body in self.conn.execute(
-                "SELECT turn, note, body FROM af_session_messages WHERE session = ? ORDER BY n",
-                (self.session_id,),
-            )
-        ]
 
     def append(self, start: int, messages: Sequence[StoredMessage]) -> None:
         self.conn.executemany(
@@ -436,108 +365,8 @@ class _Tx(StoreTx):
             ],
         )
 
-    def replace(self, messages: Sequence[StoredMessage]) -> None:
-        self.conn.execute("DELETE FROM af_session_messages WHERE session = ?", (self.session_id,))
-        self.append(1, messages)
-
-    def post(self, item: InboxItem) -> None:
-        self.conn.execute(
-            f"INSERT INTO af_session_inbox (session, {_ITEM}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.session_id,
-                item.id,
-                item.seq,
-                item.text,
-                orjson.dumps(item.principal.to_json()).decode() if item.principal else None,
-                item.posted,
-                int(item.interrupt),
-                item.turn,
-            ),
-        )
-
-    def pending(self) -> list[InboxItem]:
-        return [
-            _item(r)
-            for r in self.conn.execute(
-                f"SELECT {_ITEM} FROM af_session_inbox WHERE session = ? AND turn IS NULL "
-                "ORDER BY seq",
-                (self.session_id,),
-            )
-        ]
-
-    def item(self, item_id: str) -> InboxItem | None:
-        r = self.conn.execute(
-            f"SELECT {_ITEM} FROM af_session_inbox WHERE session = ? AND id = ?",
-            (self.session_id, item_id),
-        ).fetchone()
-        return None if r is None else _item(r)
-
     def consume(self, ids: Sequence[str], turn: int) -> None:
         self.conn.executemany(
             "UPDATE af_session_inbox SET turn = ? WHERE session = ? AND id = ? AND turn IS NULL",
             [(turn, self.session_id, i) for i in ids],
         )
-
-    def add_turn(self, turn: TurnInfo) -> None:
-        self.conn.execute(
-            f"INSERT INTO af_session_turns (session, {_TURN}) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.session_id,
-                turn.n,
-                turn.status,
-                turn.owner,
-                turn.started,
-                turn.ended,
-                turn.run_id,
-                turn.recording,
-                orjson.dumps(list(turn.messages)).decode(),
-                turn.answer,
-                turn.note,
-            ),
-        )
-
-    def end_turn(
-        self, n: int, *, status: TurnStatus, ended: float, answer: str, note: str | None
-    ) -> None:
-        self.conn.execute(
-            "UPDATE af_session_turns SET status = ?, ended = ?, answer = ?, note = ? "
-            "WHERE session = ? AND n = ?",
-            (status, ended, answer, note, self.session_id, n),
-        )
-
-    def turn(self, n: int) -> TurnInfo | None:
-        r = self.conn.execute(
-            f"SELECT {_TURN} FROM af_session_turns WHERE session = ? AND n = ?",
-            (self.session_id, n),
-        ).fetchone()
-        return None if r is None else _turn(r)
-
-    def turns(self) -> list[TurnInfo]:
-        return [
-            _turn(r)
-            for r in self.conn.execute(
-                f"SELECT {_TURN} FROM af_session_turns WHERE session = ? ORDER BY n",
-                (self.session_id,),
-            )
-        ]
-
-
-def _values(row: SessionRow) -> tuple[Any, ...]:
-    return (
-        row.id,
-        row.agent,
-        row.created,
-        row.last_activity,
-        row.state,
-        row.owner,
-        row.since,
-        row.lease_until,
-        int(row.interrupt),
-        row.turns,
-        row.messages,
-        row.version,
-        row.inbox_seq,
-        orjson.dumps(row.open_calls).decode(),
-        row.last_run,
-    )

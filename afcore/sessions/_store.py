@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 
@@ -335,3 +335,191 @@ def _info(row: SessionRow, inbox: int, now: float) -> SessionInfo:
 def iter_chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+# Both stores select a table's columns in the order its dataclass declares them.
+
+SESSION_COLUMNS = (
+    "id, agent, created, last_activity, state, owner, since, lease_until, interrupt, turns, "
+    "messages, version, inbox_seq, open_calls, last_run"
+)
+TURN_COLUMNS = "n, status, owner, started, ended, run_id, recording, messages, answer, note"
+ITEM_COLUMNS = "id, seq, body, principal, posted, interrupt, turn"
+
+
+def session_row(r: Sequence[Any]) -> SessionRow:
+    return SessionRow(
+        id=r[0],
+        agent=r[1],
+        created=r[2],
+        last_activity=r[3],
+        state=r[4],
+        owner=r[5],
+        since=r[6],
+        lease_until=r[7],
+        interrupt=bool(r[8]),
+        turns=r[9],
+        messages=r[10],
+        version=r[11],
+        inbox_seq=r[12],
+        open_calls=[(a, b) for a, b in orjson.loads(r[13])],
+        last_run=r[14],
+    )
+
+
+def turn_info(r: Sequence[Any]) -> TurnInfo:
+    return TurnInfo(
+        n=r[0],
+        status=r[1],
+        owner=r[2],
+        started=r[3],
+        ended=r[4],
+        run_id=r[5],
+        recording=r[6],
+        messages=tuple(orjson.loads(r[7])),
+        answer=r[8],
+        note=r[9],
+    )
+
+
+def inbox_item(r: Sequence[Any]) -> InboxItem:
+    return InboxItem(
+        id=r[0],
+        seq=r[1],
+        text=r[2],
+        principal=Principal.from_json(orjson.loads(r[3])) if r[3] is not None else None,
+        posted=r[4],
+        interrupt=bool(r[5]),
+        turn=r[6],
+    )
+
+
+class SqlTx(StoreTx):
+    """The statements the SQLite and PostgreSQL stores share, written with SQLite's ``?``
+    for a parameter; a store whose driver marks them otherwise says so in :attr:`mark`."""
+
+    mark = "?"
+    conn: Any
+    session_id: str
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(sql if self.mark == "?" else sql.replace("?", self.mark), params)
+
+    def save(self, row: SessionRow) -> None:
+        self._execute(
+            "UPDATE af_sessions SET last_activity = ?, state = ?, owner = ?, since = ?, "
+            "lease_until = ?, interrupt = ?, turns = ?, messages = ?, version = ?, "
+            "inbox_seq = ?, open_calls = ?, last_run = ? WHERE id = ?",
+            (*session_values(row)[3:], row.id),
+        )
+
+    def transcript(self) -> list[StoredMessage]:
+        return [
+            StoredMessage(load_message(body), turn, note)
+            for turn, note, body in self._execute(
+                "SELECT turn, note, body FROM af_session_messages WHERE session = ? ORDER BY n",
+                (self.session_id,),
+            )
+        ]
+
+    def replace(self, messages: Sequence[StoredMessage]) -> None:
+        self._execute("DELETE FROM af_session_messages WHERE session = ?", (self.session_id,))
+        self.append(1, messages)
+
+    def post(self, item: InboxItem) -> None:
+        self._execute(
+            f"INSERT INTO af_session_inbox (session, {ITEM_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.session_id,
+                item.id,
+                item.seq,
+                item.text,
+                orjson.dumps(item.principal.to_json()).decode() if item.principal else None,
+                item.posted,
+                item.interrupt,
+                item.turn,
+            ),
+        )
+
+    def pending(self) -> list[InboxItem]:
+        return [
+            inbox_item(r)
+            for r in self._execute(
+                f"SELECT {ITEM_COLUMNS} FROM af_session_inbox WHERE session = ? AND turn IS NULL "
+                "ORDER BY seq",
+                (self.session_id,),
+            )
+        ]
+
+    def item(self, item_id: str) -> InboxItem | None:
+        r = self._execute(
+            f"SELECT {ITEM_COLUMNS} FROM af_session_inbox WHERE session = ? AND id = ?",
+            (self.session_id, item_id),
+        ).fetchone()
+        return None if r is None else inbox_item(r)
+
+    def add_turn(self, turn: TurnInfo) -> None:
+        self._execute(
+            f"INSERT INTO af_session_turns (session, {TURN_COLUMNS}) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.session_id,
+                turn.n,
+                turn.status,
+                turn.owner,
+                turn.started,
+                turn.ended,
+                turn.run_id,
+                turn.recording,
+                orjson.dumps(list(turn.messages)).decode(),
+                turn.answer,
+                turn.note,
+            ),
+        )
+
+    def end_turn(
+        self, n: int, *, status: TurnStatus, ended: float, answer: str, note: str | None
+    ) -> None:
+        self._execute(
+            "UPDATE af_session_turns SET status = ?, ended = ?, answer = ?, note = ? "
+            "WHERE session = ? AND n = ?",
+            (status, ended, answer, note, self.session_id, n),
+        )
+
+    def turn(self, n: int) -> TurnInfo | None:
+        r = self._execute(
+            f"SELECT {TURN_COLUMNS} FROM af_session_turns WHERE session = ? AND n = ?",
+            (self.session_id, n),
+        ).fetchone()
+        return None if r is None else turn_info(r)
+
+    def turns(self) -> list[TurnInfo]:
+        return [
+            turn_info(r)
+            for r in self._execute(
+                f"SELECT {TURN_COLUMNS} FROM af_session_turns WHERE session = ? ORDER BY n",
+                (self.session_id,),
+            )
+        ]
+
+
+def session_values(row: SessionRow) -> tuple[Any, ...]:
+    """A session's row as both stores write it, in :data:`SESSION_COLUMNS`' order."""
+    return (
+        row.id,
+        row.agent,
+        row.created,
+        row.last_activity,
+        row.state,
+        row.owner,
+        row.since,
+        row.lease_until,
+        row.interrupt,
+        row.turns,
+        row.messages,
+        row.version,
+        row.inbox_seq,
+        orjson.dumps(row.open_calls).decode(),
+        row.last_run,
+    )

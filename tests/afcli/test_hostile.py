@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from afcore.recording import MAX_LINE
 from tests.afcli.conftest import Invoke, Ran
 from tests.conftest import reseal
 
@@ -353,3 +354,149 @@ def test_a_window_naming_a_trillion_messages_neither_hangs_show_nor_verify(
         assert ran.code in (0, 1), (args, ran.err)
         assert "unexpectedly" not in ran.err
     assert "outside messages" in invoke("verify", path).out
+
+
+# -- every command that reads a recording, on each hostile file -----------------------------
+
+SAMPLE = Path(__file__).resolve().parents[2] / "recordings" / "sample-trip.jsonl"
+
+COMMANDS: dict[str, Any] = {
+    "show": lambda f, out: ("show", f),
+    "verify": lambda f, out: ("verify", f),
+    "why": lambda f, out: ("why", f, "answer"),
+    "replay": lambda f, out: ("replay", f, "--out", out),
+    "diff (a)": lambda f, out: ("diff", f, SAMPLE),
+    "diff (b)": lambda f, out: ("diff", SAMPLE, f),
+    "export": lambda f, out: ("export", f, "-o", out / "x.afz"),
+    "export --html": lambda f, out: ("export", f, "--html", out / "x.html"),
+    "report": lambda f, out: ("report", f),
+    "resume": lambda f, out: ("resume", f, "--approve"),
+    "lens": lambda f, out: ("lens", f),
+    "lens --diff": lambda f, out: ("lens", SAMPLE, "--diff", f),
+}
+"""Each command with the file in the place it reads a recording."""
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Files no command can read as a recording, and files it must read what it can of."""
+    folder = tmp_path_factory.mktemp("hostile")
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "folder.jsonl").mkdir()
+    (folder / "binary.jsonl").write_bytes(bytes(range(256)) * 64 + b"\x00" * 512)
+    # One line longer than a record may be: nothing to read a header from.
+    (folder / "huge.jsonl").write_bytes(b"{" * (MAX_LINE + 1024) + b"\n")
+    unknown = list(lines)
+    unknown.insert(3, b'{"t": "telemetry", "cpu": 0.5}\n')
+    unknown.insert(9, b'{"t": "future_thing", "nested": {"a": [1, "\\u001b[31m"]}}\n')
+    (folder / "unknown.jsonl").write_bytes(reseal(b"".join(unknown)))
+    (folder / "torn.jsonl").write_bytes(b"".join(lines[:-3]) + lines[-3][:40])
+    return folder
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("empty.jsonl", "is empty, not an af recording"),
+        ("folder.jsonl", "is a folder, not a recording"),
+        ("binary.jsonl", "is not an af recording: line 1: not valid JSON"),
+        ("huge.jsonl", "is not an af recording: line 1: line is 32.0 MB"),
+    ],
+)
+def test_every_command_refuses_what_is_no_recording_in_one_sentence(
+    invoke: Invoke, hostile: Path, tmp_path: Path, command: str, name: str, said: str
+) -> None:
+    ran = invoke(*COMMANDS[command](hostile / name, tmp_path))
+    no_traceback(ran)
+    assert ran.code in (1, 2), (ran.code, ran.out, ran.err)
+    (line,) = ran.err.strip().splitlines()
+    assert line.startswith("error: ") and said in line and name in line, line
+    assert line.count(". ") == 0 and not line.endswith("skipped"), line
+
+
+# What each command does with the clean sample: the file with unknown records must do the same.
+READ_AS_CLEAN = {c: c != "resume" for c in COMMANDS if not c.startswith("lens")}
+
+
+@pytest.mark.parametrize("command", READ_AS_CLEAN)
+def test_every_command_reads_unknown_records_as_the_format_promises(
+    invoke: Invoke, hostile: Path, tmp_path: Path, command: str
+) -> None:
+    clean = invoke(*COMMANDS[command](SAMPLE, tmp_path / "clean"))
+    ran = invoke(*COMMANDS[command](hostile / "unknown.jsonl", tmp_path / "unknown"))
+    no_traceback(ran)
+    assert ran.code == clean.code, (ran.out, ran.err)
+    if READ_AS_CLEAN[command]:
+        assert ran.code == 0, ran.err
+    assert "\x1b[31m" not in ran.out + ran.err
+
+
+@pytest.mark.parametrize("command", READ_AS_CLEAN)
+def test_every_command_reads_a_torn_file_up_to_its_tear(
+    invoke: Invoke, hostile: Path, tmp_path: Path, command: str
+) -> None:
+    ran = invoke(*COMMANDS[command](hostile / "torn.jsonl", tmp_path))
+    no_traceback(ran)
+    said = " ".join((ran.out + ran.err).split())
+    assert said, "a torn file is read and something is said of it"
+    assert "1 line that are" not in said, said
+    assert ran.err.count("error: ") <= 1, ran.err
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+@pytest.mark.parametrize(
+    ("write", "said"),
+    [
+        (lambda p: p.write_text("from afcore import Agent\nagent = Agent.create(\n"), "line 2"),
+        (lambda p: p.write_text(""), "defines no Agent"),
+        (lambda p: p.write_bytes(bytes(range(256)) * 8), "null bytes"),
+        (lambda p: p.mkdir(), "is a folder"),
+    ],
+    ids=["torn", "empty", "binary", "folder"],
+)
+def test_an_agent_file_that_is_no_agent_is_refused_in_one_sentence(
+    invoke: Invoke, tmp_path: Path, command: str, write: Any, said: str
+) -> None:
+    agent = tmp_path / "bot.py"
+    write(agent)
+    ran = invoke(command, agent, *(["hi"] if command == "run" else []), input="hi\n")
+    no_traceback(ran)
+    assert ran.code == 2
+    (line,) = ran.err.strip().splitlines()
+    assert line.startswith("error: ") and said in line and "None" not in line, line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("sessions",),
+        ("chat", "afcore.demos.trip:build_agent"),
+        ("lens", "--session", "x"),
+    ],
+    ids=["sessions", "chat", "lens"],
+)
+@pytest.mark.parametrize(
+    ("store", "said"),
+    [
+        (b"\x00\x01 not sqlite" * 100, "file is not a database"),
+        (b"SQLite format 3\x00" + bytes(range(256)) * 8, "file is not a database"),
+        (None, "is a folder"),
+    ],
+    ids=["binary", "torn", "folder"],
+)
+def test_a_session_store_that_is_no_database_is_refused_in_one_sentence(
+    invoke: Invoke, tmp_path: Path, command: tuple[str, ...], store: bytes | None, said: str
+) -> None:
+    path = tmp_path / "store.db"
+    if store is None:
+        path.mkdir()
+    else:
+        path.write_bytes(store)
+    ran = invoke(*command, "--store", path, input="hi\n")
+    no_traceback(ran)
+    assert ran.code in (1, 2)
+    (line,) = ran.err.strip().splitlines()
+    assert line.startswith("error: ") and said in line and "store.db" in line, line
+    assert line.count("session store") <= 1, line

@@ -303,6 +303,33 @@ def test_a_page_too_large_says_so_and_offers_calls(tmp_path: Path, invoke: Invok
     assert ran.code == 1 and "no calls in 40-50" in ran.err
 
 
+@pytest.mark.parametrize(("calls", "shown"), [("2", [2]), ("2-3", [2, 3]), ("4-99", [4, 5])])
+def test_calls_takes_a_range_or_one_number(
+    tmp_path: Path, invoke: Invoke, calls: str, shown: list[int]
+) -> None:
+    from afcli.page import page_data
+
+    page = tmp_path / "p.html"
+    ran = invoke("export", SAMPLES / "sample-trip.jsonl", "--html", page, "--calls", calls)
+    assert ran.code == 0, ran.err
+    data = page_data(SAMPLES / "sample-trip.jsonl", calls=(shown[0], shown[-1]))
+    assert [c["call"] for c in data["calls"]] == shown
+    assert f'"shown":[{shown[0]},{shown[-1]}]' in page.read_text()
+    assert [int(n) for n in re.findall(r'"call":(\d+),', page.read_text())] == shown
+
+
+@pytest.mark.parametrize(
+    ("calls", "said"),
+    [("9", "no call 9: the run has calls 1 to 5"), ("0", "numbered from 1"), ("x", "A-B")],
+)
+def test_calls_out_of_the_run_says_so(
+    tmp_path: Path, invoke: Invoke, calls: str, said: str
+) -> None:
+    page = tmp_path / "p.html"
+    ran = invoke("export", SAMPLES / "sample-trip.jsonl", "--html", page, "--calls", calls)
+    assert ran.code != 0 and said in ran.err and not page.exists()
+
+
 def test_the_page_grows_linearly_with_the_content() -> None:
     """Each message is stored once, not once per call that sent it."""
     from afcli.page import page_data

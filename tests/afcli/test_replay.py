@@ -6,11 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from afcore.recording import Recording, open_recording
 from tests.afcli.conftest import Invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIP = ROOT / "recordings" / "sample-trip.jsonl"
 RAIN = ROOT / "recordings" / "sample-trip-rain.jsonl"
+V10 = ROOT / "tests" / "fixtures" / "v1.0" / "samples"
 
 CHANGED = """
 import afcore.demos.trip as trip
@@ -38,6 +42,37 @@ def test_a_sample_replays_identical_with_the_agent_its_recording_names(
     assert ran.code == 0, ran.err
     assert ran.out.strip() == "5 calls, identical"
     assert "afcore.demos.trip:build_agent" in ran.err and "recording " in ran.err
+
+
+@pytest.mark.parametrize("tools", ["run", "recorded"])
+@pytest.mark.parametrize("sample", ["sample-trip.jsonl", "sample-trip-rain.jsonl"])
+def test_a_1_0_recording_replays_identical_with_its_tool_error_results(
+    invoke: Invoke, tmp_path: Path, sample: str, tools: str
+) -> None:
+    # A 1.0 file's ids and hashes are made another way than a new recording's: the replay
+    # compares what they name, not the ids. Each of these samples holds a call whose
+    # arguments did not match the tool's schema, answered by an error result.
+    ran = invoke("replay", V10 / sample, "--json", "--out", tmp_path, "--tools", tools)
+    assert ran.code == 0, ran.out + ran.err
+    data = ran.json()
+    assert data["status"] == "identical" and data["divergence"] is None
+    with open_recording(V10 / sample) as recorded, open_recording(data["recording"]) as replayed:
+        assert replayed.header.version != recorded.header.version  # a new file, in today's format
+        errors = [_error_results(r) for r in (recorded, replayed)]
+        assert errors[0] and errors[0] == errors[1]
+        assert all(status == "rejected" for status, _ in errors[1])
+
+
+def _error_results(rec: Recording) -> list[tuple[str, str]]:
+    """Each tool result the run gave as an error: its status and text."""
+    out = []
+    for commit in rec.tool_commits():
+        assert commit.tool is not None
+        for write in commit.writes:
+            value = rec.value(write)
+            if write.key.startswith("message:") and value.get("is_error"):
+                out.append((commit.tool.status, value["content"]))
+    return out
 
 
 def test_replay_json_has_the_documented_shape(invoke: Invoke, tmp_path: Path) -> None:
@@ -139,6 +174,7 @@ def test_diff_of_two_runs_lists_what_differs(invoke: Invoke) -> None:
 def test_diff_says_when_a_file_is_not_there(invoke: Invoke, tmp_path: Path) -> None:
     ran = invoke("diff", TRIP, tmp_path / "missing.jsonl")
     assert ran.code == 2
+    assert ran.err.strip() == f"error: no recording at {tmp_path / 'missing.jsonl'}"
 
 
 # -- hostile inputs -------------------------------------------------------------------------------

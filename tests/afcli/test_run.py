@@ -203,7 +203,9 @@ def test_max_iterations_is_stated_and_exits_1(invoke: Invoke, tmp_path: Path) ->
 
 
 def test_max_iterations_out_of_range_is_a_usage_error(invoke: Invoke) -> None:
-    assert invoke("run", "--max-iterations", "0").code == 2
+    ran = invoke("run", "--max-iterations", "0")
+    assert ran.code == 2
+    assert "'--max-iterations': 0 is not in the range 1<=x<=10000" in " ".join(ran.err.split())
 
 
 def test_a_run_that_fails_exits_1_with_the_error_and_its_recording(

@@ -220,3 +220,4 @@ async def test_lens_on_a_run_of_no_session_hides_the_turn_keys(chatted: Path) ->
         await pilot.pause()
         text = screen_text(app)
         assert "Prev turn" not in text and "of session" not in text
+        assert "trip-demo" in text  # the run is on screen, without the session's keys

@@ -241,7 +241,10 @@ def test_a_bad_policy_file_is_one_sentence(tmp_path: Path, content: str) -> None
     path.write_text(content)
     with pytest.raises(UsageError) as info:
         ExportPolicy.from_file(path)
-    assert "\n" not in str(info.value)
+    said = str(info.value)
+    assert "\n" not in said
+    # It says what is wrong: the file, or the entry in it.
+    assert str(path) in said or "'bad'" in said or "'nope'" in said, said
 
 
 def _with_planted(sample: Path, secret: str, dst: Path) -> Path:
