@@ -116,7 +116,8 @@ async def test_a_flow_opens_on_its_steps_its_decisions_and_its_first_call() -> N
 
 def without_at(log: Path) -> None:
     """Make ``log`` and its agents' runs as a writer before ``at`` wrote them: durations
-    only (each file resealed)."""
+    only (each file resealed), the log without its folded runs (read from beside it)."""
+    log.write_bytes(without_folded_runs(log.read_bytes()))
     for file in [log, *(log.parent / log.stem).glob("*.jsonl")]:
         lines = []
         for raw in file.read_bytes().splitlines(keepends=True):
