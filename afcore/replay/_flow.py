@@ -8,7 +8,6 @@ agent step (as an agent's replay names it)."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from afcore.errors import (
     ReplayError,
     UsageError,
 )
+from afcore.loop._sync import run_sync
 from afcore.readmodel import (
     Change,
     decision_changes,
@@ -329,11 +329,7 @@ def replay_flow(
     answered from its recorded run, and say whether the run is the recorded one
     (:class:`FlowReplayReport`). ``state``: the state's first values, as the recorded run
     was given them."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(areplay_flow(recording, flow, tools=tools, out=out, state=state))
-    raise UsageError("replay_flow() was called inside a running event loop; await areplay_flow")
+    return run_sync(areplay_flow(recording, flow, tools=tools, out=out, state=state), "replay_flow")
 
 
 async def areplay_flow(
