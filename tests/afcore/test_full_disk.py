@@ -62,8 +62,9 @@ def test_a_full_disk_says_where_the_file_is_and_its_calls_verify(
         report = rec.verify(r)
         assert report.calls == report.verified, report.problems
         assert r.end is None, "the run is cut off, not finished"
-        # What it reports is the cut: a torn last line, or whole lines the last write left
-        # without their seal.
+        # What it reports is the cut: a torn last line (alone, when the last whole line is a
+        # seal: where the cut falls depends on how the writes were batched, which is timing),
+        # or whole lines the last write left without their seal.
         cut = ("torn", "cut", "after the last seal")
-        assert report.problems, "a run cut off verified as whole"
+        assert not report.ok, "a run cut off verified as whole"
         assert all(any(w in str(p) for w in cut) for p in report.problems), report.problems
