@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +18,7 @@ from afcore.injections._model import ConfigureContext
 from afcore.loop._conversation import Conversation, as_conversation
 from afcore.loop._run import run_loop
 from afcore.loop._state import Replayer, RunResult
+from afcore.loop._sync import run_sync
 from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
@@ -225,20 +225,17 @@ class Agent:
         conversation so far (its messages, oldest first), which the run continues from;
         ``last_result.transcript`` is what the next one continues from.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(
-                self.arun(
-                    message,
-                    state=state,
-                    identity=identity,
-                    observe=observe,
-                    stream=stream,
-                    history=history,
-                )
-            )
-        raise UsageError("run() was called inside a running event loop; await arun(...) instead")
+        return run_sync(
+            self.arun(
+                message,
+                state=state,
+                identity=identity,
+                observe=observe,
+                stream=stream,
+                history=history,
+            ),
+            "run",
+        )
 
     async def arun(
         self,
@@ -377,7 +374,7 @@ class Agent:
         :class:`OutputSchemaError` when there is no valid value, :class:`MessageDeniedError`
         when message middleware withheld the answer, :class:`RunPausedError` (carrying the
         pause) when the run waits for a person."""
-        return _sync(self.arun_typed(message, state=state, identity=identity), "run_typed")
+        return run_sync(self.arun_typed(message, state=state, identity=identity), "run_typed")
 
     async def arun_typed(
         self, message: str, *, state: dict[str, Any] | None = None, identity: Any = None
@@ -431,7 +428,7 @@ class Agent:
         it, with ``why``. ``by``: who decided (default: the user running this process). The
         continuation is appended to the run's recording. Returns the answer, or the run
         paused again."""
-        return _sync(  # type: ignore[no-any-return]
+        return run_sync(
             self.aresume(
                 paused,
                 approve=approve,
@@ -480,7 +477,7 @@ class Agent:
             result = await self.aresume_result(paused, approve=approve, why=why, typed=True)
             return self._typed_value(result)
 
-        return _sync(go(), "resume_typed")
+        return run_sync(go(), "resume_typed")
 
     async def aresume_result(
         self,
@@ -538,13 +535,3 @@ class Agent:
 
 def _policy(own: Redaction, handed: Redactor | None) -> Redaction:
     return own if handed is None else handed.handed_on(own)
-
-
-def _sync(coro: Any, door: str) -> Any:
-    """Run ``coro`` on its own event loop: the synchronous doors."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise UsageError(f"{door}() was called inside a running event loop; await a{door}(...) instead")

@@ -44,6 +44,7 @@ from afcore.flows._result import (
 from afcore.flows._state import FlowView, Scope, Writes, evidence, reset_writing, writing
 from afcore.governance._pause import Paused
 from afcore.loop._interrupt import beside_others
+from afcore.loop._sync import run_sync
 from afcore.messages import Usage
 from afcore.recording._config import RecordingConfig
 from afcore.recording._flows import FlowNode
@@ -221,11 +222,7 @@ class Flow:
         """Run the flow on ``message``; its answer (the last step's output as text), or the
         :class:`Paused` run of the step that asked a person. A step's error is recorded,
         then raised (as :class:`FlowError` naming the step, the step's error its cause)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(message, state=state))
-        raise UsageError("run() was called inside a running event loop; await arun(...) instead")
+        return run_sync(self.arun(message, state=state), "run")
 
     async def arun(self, message: str, *, state: dict[str, Any] | None = None) -> str | Paused:
         """The async form of :meth:`run`."""

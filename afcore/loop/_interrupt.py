@@ -24,6 +24,7 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # no stub: the C half of signal
 import asyncio
 import contextvars
+import os
 import queue
 import signal
 import threading
@@ -207,6 +208,12 @@ class _Pool:
         with self._lock:
             self._idle.append(worker)
 
+    def forked(self) -> None:
+        """In a forked child: the parent's workers are not there (a fork copies one thread),
+        so a job handed to one would never run."""
+        self._lock = threading.Lock()
+        self._idle = []
+
     def retire(self, worker: _Worker) -> bool:
         """Whether ``worker`` may end: it is idle and no job was handed to it."""
         with self._lock:
@@ -217,3 +224,4 @@ class _Pool:
 
 
 _POOL = _Pool()
+os.register_at_fork(after_in_child=_POOL.forked)

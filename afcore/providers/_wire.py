@@ -43,7 +43,9 @@ T = TypeVar("T")
 
 class PerLoop(Generic[T]):
     """One client per event loop. An HTTP client's pooled connections belong to the loop
-    that opened them, and ``Agent.run`` starts a new loop for every run."""
+    that opened them: ``Agent.run`` on one thread reuses that thread's loop, and so the
+    client and its connections; another thread, or an ``arun()`` on the caller's own loop,
+    gets a client of its own."""
 
     def __init__(self, make: Callable[[], T]) -> None:
         self._make = make

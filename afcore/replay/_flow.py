@@ -15,7 +15,6 @@ then a whole composed run, to open in the Lens or compare with ``af diff``."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from afcore.errors import (
     ReplayError,
     UsageError,
 )
+from afcore.loop._sync import run_sync
 from afcore.readmodel import (
     Change,
     decision_changes,
@@ -384,13 +384,10 @@ def replay_flow(
     answered from its recorded run, and say whether the run is the recorded one
     (:class:`FlowReplayReport`). ``then_live``: go on past the first difference, live (see
     the module). ``state``: the state's first values, as the recorded run was given them."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(
-            areplay_flow(recording, flow, tools=tools, then_live=then_live, out=out, state=state)
-        )
-    raise UsageError("replay_flow() was called inside a running event loop; await areplay_flow")
+    return run_sync(
+        areplay_flow(recording, flow, tools=tools, then_live=then_live, out=out, state=state),
+        "replay_flow",
+    )
 
 
 async def areplay_flow(

@@ -3,7 +3,6 @@ recording, and the first place it departs from the recording is found and named.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from afcore.errors import AfError, RecordingError, ReplayDivergedError, ReplayEndedError, UsageError
 from afcore.loop import Conversation
+from afcore.loop._sync import run_sync
 from afcore.recording import Recording, RecordingConfig, Resume
 from afcore.replay._replayer import Replayer, ToolsMode
 from afcore.replay._report import ReplayReport
@@ -71,23 +71,20 @@ def replay(
     one: :class:`ReplayReport` (``identical``, or ``diverged`` with where, or ``failed``).
     ``state`` and ``identity`` are what the recorded run was given (the recording holds
     what its rules read of them, not the values). See :func:`replaying`."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(
-            areplay(
-                recording,
-                agent,
-                tools=tools,
-                then_live=then_live,
-                out=out,
-                state=state,
-                identity=identity,
-                stream=stream,
-                observe=observe,
-            )
-        )
-    raise UsageError("replay() was called inside a running event loop; await areplay(...)")
+    return run_sync(
+        areplay(
+            recording,
+            agent,
+            tools=tools,
+            then_live=then_live,
+            out=out,
+            state=state,
+            identity=identity,
+            stream=stream,
+            observe=observe,
+        ),
+        "replay",
+    )
 
 
 async def areplay(

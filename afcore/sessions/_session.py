@@ -21,6 +21,7 @@ from afcore.errors import TurnLostError, UsageError
 from afcore.injections._engine import InjectionEngine
 from afcore.loop._conversation import Conversation
 from afcore.loop._state import RunResult
+from afcore.loop._sync import run_sync
 from afcore.messages import Message, Source, SystemSegment, UserMessage
 from afcore.providers._base import StreamHandler
 from afcore.recording._config import RecordingConfig
@@ -160,19 +161,16 @@ class Session:
         written, as in ``Agent.run`` (for every turn this call runs). A turn that stops on
         an error raises it, like ``Agent.run``, once what it stored is safe.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(
-                self.asend(
-                    message,
-                    interrupt=interrupt,
-                    principal=principal,
-                    stream=stream,
-                    observe=observe,
-                )
-            )
-        raise UsageError("send() was called inside a running event loop; await asend(...)")
+        return run_sync(
+            self.asend(
+                message,
+                interrupt=interrupt,
+                principal=principal,
+                stream=stream,
+                observe=observe,
+            ),
+            "send",
+        )
 
     async def asend(
         self,
@@ -224,11 +222,7 @@ class Session:
         ended (at most ``timeout`` seconds; then its status is ``queued`` or ``running``).
         A message left in the inbox because the process that would have delivered it died
         is delivered here, by running its turn."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.await_(message_id, timeout=timeout))
-        raise UsageError("wait() was called inside a running event loop; await await_(...)")
+        return run_sync(self.await_(message_id, timeout=timeout), "wait", "await_")
 
     async def await_(self, message_id: str, *, timeout: float | None = None) -> SendResult:
         """The async form of :meth:`wait`."""

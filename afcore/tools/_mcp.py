@@ -1,8 +1,9 @@
 """MCP, both ways, on the official ``mcp`` SDK: an MCP server's tools as af tools
 (``mcp_tools``), and af tools served to any MCP host (``mcp_serve``).
 
-An agent is built once and run many times, each ``run()`` on an event loop of its own,
-while an MCP session lives on the loop that opened it. So each server's session is owned by
+An agent is built once and run many times, from any thread and on any event loop (each
+thread's ``run()`` on that thread's loop, an ``arun()`` on the caller's), while an MCP
+session lives on the loop that opened it. So each server's session is owned by
 one loop on a thread of its own, opened when ``mcp_tools()`` lists the tools and kept
 across runs (starting a server per run costs a process start and a handshake each time).
 A tool call from any run's loop is handed to that thread and awaited. A server that stops

@@ -1,0 +1,307 @@
+"""The synchronous doors run on their thread's own event loop, kept from run to run: what
+``asyncio.run`` promised each run (context, no leftovers, Ctrl-C, the refusal inside a
+running loop) still holds, loop-bound objects survive between a thread's runs, and threads
+and forked children each get loops of their own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import gc
+import http.server
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from afcore import Agent, UsageError, define_tool, mock
+from afcore.flows import Sequence
+from afcore.loop._sync import run_sync
+from afcore.messages import Request, ToolResultMessage
+from afcore.providers import anthropic
+
+ROOT = Path(__file__).resolve().parents[2]
+
+caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="unset")
+
+
+def agent_with(tool: Any) -> Agent:
+    """An agent that calls ``tool`` once per run, then answers ``done``."""
+
+    def respond(request: Request) -> Any:
+        if isinstance(request.messages[-1], ToolResultMessage):
+            return "done"
+        return {"tool_calls": [{"id": "c1", "name": tool.name, "args": {}}]}
+
+    return Agent.create(provider=mock(respond=respond), model="m", record=False).tool(tool).build()
+
+
+def probe(fn: Any, name: str = "probe") -> Any:
+    return define_tool(name, "Probe the run.", {"type": "object"}, fn)
+
+
+def test_each_run_sees_the_callers_context_as_it_is_and_keeps_its_own_changes_inside() -> None:
+    seen: list[str] = []
+
+    async def look(args: dict[str, Any], ctx: Any) -> str:
+        seen.append(caller.get())
+        caller.set("set by the tool")
+        return "ok"
+
+    agent = agent_with(probe(look))
+    token = caller.set("first")
+    try:
+        agent.run("go")
+        assert caller.get() == "first"
+        caller.set("second")
+        agent.run("go")
+        assert caller.get() == "second"
+    finally:
+        caller.reset(token)
+    assert seen == ["first", "second"]
+
+
+def test_one_thread_keeps_its_loop_and_another_thread_has_its_own() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def look(args: dict[str, Any], ctx: Any) -> str:
+        loops.append(asyncio.get_running_loop())
+        return "ok"
+
+    agent = agent_with(probe(look))
+    agent.run("go")
+    agent.run("go")
+    other = threading.Thread(target=agent.run, args=("go",))
+    other.start()
+    other.join()
+    assert loops[0] is loops[1] and loops[2] is not loops[0]
+    # The thread is gone: its loop is closed with it, no warning of an unclosed loop.
+    gc.collect()
+    assert loops[2].is_closed() and not loops[0].is_closed()
+
+
+def test_tasks_a_run_leaves_pending_are_cancelled_when_it_ends() -> None:
+    left: list[asyncio.Task[None]] = []
+
+    async def spawn(args: dict[str, Any], ctx: Any) -> str:
+        left.append(asyncio.get_running_loop().create_task(asyncio.sleep(3600)))
+        return "spawned"
+
+    agent_with(probe(spawn)).run("go")
+    [task] = left
+    assert task.cancelled()
+
+
+def test_async_generators_a_run_leaves_open_are_closed_when_it_ends() -> None:
+    closed: list[str] = []
+    held: list[Any] = []
+
+    async def numbers() -> Any:
+        try:
+            for n in range(10):
+                yield n
+        finally:
+            closed.append("closed")
+
+    async def start(args: dict[str, Any], ctx: Any) -> str:
+        gen = numbers()
+        held.append(gen)  # still referenced: only the end of the run closes it
+        return str(await gen.__anext__())
+
+    agent_with(probe(start)).run("go")
+    assert closed == ["closed"]
+
+
+class _Messages(http.server.BaseHTTPRequestHandler):
+    """A Messages API that answers every request with one short text, over keep-alive
+    connections; each request's client address says which connection it came on."""
+
+    protocol_version = "HTTP/1.1"
+    peers: list[tuple[str, int]]
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.peers.append(self.client_address)
+        body = json.dumps(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "hi"}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 3, "output_tokens": 1},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def messages_api() -> Iterator[tuple[str, list[tuple[str, int]]]]:
+    peers: list[tuple[str, int]] = []
+    handler = type("Handler", (_Messages,), {"peers": peers})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", peers
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("own_client", [True, False], ids=["given-client", "sdk-client"])
+def test_a_providers_http_client_serves_two_sync_runs_on_one_connection(
+    messages_api: tuple[str, list[tuple[str, int]]], own_client: bool
+) -> None:
+    # With a new loop per run, the second run of a given client failed ("Event loop is
+    # closed": its pooled connection belonged to the first run's loop).
+    url, peers = messages_api
+    client = httpx2.AsyncClient() if own_client else None
+    provider = anthropic("claude-x", api_key="sk-test", base_url=url, http_client=client)
+    agent = Agent.create(provider=provider, model="claude-x", record=False).build()
+    assert agent.run("one") == "hi"
+    assert agent.run("two") == "hi"
+    assert len(peers) == 2 and peers[0] == peers[1]
+
+    async def close() -> None:  # the pooled connection, on the loop it belongs to
+        await (client.aclose() if client is not None else provider._clients.get().close())
+
+    run_sync(close(), "close")
+
+
+def test_a_sync_door_inside_a_running_loop_says_which_to_await_and_starts_nothing() -> None:
+    ran: list[str] = []
+
+    async def look(args: dict[str, Any], ctx: Any) -> str:
+        ran.append("tool")
+        return "ok"
+
+    agent = agent_with(probe(look))
+    flow = Sequence.create(record=False).step("a", agent).build()
+
+    async def inside() -> None:
+        with pytest.raises(UsageError, match=r"run\(\) was called inside a running event loop"):
+            agent.run("go")
+        with pytest.raises(UsageError, match=r"await arun\(\.\.\.\) instead"):
+            flow.run("go")
+
+    # A coroutine made and never awaited would warn (an error under this suite's filters).
+    asyncio.run(inside())
+    gc.collect()
+    assert ran == [] and agent.last_result is None
+
+
+def _script(body: str, timeout: float = 120) -> str:
+    """``body`` run by a fresh interpreter (warnings shown); its stdout, with nothing on
+    stderr. A hang fails the test by its timeout."""
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", textwrap.dedent(body)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    return done.stdout
+
+
+_THREADED = """
+    import os, sys, time
+    from afcore import Agent, define_tool, mock
+
+    def slow(args, ctx):
+        time.sleep(0.05)  # the loop waits in select() for the threads to hand back
+        return "ok"
+
+    calls = {"tool_calls": [{"id": f"c{i}", "name": "slow", "args": {}} for i in range(2)]}
+
+    def agent():
+        return (
+            Agent.create(provider=mock(replies=[calls, "done"]), model="m", record=False)
+            .tool(define_tool("slow", "s", {"type": "object"}, slow))
+            .build()
+        )
+"""
+
+
+def test_a_forked_child_makes_its_own_loop_and_leaves_the_parents_working() -> None:
+    # Two tool calls of one reply run on threads, which wake the loop through its
+    # self-pipe: a child that unregistered the pipe from the epoll instance it shares with
+    # its parent would leave the parent's next run waiting forever.
+    out = _script(
+        _THREADED
+        + """
+    import asyncio, gc
+    assert agent().run("go") == "done"
+    pid = os.fork()
+    if pid == 0:
+        code = 0 if agent().run("go") == "done" else 1
+        gc.collect()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert agent().run("go") == "done"
+    print("parent ok")
+    """,
+        timeout=60,
+    )
+    assert out.strip() == "parent ok"
+
+
+def test_ctrl_c_cancels_the_run_raises_keyboard_interrupt_and_the_next_run_goes_on() -> None:
+    out = _script(
+        """
+        import asyncio, signal
+        from afcore import Agent, define_tool, mock
+
+        async def interrupt(args, ctx):
+            signal.raise_signal(signal.SIGINT)
+            await asyncio.sleep(60)
+            return "never"
+
+        calls = {"tool_calls": [{"id": "c1", "name": "interrupt", "args": {}}]}
+        agent = (
+            Agent.create(provider=mock(replies=[calls, "done"]), model="m")
+            .tool(define_tool("interrupt", "i", {"type": "object"}, interrupt))
+            .build()
+        )
+        try:
+            agent.run("go")
+        except KeyboardInterrupt:
+            print("interrupted", agent.last_result.status)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        again = Agent.create(provider=mock(reply="hi"), model="m", record=False).build()
+        print(again.run("go"))
+        """
+    )
+    assert out.split() == ["interrupted", "interrupted", "hi"]
+
+
+def test_the_loops_are_closed_at_exit_without_a_warning() -> None:
+    out = _script(
+        _THREADED
+        + """
+    import threading
+    assert agent().run("go") == "done"
+    worker = threading.Thread(target=lambda: agent().run("go"))
+    worker.start()
+    worker.join()
+    print("ok")
+    """
+    )
+    assert out.strip() == "ok"
