@@ -14,7 +14,7 @@ from afcore.readmodel import CallDiff, Change, excerpts, json_text, plural, safe
 from tui.text import flat
 from tui.widgets.item_list import Item, Part, heading, row
 
-__all__ = ["diff_entries"]
+__all__ = ["diff_entries", "shown", "whole"]
 
 Entry = tuple[VisualType, Item | None]
 
@@ -54,10 +54,10 @@ def _change(call: int, i: int, change: Change, width: int) -> Entry:
         a, b = excerpts(a, b, room)
     parts: list[Part] = [head]
     if change.kind != "added":
-        parts.append((2, Text.assemble(("a ", "dim"), flat(_shown(a), room))))
+        parts.append((2, Text.assemble(("a ", "dim"), flat(shown(a), room))))
     if change.kind != "removed":
-        parts.append((2, Text.assemble(("b ", "dim"), flat(_shown(b), room))))
-    full = f"a: {_whole(change.a)}\n\nb: {_whole(change.b)}"
+        parts.append((2, Text.assemble(("b ", "dim"), flat(shown(b), room))))
+    full = f"a: {whole(change.a)}\n\nb: {whole(change.b)}"
     return row(None, *parts), Item(
         f"diff:{i}",
         full=full,
@@ -66,13 +66,15 @@ def _change(call: int, i: int, change: Change, width: int) -> Entry:
     )
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A changed value on one line: text quoted, anything else as JSON, absent as a dash."""
     if value is None:
         return "—"
     return f"'{value}'" if isinstance(value, str) else json_text(value)
 
 
-def _whole(value: Any) -> str:
+def whole(value: Any) -> str:
+    """A changed value in full, for the viewer."""
     if value is None:
         return "(absent)"
     return value if isinstance(value, str) else json_text(value)

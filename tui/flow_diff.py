@@ -22,13 +22,13 @@ from afcore.readmodel import (
     StepDiff,
     as_text,
     evidence_text,
-    json_text,
     line,
     plural,
     safe,
     status_style,
 )
 from afcore.recording import FlowLogStep, FlowRecording
+from tui.diff import shown, whole
 
 __all__ = ["DiffRow", "FlowAgainst", "change_rows", "other_rows"]
 
@@ -156,17 +156,17 @@ def change_rows(
     elif change.kind == "removed":
         text.append(f" only here: {_short(change.a, room)}", "red")
     else:
-        a, b = _shown(change.a), _shown(change.b)
+        a, b = shown(change.a), shown(change.b)
         if len(text) + len(a) + len(b) + 6 <= width:
             text.append(f" {_short(change.a, room)}", "")
             text.append(" → b ", "dim")
             text.append(_short(change.b, room), "yellow")
         else:  # each on a row of its own, where it has the room
-            for label, value, shown in (("a", change.a, ""), ("b", change.b, "yellow")):
+            for label, value, style in (("a", change.a, ""), ("b", change.b, "yellow")):
                 below.append(
-                    Text.assemble(pad, "    ", (f"{label} ", "dim"), (_short(value, room), shown))
+                    Text.assemble(pad, "    ", (f"{label} ", "dim"), (_short(value, room), style))
                 )
-    full = f"a: {_whole(change.a)}\n\nb: {_whole(change.b)}"
+    full = f"a: {whole(change.a)}\n\nb: {whole(change.b)}"
     title = f"{step or '(top)'} · {prefix}{change.path}"
     reads = [(label, change.where.get(key)) for label, key in (("a", "reads_a"), ("b", "reads_b"))]
     said = [(label, r) for label, r in reads if isinstance(r, dict) and r]
@@ -217,16 +217,4 @@ def _parent(path: str) -> str:
 
 
 def _short(value: Any, room: int) -> str:
-    return line(_shown(value), room)
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "—"
-    return f"'{value}'" if isinstance(value, str) else json_text(value)
-
-
-def _whole(value: Any) -> str:
-    if value is None:
-        return "(absent)"
-    return value if isinstance(value, str) else json_text(value)
+    return line(shown(value), room)

@@ -1,5 +1,5 @@
 """Text from a recording, made safe to draw: every string a model, a tool or the file wrote
-goes through ``afcli._render.safe`` (control characters and escape sequences become visible
+goes through ``afcore.readmodel.safe`` (control characters and escape sequences become visible
 escapes) into a rich ``Text``, which Textual draws as it is: ``[bold red]`` or
 ``[@click=app.quit]`` in a model's reply stays those characters. Long values are cut, the cut
 stated; the full text opens in the viewer.

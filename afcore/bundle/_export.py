@@ -276,7 +276,6 @@ def prepare_export(
 ) -> Iterator[Prepared]:
     """What an export writes, ready (see :func:`export_bundle`): for writing a bundle, a
     page, or both from one redaction."""
-    from afcore import __version__
     from afcore.recording import is_flow, open_recording, recording_path, verify
     from afcore.secrets import Hit, place, scan_recording
 
@@ -359,21 +358,7 @@ def prepare_export(
         }
         source, source_file = _agent_source(header.agent.source, source_root)
         manifest: dict[str, Any] = {
-            "format": BUNDLE_FORMAT,
-            "version": BUNDLE_VERSION,
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "exported_by": {
-                "af_version": __version__,
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-            },
-            "run": {
-                "run_id": header.run_id,
-                "started_at": header.started_at,
-                "format_version": header.version,
-                "af_version": header.af_version,
-                "python": header.python,
-            },
+            **_manifest_head(header),
             "provider": header.provider,
             "model": header.model,
             "models": _models(data, header.model),
@@ -414,7 +399,6 @@ def _prepare_flow(
     """A composed run made ready as an agent's run is: one policy learned over the log and
     every agent's run (one value, one placeholder, across the whole run), each run rewritten
     so it verifies and folded into the log written anew, scanned, then verified."""
-    from afcore import __version__
     from afcore.recording import (
         flow_content_leaves,
         flow_runs,
@@ -527,21 +511,7 @@ def _prepare_flow(
         }
         source, source_file = _agent_source(header.source, source_root)
         manifest: dict[str, Any] = {
-            "format": BUNDLE_FORMAT,
-            "version": BUNDLE_VERSION,
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "exported_by": {
-                "af_version": __version__,
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-            },
-            "run": {
-                "run_id": header.run_id,
-                "started_at": header.started_at,
-                "format_version": header.version,
-                "af_version": header.af_version,
-                "python": header.python,
-            },
+            **_manifest_head(header),
             "flow": {
                 "name": header.flow.name,
                 "kind": header.flow.kind,
@@ -571,6 +541,30 @@ def _prepare_flow(
         yield Prepared(
             redacted, manifest, report, hits, source if with_source else None, source_file
         )
+
+
+def _manifest_head(header: Any) -> dict[str, Any]:
+    """What every bundle's manifest starts with: the bundle's format, who made it, and the
+    recorded run's own header facts (an agent's and a flow log's headers name them alike)."""
+    from afcore import __version__
+
+    return {
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "exported_by": {
+            "af_version": __version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "run": {
+            "run_id": header.run_id,
+            "started_at": header.started_at,
+            "format_version": header.version,
+            "af_version": header.af_version,
+            "python": header.python,
+        },
+    }
 
 
 def _models(data: bytes, default: str) -> list[str]:
