@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Annotated, Any, get_type_hints
 
 import typer
+from typer._completion_classes import completion_init
 
-from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, say_error, settings
+from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, say_error, settings
 from afcli._help import Command, Group, reflow
 from afcli.commands import (
     chat,
@@ -39,7 +40,9 @@ app = typer.Typer(
     cls=Group,
     help="Run LLM agents and read the recordings their runs leave.",
     no_args_is_help=True,
-    add_completion=True,
+    # Our own --install-completion/--show-completion (below): typer's say "Shell  not
+    # supported." when no shell is among af's parent processes. Its completion itself stays.
+    add_completion=False,
     # Errors are ours to print (one sentence); a traceback with locals could show secrets.
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -54,6 +57,36 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# typer's shells, as its scripts call them back (_AF_COMPLETE=complete_bash); add_completion
+# would register them.
+completion_init()
+_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _completion(ctx: typer.Context, param: Any, value: bool) -> None:
+    """typer's completion install or script, for the shell af runs in, once there is one."""
+    if not value or ctx.resilient_parsing:
+        return
+    from typer._completion_shared import _get_shell_name
+
+    shell = _get_shell_name()  # the shell typer's install would pick
+    if shell not in _SHELLS:
+        found = (
+            f"af runs in {shell}, which it cannot complete in"
+            if shell
+            else "af cannot tell which shell it runs in (none among the processes that started it)"
+        )
+        say_error(
+            f"{found}: run af {param.opts[0]} from bash, zsh, fish or PowerShell, or load the "
+            'script yourself, e.g. in ~/.bashrc: eval "$(_AF_COMPLETE=source_bash af)" '
+            "(source_zsh, source_fish)"
+        )
+        raise typer.Exit(EXIT_USAGE)
+    from typer.completion import install_callback, show_callback
+
+    (install_callback if param.name == "install_completion" else show_callback)(ctx, param, value)
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an error.")] = False,
@@ -61,6 +94,24 @@ def _root(
         bool,
         typer.Option(
             "--version", help="Show af's version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+    install_completion: Annotated[
+        bool,
+        typer.Option(
+            "--install-completion",
+            help="Install completion for the current shell.",
+            callback=_completion,
+            expose_value=False,
+        ),
+    ] = False,
+    show_completion: Annotated[
+        bool,
+        typer.Option(
+            "--show-completion",
+            help="Show completion for the current shell, to copy it or customize the installation.",
+            callback=_completion,
+            expose_value=False,
         ),
     ] = False,
 ) -> None:

@@ -73,6 +73,41 @@ def test_completion_installs_for_bash(tmp_path: Path) -> None:
     assert (tmp_path / ".bashrc").read_text().strip()
 
 
+@pytest.mark.parametrize("flag", ["--install-completion", "--show-completion"])
+@pytest.mark.parametrize("detected", [None, ("sh", "/bin/sh")])
+def test_completion_with_no_shell_to_complete_in_says_what_to_do(
+    invoke: Invoke,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+    detected: tuple[str, str] | None,
+) -> None:
+    import shellingham
+
+    def detect_shell() -> tuple[str, str]:
+        if detected is None:
+            raise shellingham.ShellDetectionFailure()
+        return detected
+
+    monkeypatch.setattr(shellingham, "detect_shell", detect_shell)  # what typer asks
+    ran = invoke(flag, env={"HOME": str(tmp_path)})
+    assert ran.code == 2
+    assert "not supported" not in ran.out + ran.err
+    said = " ".join(ran.err.split())
+    assert ("runs in sh" if detected else "cannot tell which shell") in said
+    assert f"af {flag} from bash" in said and "_AF_COMPLETE=source_bash af" in said
+    assert not list(tmp_path.iterdir())  # nothing installed
+    # What the sentence says to load is the script af --install-completion installs.
+    env = {**os.environ, "_AF_COMPLETE": "source_bash"}
+    af = [sys.executable, "-c", "from afcli import main; main()"]
+    script = subprocess.run(af, env=env, capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0, script.stderr
+    assert "complete -o default -F _af_completion af" in script.stdout
+    env = {**env, "_AF_COMPLETE": "complete_bash", "COMP_WORDS": "af ve", "COMP_CWORD": "1"}
+    tab = subprocess.run(af, env=env, capture_output=True, text=True, timeout=60)
+    assert tab.stdout.split() == ["verify"], tab.stderr
+
+
 # -- naming runs -----------------------------------------------------------------------------
 
 
