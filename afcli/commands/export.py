@@ -222,13 +222,25 @@ def _print(
         console.print(
             Text(f"  left out {plural(n, 'line')} that {'is' if n == 1 else 'are'} not JSON")
         )
-    ok = manifest["verify"]["ok"]
-    console.print(
-        Text.assemble(
-            ("✓ " if ok else "✗ ", "green" if ok else "red"),
-            f"{manifest['verify']['verified']}/{manifest['verify']['calls']} calls verify",
+    verdict = manifest["verify"]
+    counted = f"{verdict['verified']}/{verdict['calls']} calls verify"
+    if verdict["ok"]:
+        console.print(Text.assemble(("✓ ", "green"), counted))
+    else:
+        # Exported all the same (exit 0): a run cut off mid-write is what a bug report is for.
+        problems = verdict.get("problems", [])
+        more = len(problems) - 1 + verdict.get("problems_left_out", 0)
+        where = written.get("bundle") or written.get("html", "")
+        console.print(
+            Text.assemble(
+                ("! ", "bold yellow"),
+                f"exported as it is, though it does not verify whole ({counted}): ",
+                safe(problems[0] if problems else "af verify says why"),
+                f" (and {plural(more, 'more problem')}: af verify {safe(where)})"
+                if more > 0 and "bundle" in written
+                else "",
+            )
         )
-    )
     for kind, path in written.items():
         console.print(Text.assemble(("wrote ", "bold"), safe(path), f" ({kind})"))
     if "bundle" in written:

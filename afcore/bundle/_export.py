@@ -374,11 +374,7 @@ def prepare_export(
                 "bytes": len(data),
                 "sha256": hashlib.sha256(data).hexdigest(),
             },
-            "verify": {
-                "ok": checked.ok,
-                "calls": checked.to_json().get("calls"),
-                "verified": checked.to_json().get("verified"),
-            },
+            "verify": _verdict(checked.ok, checked.calls, checked.verified, _problems(checked)),
             "redactions": sum(r["count"] for r in rules),
             "forced": bool(hits),
             "secrets_found": len(hits),
@@ -533,7 +529,9 @@ def _prepare_flow(
                 "bytes": len(data),
                 "sha256": hashlib.sha256(data).hexdigest(),
             },
-            "verify": {"ok": checked.ok, "calls": checked.calls, "verified": checked.verified},
+            "verify": _verdict(
+                checked.ok, checked.calls, checked.verified, _flow_problems(checked)
+            ),
             "redactions": sum(r["count"] for r in rules),
             "forced": bool(hits),
             "secrets_found": len(hits),
@@ -565,6 +563,32 @@ def _manifest_head(header: Any) -> dict[str, Any]:
             "python": header.python,
         },
     }
+
+
+_PROBLEMS_SHOWN = 20
+
+
+def _verdict(ok: bool, calls: int, verified: int, problems: list[str]) -> dict[str, Any]:
+    """``af verify``'s verdict on what the bundle holds, with what it found first in words."""
+    shown: dict[str, Any] = {"problems": problems[:_PROBLEMS_SHOWN]} if problems else {}
+    if len(problems) > _PROBLEMS_SHOWN:
+        shown["problems_left_out"] = len(problems) - _PROBLEMS_SHOWN
+    return {"ok": ok, "calls": calls, "verified": verified, **shown}
+
+
+def _problems(checked: Any) -> list[str]:
+    said = [str(p) for p in checked.problems]
+    if checked.torn_tail is not None:
+        said.append(f"line {checked.torn_tail.line}: torn: the run was cut off mid-write")
+    return said
+
+
+def _flow_problems(checked: Any) -> list[str]:
+    said = [f"line {n}: {m}" if n else m for n, m in checked.problems]
+    for step, _, run in checked.runs:
+        if run is not None and run.torn_tail is not None:
+            said.append(f"{step}: line {run.torn_tail.line}: torn: the run was cut off mid-write")
+    return said
 
 
 def _models(data: bytes, default: str) -> list[str]:

@@ -319,3 +319,59 @@ def test_export_html_of_a_flow_says_what_to_export_instead(tmp_path: Path, invok
     assert ran.code == 2 and not (tmp_path / "x.html").exists()
     said = " ".join(ran.err.split())
     assert "is a flow's log" in said and "-o report.afz" in said
+
+
+def test_a_run_cut_off_mid_write_is_exported_as_it_is_and_says_what_is_wrong(
+    tmp_path: Path, invoke: Invoke
+) -> None:
+    data = (SAMPLES / "sample-trip.jsonl").read_bytes()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(data[: len(data) * 2 // 3])  # mid-line, past the last seal it has
+    assert invoke("verify", cut).code == 1
+
+    out = tmp_path / "cut.afz"
+    ran = invoke("export", cut, "-o", out)
+    # A crashed run is what a bug report is for: written, exit 0, and no ✗ beside it.
+    assert ran.code == 0, ran.err
+    assert "✗" not in ran.err and "✓" not in ran.err
+    said = " ".join(ran.err.split())
+    checked = invoke("verify", out, "--json").json()
+    assert checked["ok"] is False
+    verdict = json.loads(zipfile.ZipFile(out).read("manifest.json"))["verify"]
+    assert verdict["ok"] is False and verdict["problems"]
+    calls = f"{checked['verified']}/{checked['calls']} calls verify"
+    assert f"! exported as it is, though it does not verify whole ({calls}): " in said
+    assert verdict["problems"][0] in said
+    assert len(verdict["problems"]) == len(checked["problems"])
+    if len(verdict["problems"]) > 1:
+        assert f"af verify {out}" in said
+
+    whole = invoke("export", SAMPLES / "sample-trip.jsonl", "-o", tmp_path / "whole.afz")
+    assert (
+        whole.code == 0
+        and "✓ " in whole.err
+        and "problems"
+        not in json.loads(zipfile.ZipFile(tmp_path / "whole.afz").read("manifest.json"))["verify"]
+    )
+
+
+def test_a_flow_killed_mid_way_is_exported_as_it_is_and_says_what_is_wrong(
+    tmp_path: Path, invoke: Invoke
+) -> None:
+    import shutil
+
+    shutil.copytree(ROUTER.with_suffix(""), tmp_path / ROUTER.stem)  # its runs, beside it
+    data = ROUTER.read_bytes()
+    cut = tmp_path / ROUTER.name
+    cut.write_bytes(data[: len(data) // 5])  # before its end: no runs folded into it yet
+    out = tmp_path / "cut.afz"
+    ran = invoke("export", cut, "-o", out)
+    assert ran.code == 0, ran.err
+    assert "✗" not in ran.err
+    said = " ".join(ran.err.split())
+    verdict = json.loads(zipfile.ZipFile(out).read("manifest.json"))["verify"]
+    assert verdict["ok"] is False and verdict["problems"]
+    assert "! exported as it is, though it does not verify whole (" in said
+    assert verdict["problems"][0] in said
+    checked = invoke("verify", out, "--json").json()
+    assert not checked["ok"] and len(checked["problems"]) == len(verdict["problems"])
