@@ -359,7 +359,7 @@ def _print(report: ReplayReport | FlowReplayReport, run: str, path: Path) -> Non
                 )
             )
         if d.why_key is not None:
-            why = Line("      ", ("why".ljust(8), "dim"), "  ", _why(run, path, d))
+            why = Line("      ", ("why".ljust(8), "dim"), "  ", _why(run, d))
             out.print(why, soft_wrap=True)  # a command to copy: never broken
         unit, before = (
             ("call", report.identical_calls)
@@ -414,17 +414,19 @@ def _print(report: ReplayReport | FlowReplayReport, run: str, path: Path) -> Non
             )
 
 
-def _why(run: str, path: Path, d: Divergence | FlowDivergence) -> str:
+def _why(run: str, d: Divergence | FlowDivergence) -> str:
     """The af why command for the recorded side: a flow's own keys are asked of its log, a
-    call's of the agent's run (an agent step's, beside the log); an injection's segment is
+    call's of the agent step's run through the log (--step: the log holds it once the flow
+    ended, so the command works where only the log was shared); an injection's segment is
     asked about at its call (the other keys name their place themselves)."""
+    from shlex import quote
+
     from afcore.readmodel import safe
     from afcore.replay import FlowDivergence
 
     key = d.why_key or ""
-    file = run
+    step = ""
     if isinstance(d, FlowDivergence) and d.run is not None:
-        where = Path(run).parent if Path(run).is_file() else path.parent
-        file = (where / d.run).as_posix()
+        step = f" --step {safe(quote(d.step))}"
     at = f" --at call:{d.call}" if key.startswith("system:") and d.call is not None else ""
-    return f"af why {safe(file)} {safe(key)}{at}"
+    return f"af why {safe(quote(run))} {safe(quote(key))}{step}{at}"

@@ -113,6 +113,16 @@ def why(
             show_default=False,
         ),
     ] = None,
+    step: Annotated[
+        str | None,
+        typer.Option(
+            "--step",
+            metavar="PATH",
+            help="Of a flow's run: ask the run of its agent step at PATH (route/billing; af "
+            "show RUN names them), from the log alone when the flow ended.",
+            show_default=False,
+        ),
+    ] = None,
     store: StoreOption = None,
     json_output: Annotated[
         bool,
@@ -131,6 +141,7 @@ def why(
     af why answer                (the newest run)
     af why RUN --list
     af why --session ID message:2
+    af why FLOW message:2 --step route/billing
     ```
 
     A message a session's turn continued from is followed back into the turn that wrote it.
@@ -158,7 +169,9 @@ def why(
         raise CliError("give a KEY to explain (af why RUN --list shows them)", EXIT_USAGE)
     from afcore.recording import is_flow
 
-    if is_flow(path):
+    if step is not None:
+        path = _step_run(path, step)
+    elif is_flow(path):
         _why_flow(path, key, list_keys=list_keys, json_output=json_output)
         return
     with open_run(path) as rec:
@@ -351,6 +364,28 @@ def _why_flow(path: Path, key: str | None, *, list_keys: bool, json_output: bool
     for line in said:
         out.print(line)
     out.flush()
+
+
+def _step_run(path: Path, step: str) -> Path:
+    """The run of the agent step at ``step`` of the flow's recording at ``path``: the one
+    folded into the log, else the file beside it."""
+    from afcli._flows import open_flow_cli
+    from afcore.recording import is_flow
+
+    if not is_flow(path):
+        raise CliError(f"--step names an agent step of a flow's run; {path} is an agent's run")
+    flow = open_flow_cli(path)
+    found = flow.find(step)
+    if found is None or found.kind != "agent":
+        raise CliError(f"{path} has no agent step at {step!r} (af show {path} names them)")
+    file = flow.run_file(found)
+    if file is None or not file.is_file():
+        raise CliError(
+            f"the run of step {step!r} is neither in {path} nor beside it"
+            + (" (the step did not end)" if found.end is None else ""),
+            EXIT_FAILED,
+        )
+    return file
 
 
 def _run_and_key(run: str | None, key: str | None) -> tuple[Path, str | None]:

@@ -388,7 +388,12 @@ def test_af_replay_of_a_flow_file_names_the_edited_step_and_its_why(
     said = " ".join(ran.out.split())
     assert "diverged at step route/billing, call 1, messages" in said
     assert "~ message 2: content" in said and "replayed 'Urgent: say sorry.'" in said
-    assert f"why af why {Path(log).with_suffix('')}/001-route-billing.jsonl message:2" in said
+    assert f"why af why {log} message:2 --step route/billing" in said
+    asked = invoke(*_why_command(ran.out))
+    assert asked.code == 0, asked.err
+    assert asked.out.startswith("message:2 ")
+    wrong = invoke("why", log, "message:2", "--step", "route/nowhere")
+    assert wrong.code == 2 and "no agent step at 'route/nowhere'" in wrong.err
     data = invoke("replay", log, edited, "--json", "--out", tmp_path / "r").json()
     d = data["divergence"]
     assert data["status"] == "diverged"
@@ -398,6 +403,21 @@ def test_af_replay_of_a_flow_file_names_the_edited_step_and_its_why(
         "messages",
         "message:2",
     )
+
+    # The log alone, moved where its folder is not (as attached to a bug report): the
+    # command printed still answers, from the runs the log holds.
+    alone = tmp_path / "shared" / Path(log).name
+    alone.parent.mkdir()
+    Path(log).rename(alone)
+    assert not alone.with_suffix("").exists()
+    ran = invoke("replay", alone, edited, "--out", tmp_path / "r2")
+    assert ran.code == 1, ran.err
+    said = " ".join(ran.out.split())
+    assert f"why af why {alone} message:2 --step route/billing" in said
+    asked = invoke(*_why_command(ran.out))
+    assert asked.code == 0, asked.err
+    assert asked.out.startswith("message:2 ")
+    assert not alone.with_suffix("").exists()  # read from the log, not written out beside it
 
 
 def test_af_replay_of_an_edited_predicate_shows_what_it_read(
@@ -696,3 +716,12 @@ def test_af_resume_writes_a_folded_run_back_only_beside_the_log(
     assert refused.code == 2
     assert not (tmp_path / "outside.jsonl").exists()
     assert "written back" not in refused.err
+
+
+def _why_command(out: str) -> list[str]:
+    """The arguments of the `af why` command a replay printed, as a shell would split them."""
+    import shlex
+
+    found = re.search(r"^\s*why\s+af why (.+)$", out, re.MULTILINE)
+    assert found is not None, out
+    return ["why", *shlex.split(found[1])]
