@@ -302,7 +302,11 @@ class Recorder:
         """The last call's extra messages, their ids joined, and their ranges."""
         self._list_bases: dict[str, tuple[str, list[Segment] | list[CallTool]]] = {}
         """Slot -> the last list stored in full (deltas name it)."""
-        self._slot_last: dict[str, tuple[Sequence[Any], list[str], str]] = {}
+        self._slot_last: dict[tuple[str, int], tuple[Sequence[Any], list[str], str]] = {}
+        """(slot, id of a list) -> the list, its part hashes and its blob: the lists of the
+        last calls (a rule flipping back and forth composes the same two lists)."""
+        self._decision_refs: dict[int, tuple[InjectionDecisions, str]] = {}
+        """The decisions an inject stage wrote, by id -> themselves and their blob."""
         self._slot_cache: dict[
             tuple[str, tuple[int, ...]], tuple[tuple[Any, ...], list[str], str]
         ] = {}
@@ -712,14 +716,18 @@ class Recorder:
     ) -> tuple[list[str], str]:
         """The part hashes and the list blob of a slot, worked out once for the same items:
         an agent whose system prompt or tools did not change pays nothing per call."""
-        last = self._slot_last.get(build.__name__)
-        if last is not None and last[0] is items:  # the very list of the last call
+        recent = (build.__name__, id(items))
+        last = self._slot_last.get(recent)
+        if last is not None and last[0] is items:  # the very list of a recent call
             return last[1], last[2]
         key = (build.__name__, tuple(map(id, items)))
         cached = self._slot_cache.get(key)
         if cached is None:
             cached = self._slot_cache[key] = self._built(key, items, build)
-        self._slot_last[build.__name__] = (items, cached[1], cached[2])
+        if len(self._slot_last) >= 16:
+            self._slot_last.clear()
+        # The list is kept so that its id cannot be reused by another object.
+        self._slot_last[recent] = (items, cached[1], cached[2])
         return cached[1], cached[2]
 
     def _built(
@@ -960,7 +968,19 @@ class Recorder:
         _, tools_ref = self._slot(tools, self._tools_slot)
         writes = []
         if decisions is not None:
-            writes.append(_write(key="injections", ref=self._store(decisions)))
+            # A rule flipping back and forth writes the same decisions objects again: their
+            # blob is known (unless redaction replaced something, which it counts each time).
+            known = self._decision_refs.get(id(decisions))
+            if known is not None and known[0] is decisions:
+                ref = known[1]
+            else:
+                count = self.redactor.count
+                ref = self._store(decisions)
+                if self.redactor.count == count:
+                    if len(self._decision_refs) >= 16:
+                        self._decision_refs.clear()
+                    self._decision_refs[id(decisions)] = (decisions, ref)
+            writes.append(_write(key="injections", ref=ref))
         if system_ref != self._last_slots[0]:
             writes.append(_write(key="system", ref=system_ref))
         if tools_ref != self._last_slots[1]:
