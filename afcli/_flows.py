@@ -368,11 +368,9 @@ def _why_step(flow: FlowRecording, step: FlowLogStep, depth: int) -> list[Line]:
 def _agent_why(flow: FlowRecording, file: Path, pad: str) -> list[Line]:
     """The agent's own why of its answer, crossing into its run; a rule of it that read the
     flow's state crosses back to the step that wrote that value."""
-    import re
-
     from afcore.errors import AfError
     from afcore.recording import open_recording
-    from afcore.why import why
+    from afcore.why import state_writers, why
 
     try:
         with open_recording(file) as rec:
@@ -388,15 +386,14 @@ def _agent_why(flow: FlowRecording, file: Path, pad: str) -> list[Line]:
         out.append(said)
         for d in node.decisions:
             out.append(Line(pad, "  ", (line(d, 160), "dim")))
-            for key in re.findall(r"state\.([\w-]+)", d):
-                writer = flow.writer_of(key)
-                if writer is not None and key not in crossed:
+            for key, writer in state_writers(flow, d):
+                if key not in crossed:
                     crossed.add(key)
                     out.append(
                         Line(
                             pad,
                             "  ",
-                            (f"state.{safe(key)} ← written by the flow's step ", "dim"),
+                            (f"{safe(key)} ← written by the flow's step ", "dim"),
                             (safe(writer.path), "bold"),
                         )
                     )

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.text import Text
     from rich.tree import Tree
 
-    from afcore.recording import Recording
+    from afcore.recording import FlowRecording, Recording
     from afcore.why import Slice
 
 __all__ = ["why"]
@@ -150,7 +150,7 @@ def why(
 
     reading_only()  # before afcore.why builds its models
     from afcli._render import print_json
-    from afcore.why import NeverWrittenError, UnknownPositionError, keys
+    from afcore.why import NeverWrittenError, UnknownPositionError, cross_flow, keys
     from afcore.why import why as slice_of
 
     if session is not None:
@@ -169,8 +169,9 @@ def why(
         raise CliError("give a KEY to explain (af why RUN --list shows them)", EXIT_USAGE)
     from afcore.recording import is_flow
 
+    flow: FlowRecording | None = None
     if step is not None:
-        path = _step_run(path, step)
+        flow, path = _step_run(path, step)
     elif is_flow(path):
         _why_flow(path, key, list_keys=list_keys, json_output=json_output)
         return
@@ -201,6 +202,8 @@ def why(
             raise CliError(f"{e}{unfinished}", EXIT_FAILED) from None
         except UnknownPositionError as e:
             raise CliError(str(e), EXIT_USAGE) from None
+        if flow is not None:
+            cross_flow(result, flow)  # state its rules read: the flow's step that wrote it
         origins = _origins(rec, result, depth=depth, nodes=nodes, full=full)
     if json_output:
         out = result.to_json()
@@ -366,8 +369,8 @@ def _why_flow(path: Path, key: str | None, *, list_keys: bool, json_output: bool
     out.flush()
 
 
-def _step_run(path: Path, step: str) -> Path:
-    """The run of the agent step at ``step`` of the flow's recording at ``path``: the one
+def _step_run(path: Path, step: str) -> tuple[FlowRecording, Path]:
+    """The flow's recording at ``path`` and the run of its agent step at ``step``: the one
     folded into the log, else the file beside it."""
     from afcli._flows import open_flow_cli
     from afcore.recording import is_flow
@@ -385,7 +388,7 @@ def _step_run(path: Path, step: str) -> Path:
             + (" (the step did not end)" if found.end is None else ""),
             EXIT_FAILED,
         )
-    return file
+    return flow, file
 
 
 def _run_and_key(run: str | None, key: str | None) -> tuple[Path, str | None]:

@@ -2,6 +2,7 @@
 produced a key. ``why(recording, key)`` returns the backward slice; ``keys(recording)`` the
 keys one can ask about."""
 
+from afcore.why._flow import cross_flow, state_writers
 from afcore.why._slice import (
     Edge,
     Inner,
@@ -24,8 +25,10 @@ __all__ = [
     "Slice",
     "SummaryLine",
     "UnknownPositionError",
+    "cross_flow",
     "key_words",
     "keys",
+    "state_writers",
     "summary",
     "why",
 ]

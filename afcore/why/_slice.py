@@ -142,6 +142,7 @@ class Slice:
             "edges": [e.to_json() for e in self.edges],
             "truncated": dict(self.truncated),
             **({"inner": {k: v.to_json() for k, v in self.inner.items()}} if self.inner else {}),
+            **({"flow_state": dict(self.flow_state)} if self.flow_state else {}),
         }
 
     def parents(self, rsid: str) -> list[Edge]:
@@ -151,6 +152,9 @@ class Slice:
     inner: dict[str, Inner] = field(default_factory=dict)
     """For a tool stage of the slice that ran an agent (an agent called as a tool): that
     run, and why its answer is what it is."""
+    flow_state: dict[str, str] = field(default_factory=dict)
+    """For an agent step's run asked through its flow (``cross_flow``): each state value its
+    rules read, ``state.<key>``, and the path of the flow's step that wrote it."""
 
 
 @dataclass(frozen=True)

@@ -252,6 +252,42 @@ def test_af_why_crosses_from_the_answer_into_the_agent_and_back_to_the_step_that
     assert "lookup_invoice, call 1" in out
 
 
+def test_af_why_step_crosses_into_the_flow_for_state_a_step_wrote(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    ran = invoke("why", routed["recording"], "message:2", "--step", "route/billing")
+    assert ran.code == 0, ran.err
+    assert ran.out.startswith("message:2 ") and "rule urgent fired" in ran.out
+    assert "state.priority ← written by the flow's step triage" in ran.out
+    assert "state.priority is application state" not in ran.out
+    data = invoke("why", routed["recording"], "message:2", "--step", "route/billing", "--json")
+    said = data.json()
+    assert said["flow_state"] == {"state.priority": "triage"}
+    notes = said["nodes"][said["writer"]]["notes"]
+    assert "state.priority ← written by the flow's step triage" in notes
+
+
+def test_af_why_step_keeps_the_note_for_state_no_step_wrote(invoke: Invoke, tmp_path: Path) -> None:
+    file = tmp_path / "desk.py"
+    file.write_text(
+        "from afcore import Agent, mock\n"
+        "from afcore.flows import Sequence\n"
+        "desk = Agent.create(provider=mock(reply='noted'), model='m', name='desk')"
+        ".instruction('Be gentle.', id='gentle', when=lambda s: s.state.get('mood') == 'sad')"
+        ".build()\n"
+        "flow = Sequence.create('support').step('desk', desk).build()\n"
+    )
+    ran = invoke("run", file, "hello", "--json", "--out", tmp_path / "runs")
+    assert ran.code == 0, ran.err
+    log = ran.json()["recording"]
+    asked = invoke("why", log, "injections", "--step", "desk")
+    assert asked.code == 0, asked.err
+    assert "state.mood is application state, not in the log" in asked.out
+    assert "written by the flow's step" not in asked.out
+    said = invoke("why", log, "injections", "--step", "desk", "--json").json()
+    assert "flow_state" not in said
+
+
 def test_af_why_on_a_state_value_names_its_writer_and_its_readers(
     routed: dict[str, Any], invoke: Invoke
 ) -> None:
