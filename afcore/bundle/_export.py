@@ -289,18 +289,7 @@ def prepare_export(
         header = rec.header
 
     learner = _Learner(policy)
-    ids: dict[str, str] = {}
-    with open(src, "rb") as f:
-        for n, raw in enumerate(f, start=1):
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("t") == "blob":
-                if isinstance(record.get("id"), str):
-                    ids[record["id"]] = record["id"]
-            for value, leaf in content_leaves(record, n, ids):
-                learner.visit(value, leaf)
+    _learn(learner, src)
 
     replacer = _Replacer(learner)
     with tempfile.TemporaryDirectory(prefix="af-export-") as tmp:
@@ -411,18 +400,7 @@ def _prepare_flow(
     for value, leaf in flow_content_leaves(src):
         learner.visit(value, leaf)
     for _, _, file in runs:
-        ids: dict[str, str] = {}
-        with open(file, "rb") as f:
-            for n, raw in enumerate(f, start=1):
-                try:
-                    record = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(record, dict) and record.get("t") == "blob":
-                    if isinstance(record.get("id"), str):
-                        ids[record["id"]] = record["id"]
-                for value, leaf in content_leaves(record, n, ids):
-                    learner.visit(value, leaf)
+        _learn(learner, file)
 
     # One replacer per file: each counts the places in its own lines.
     replacers: dict[str | None, _Replacer] = {}
@@ -539,6 +517,24 @@ def _prepare_flow(
         yield Prepared(
             redacted, manifest, report, hits, source if with_source else None, source_file
         )
+
+
+def _learn(learner: _Learner, path: str | os.PathLike[str]) -> None:
+    """Show ``learner`` every content value of the recording at ``path``, line by line
+    (a line that is not JSON holds nothing to learn from)."""
+
+    ids: dict[str, str] = {}
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("t") == "blob":
+                if isinstance(record.get("id"), str):
+                    ids[record["id"]] = record["id"]
+            for value, leaf in content_leaves(record, n, ids):
+                learner.visit(value, leaf)
 
 
 def _manifest_head(header: Any) -> dict[str, Any]:

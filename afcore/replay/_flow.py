@@ -15,7 +15,6 @@ then a whole composed run, to open in the Lens or compare with ``af diff``."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +44,6 @@ from afcore.recording import (
     FLOW_TYPES,
     FlowEnd,
     FlowRecording,
-    RecordingConfig,
     ReplayLink,
     StepDecision,
     StepEnd,
@@ -53,7 +51,7 @@ from afcore.recording import (
     StepStart,
     open_flow,
 )
-from afcore.replay._replay import replaying
+from afcore.replay._replay import replaying, replaying_copy
 from afcore.replay._replayer import Replayer, ToolsMode
 from afcore.replay._report import FlowDivergence, FlowReplayReport
 from afcore.replay._tape import Tape
@@ -359,16 +357,7 @@ def replaying_flow(
     from there, see the module). Each run writes its own recording (``out``, or the flow's
     folder), whose header's ``replay_of`` names the one replayed."""
     recorded = recording if isinstance(recording, FlowRecording) else open_flow(recording)
-    replayed = copy.copy(flow)
-    config = flow.recording or RecordingConfig()
-    # Its own log, under a fresh id; its agents take their recorded runs' seeds.
-    config = dataclasses.replace(config, run_id=None, seed=None)
-    if out is not None:
-        config = dataclasses.replace(config, dir=Path(out))
-    replayed.recording = config
-    replayed.replayer = FlowReplayer(recorded, tools=tools, then_live=then_live)
-    replayed.last_result = None
-    return replayed
+    return replaying_copy(flow, FlowReplayer(recorded, tools=tools, then_live=then_live), out)
 
 
 def replay_flow(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from afcore.errors import AfError, RecordingError, ReplayDivergedError, ReplayEndedError, UsageError
 from afcore.loop import Conversation
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from afcore.agent import Agent
     from afcore.providers import StreamHandler
     from afcore.recording._writer import RecordObserver
+
+_R = TypeVar("_R", bound=Any)  # an Agent or a Flow: both have recording, replayer, last_result
 
 __all__ = ["areplay", "replay", "replaying"]
 
@@ -42,14 +44,20 @@ def replaying(
     if tools not in ("run", "recorded"):
         raise UsageError(f"tools= is 'run' or 'recorded', not {tools!r}")
     tape = recording if isinstance(recording, Tape) else Tape.read(recording)
-    replayed = copy.copy(agent)
-    config = agent.recording or RecordingConfig()
-    # Its own recording, under a fresh id: a replay never writes over what it replays.
+    return replaying_copy(agent, Replayer(tape, tools=tools, then_live=then_live), out)
+
+
+def replaying_copy(runnable: _R, replayer: Any, out: str | Path | None) -> _R:
+    """A copy of an agent or a flow that ``replayer`` answers, recording under a fresh id
+    (a replay never writes over what it replays; its runs take their recorded seeds), in
+    ``out`` or the original's folder."""
+    replayed = copy.copy(runnable)
+    config = runnable.recording or RecordingConfig()
     config = dataclasses.replace(config, run_id=None, seed=None)
     if out is not None:
         config = dataclasses.replace(config, dir=Path(out))
     replayed.recording = config
-    replayed.replayer = Replayer(tape, tools=tools, then_live=then_live)
+    replayed.replayer = replayer
     replayed.last_result = None
     return replayed
 
