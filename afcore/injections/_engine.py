@@ -789,14 +789,26 @@ def _now(turn: TurnState, key: str) -> Any:
 
 
 def _index(memo: _Memo, i: int, part: _Part) -> None:
-    """Note what would make the part at ``i`` be decided again."""
-    memo.todo.clear()
+    """Note what would make the part at ``i`` be decided again. The positions worked out
+    for sets of changed keys stand unless this changes what they are made of (a rule that
+    flips back and forth on the same keys leaves them be)."""
     if part.keys is None:
-        memo.again.add(i)
+        if i not in memo.again:
+            memo.again.add(i)
+            memo.todo.clear()
         return
-    memo.again.discard(i)
+    if i in memo.again:
+        memo.again.discard(i)
+        memo.todo.clear()
+    by_key = memo.by_key
     for key in part.keys:
-        memo.by_key.setdefault(key, set()).add(i)
+        positions = by_key.get(key)
+        if positions is None:
+            by_key[key] = {i}
+            memo.todo.clear()
+        elif i not in positions:
+            positions.add(i)
+            memo.todo.clear()
 
 
 def _same_content(old: _Part, new: _Part) -> bool:
