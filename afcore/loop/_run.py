@@ -659,7 +659,7 @@ def _compose(
                         if role == "user"
                         else AssistantMessage((TextBlock(text),))
                     )
-                    n, write = rec.message(msg, history=False, source=source)
+                    n, write = rec.injected(msg, source)
                     writes.append(write)
                     known = run.injected[key] = (n, msg)
                 extra.append(known[0])

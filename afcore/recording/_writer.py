@@ -183,7 +183,8 @@ class Frames:
 
     def __init__(self) -> None:
         self.slots: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-        """(slot key, redactor shape) -> (items, hashes, ref, entries, blob lines, count)"""
+        """(slot key, redactor shape, the slot's base list) -> (items, hashes, ref, the base
+        it stored, blob lines, blobs it needs stored before, count)"""
         self.specs: dict[tuple[Any, ...], tuple[ToolSpec, str, bytes, int]] = {}
         """(id of a spec, redactor shape) -> (the spec, its id, its blob line, count)"""
         self.header: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -300,6 +301,8 @@ class Recorder:
         self._sources: dict[Source, tuple[SourceInfo, dict[str, Any]]] = {}
         self._extra: tuple[Sequence[int] | None, bytes, list[tuple[int, int]]] = (None, b"", [])
         """The last call's extra messages, their ids joined, and their ranges."""
+        self._extras: dict[int, tuple[Sequence[int], bytes, list[tuple[int, int]]]] = {}
+        """The same for recent calls' lists, by id (each list kept, so its id stays its)."""
         self._list_bases: dict[str, tuple[str, list[Segment] | list[CallTool]]] = {}
         """Slot -> the last list stored in full (deltas name it)."""
         self._slot_last: dict[tuple[str, int], tuple[Sequence[Any], list[str], str]] = {}
@@ -553,6 +556,26 @@ class Recorder:
             return n, _write(key=key, ref=ref, source=src)
         return n, _write(key=key, value=value, source=src)
 
+    def injected(self, message: Message, source: Source) -> tuple[int, Line]:
+        """An injected message (sent after the history, not joining it), written as
+        :meth:`message` writes it. An agent's injections send the same texts in every run:
+        one the policy found clean is taken from its store, not serialized, screened and
+        hashed again."""
+        clean = self.redactor.clean
+        key = ("injected", message, source)
+        known = clean.get(key) if clean is not None else None
+        if known is not None:
+            hashed, value, src = known
+            self._ids += hashed
+            n = self._messages = self._messages + 1
+            return n, _write(key=f"message:{n}", value=value, source=src)
+        count = self.redactor.count
+        n, write = self.message(message, history=False, source=source)
+        if clean is not None and self.redactor.count == count and "value" in write:
+            # Written inline (a long one is a blob, which each file holds for itself).
+            clean[key] = (bytes(self._ids[-_ID_SIZE:]), write["value"], write.get("source"))
+        return n, write
+
     def message_hash(self, n: int) -> str:
         """The id message ``n`` is stored under."""
         if not 0 < n <= self._messages:
@@ -736,45 +759,49 @@ class Recorder:
         items: Sequence[Any],
         build: Callable[[Any], tuple[list[str], str]],
     ) -> tuple[tuple[Any, ...], list[str], str]:
-        """A slot's list built, or taken from another run of the agent: a list stored in
-        full (the first of its slot in a run) whose blobs were all written as it was built."""
+        """A slot's list built, or taken from another run of the agent that built the same
+        list on the same base (the list its slot last stored in full: none for the first,
+        which is stored in full), with the blobs it wrote then. A rule that changes the
+        system prompt at some iteration stores the same delta in every run."""
         frames = self._frames
-        slot = "system" if build.__name__ == "_system_slot" else "tools"
-        if frames is None or slot in self._list_bases:
+        if frames is None:
             hashes, ref = build(items)
             # The items are kept so their ids cannot be reused by other objects.
             return (tuple(items), hashes, ref)
-        shared = (key, self.redactor.shape)
+        slot = "system" if build.__name__ == "_system_slot" else "tools"
+        base = self._list_bases.get(slot)
+        shared = (key, self.redactor.shape, None if base is None else base[0])
         hit = frames.slots.get(shared)
-        if hit is not None:
-            kept, hashes, ref, entries, lines, count = hit
+        blobs = self._blobs
+        if hit is not None and all(blob in blobs for blob in hit[5]):
+            kept, hashes, ref, stored, lines, _, count = hit
             if slot == "tools":
                 for spec in kept:
                     self.tool_ref(spec)
             for blob, line in lines:
                 self._put_blob(blob, line)
             self.redactor.count += count
-            self._list_bases[slot] = (ref, entries)
+            if stored is not None:
+                self._list_bases[slot] = stored
             return (kept, hashes, ref)
         mark, count = len(self._pending), self.redactor.count
         hashes, ref = build(items)
         kept = tuple(items)
         made = self._pending[mark:]
-        if not all(line.startswith(_BLOB_OPEN) for line in made):
-            return (kept, hashes, ref)  # an observer's error among them: not shared
-        lines = tuple((line[_BLOB_ID].decode(), line) for line in made)
-        needed = {ref}
-        if slot == "system":
-            needed.update(self._entries[(seg.text, seg.source)][1].ref or ref for seg in items)
-        base = self._list_bases.get(slot)
-        if (
-            base is not None
-            and base[0] == ref
-            and needed <= {blob for blob, _ in lines}
-            and self.redactor.shape == shared[1]
+        if self.redactor.shape != shared[1] or not all(
+            line.startswith(_BLOB_OPEN) for line in made
         ):
-            entry = (kept, hashes, ref, base[1], lines, self.redactor.count - count)
-            frames.keep(frames.slots, shared, entry)
+            return (kept, hashes, ref)  # a secret learned, an observer's error: not shared
+        lines = tuple((line[_BLOB_ID].decode(), line) for line in made)
+        refers = {ref}
+        if slot == "system":
+            refers.update(self._entries[(seg.text, seg.source)][1].ref or ref for seg in items)
+        # What it refers to that was stored before it: a run taking it must hold those too.
+        before = tuple(refers.difference(blob for blob, _ in lines))
+        after = self._list_bases.get(slot)
+        stored = None if after is base else after
+        entry = (kept, hashes, ref, stored, lines, before, self.redactor.count - count)
+        frames.keep(frames.slots, shared, entry)
         return (kept, hashes, ref)
 
     def call(
@@ -802,9 +829,16 @@ class Recorder:
             # from call to call while the injected messages do not change.
             known_extra = self._extra
             if known_extra[0] is not extra and (extra or known_extra[1]):
-                ids, size = self._ids, _ID_SIZE
-                joined = b"".join(ids[(n - 1) * size : n * size] for n in extra)
-                known_extra = self._extra = (extra, joined, ranges(extra))
+                # A rule flipping back and forth sends two lists of injected messages in
+                # turn: each is joined and ranged once.
+                recent = self._extras.get(id(extra))
+                if recent is None or recent[0] is not extra:
+                    ids, size = self._ids, _ID_SIZE
+                    joined = b"".join(ids[(n - 1) * size : n * size] for n in extra)
+                    if len(self._extras) >= 16:
+                        self._extras.clear()
+                    recent = self._extras[id(extra)] = (extra, joined, ranges(extra))
+                known_extra = self._extra = recent
             digest = self._history_digest.copy()
             if known_extra[1]:
                 digest.update(known_extra[1])
@@ -1363,6 +1397,9 @@ class NullRecorder(Recorder):
     def message(
         self, message: Message, *, history: bool = True, source: Source | None = None
     ) -> tuple[int, Line]:
+        return 0, _NOTHING
+
+    def injected(self, message: Message, source: Source) -> tuple[int, Line]:
         return 0, _NOTHING
 
     def inject(self, iteration: int, **_: Any) -> int | None:

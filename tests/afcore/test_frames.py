@@ -83,3 +83,82 @@ def test_a_run_that_learned_a_secret_redacts_the_frame_it_shares(tmp_path: Path)
     assert redactions > 0
     again = _run(agent)
     assert _stored(again) == _stored(plain)
+
+
+def _injected_agent(folder: Path) -> Agent:
+    """Four tool iterations; 20 steering segments, a system rule that flips at every
+    iteration (its lists are stored as deltas of the first) and a message rule that reads
+    the state and the iteration."""
+
+    def respond(r: Any) -> Any:
+        done = sum(m.role == "tool" for m in r.messages)
+        if done < 4:
+            return {"tool_calls": [{"id": f"c{done}", "name": "echo", "args": {"n": done}}]}
+        return "done"
+
+    echo = define_tool(
+        "echo",
+        "Echo the number.",
+        {"type": "object", "properties": {"n": {"type": "integer"}}},
+        lambda a, c: f"ok {a['n']}",
+    )
+    builder = (
+        Agent.create(provider=mock(respond=respond), model="m", record=RecordingConfig(dir=folder))
+        .system("You echo.")
+        .tool(echo)
+    )
+    for i in range(20):
+        builder = builder.steering(f"Steering {i}: " + "word " * (i * 7), id=f"steer-{i}")
+    return (
+        builder.instruction(
+            "Even iteration.", id="even", when=lambda s: s.iteration % 2 == 0, slot="system"
+        )
+        .instruction(
+            "Mode x, or the third iteration.",
+            id="mode",
+            when=lambda s: s.state.get("mode") == "x" or s.iteration == 3,
+        )
+        .build()
+    )
+
+
+def _records(path: Path) -> list[Any]:
+    """Every record of a file but its seals, without what differs from run to run (its
+    id, its clock)."""
+    out = []
+    for line in path.read_bytes().splitlines():
+        record = orjson.loads(line)
+        if record["t"] == "seal":
+            continue
+        for own in ("run_id", "started_at", "seed", "at", "ms", "h"):
+            record.pop(own, None)
+        if record["t"] == "commit" and "tool" in record:
+            record["tool"].pop("ms", None)
+        out.append(record)
+    return out
+
+
+def test_runs_of_an_agent_with_injections_write_what_a_fresh_agent_writes(tmp_path: Path) -> None:
+    # Each run takes the lists, deltas and injected messages the runs before it made, on
+    # the base its own run stored: the state changes which lists a run stores.
+    agent = _injected_agent(tmp_path / "a")
+    runs = [{}, {}, {"state": {"mode": "x"}}, {}, {"state": {"mode": "x"}}]
+    files = []
+    for i, kwargs in enumerate(runs):
+        path = _run_checked(agent, **kwargs)
+        fresh = _run_checked(_injected_agent(tmp_path / f"fresh-{i}"), **kwargs)
+        assert _records(path) == _records(fresh)
+        files.append(_records(path))
+    assert files[0] == files[1] == files[3] != files[2] == files[4]
+    deltas = [r for r in files[0] if r["t"] == "blob" and isinstance(r["value"], dict)]
+    assert any("base" in r["value"] for r in deltas)  # the flipped system lists are deltas
+
+
+def _run_checked(agent: Agent, **kwargs: Any) -> Path:
+    assert agent.run("go", **kwargs) == "done"
+    path = agent.last_recording
+    assert path is not None
+    with rec.open_recording(path) as r:
+        report = rec.verify(r)
+        assert report.ok and report.calls == report.verified == 5, report.problems
+    return path
