@@ -178,8 +178,10 @@ class _Memo:
     """Positions decided at every iteration."""
     by_key: dict[str, set[int]] = field(default_factory=dict)
     """Key -> positions whose last decision read it."""
-    seen: dict[str, Any] = field(default_factory=dict)
-    """Key -> its value (as a token) when the engine last looked."""
+    seen: dict[str, list[Any]] = field(default_factory=dict)
+    """Key -> [key, the state's name for it or None, its value (as a token) when the
+    engine last looked]; the same lists in ``watched``, the order they are looked at in."""
+    watched: list[list[Any]] = field(default_factory=list)
     last: Composition | None = None
     fired: _Fired | None = None
     """What fired at the last iteration."""
@@ -284,6 +286,12 @@ class InjectionEngine:
             if isinstance(inj.message, str):
                 self._fixed_messages.append((inj.role, inj.message, source))
             self._fixed_tools += [(t, self._skill_specs[(inj.id, t.name)]) for t in inj.tools]
+
+        self._predicates: list[Callable[[RunView], Any]] = [
+            inj.trigger.predicate if isinstance(inj.trigger, RuleTrigger) else _not_a_rule
+            for inj in self._dynamic
+        ]
+        """By position in the dynamic injections: each rule's predicate."""
 
     @property
     def trivial(self) -> bool:
@@ -469,18 +477,17 @@ class InjectionEngine:
             for i, part in enumerate(parts):
                 _index(memo, i, part)
             return self._gather(memo)
-        changed = _changed(memo.seen, turn)
-        todo_key = frozenset(changed)
-        todo = memo.todo.get(todo_key)
+        changed = _changed(memo.watched, turn)
+        todo = memo.todo.get(changed)
         if todo is None:
             again = set(memo.again)
             for key in changed:
                 again.update(memo.by_key.get(key, ()))
-            todo = memo.todo[todo_key] = sorted(again)
+            todo = memo.todo[changed] = sorted(again)
         # Keys other than the iteration: a rule whose decision reads only that, and which
         # answers as before, stands (its evidence says `["iteration"]`, the stage's own).
-        moved = changed - _ITERATION if changed else changed
-        dynamic = self._dynamic
+        moved = _NOTHING if changed is _ITERATION else changed - _ITERATION
+        dynamic, predicates = self._dynamic, self._predicates
         redone: list[int] = []
         same = True
         for i in todo:
@@ -490,28 +497,34 @@ class InjectionEngine:
                 # A pure rule that read only what `keys` names: the common case, run inline.
                 failure: Exception | None = None
                 try:
-                    verdict = dynamic[i].trigger.predicate(view)  # type: ignore[union-attr]
+                    verdict = predicates[i](view)
                 except Exception as e:  # a rule that raises is skipped and recorded
                     verdict, failure = None, e
                 raw = view._reads
-                view._reads = {}
                 if (
                     verdict is old.decision.fired
                     and failure is None
                     and keys == raw.keys()
-                    and not (moved and any(k in moved for k in raw))
+                    and (not moved or moved.isdisjoint(raw))
                 ):
-                    continue  # the same verdict from the same evidence (the iteration aside)
-                decision = _rule_decision(dynamic[i], verdict, failure, raw)
+                    # The same verdict from the same evidence (the iteration aside); the
+                    # view's notes are emptied in place for the next rule.
+                    raw.clear()
+                    continue
+                view._reads = {}
                 prior = memo.prior.get(i)
                 if (
                     prior is not None
-                    and prior.keys is not None
+                    and verdict is prior.decision.fired
+                    and failure is None
                     and prior.keys == raw.keys()
-                    and decision.same_as_before(prior.decision)
+                    and prior.decision.reads == _evidence(raw)
                 ):
-                    new = prior  # decided as it was before its last change: that part again
+                    # Decided as it was before its last change (a part with keys is a
+                    # rule's plain verdict): that part again, no new decision made.
+                    new = prior
                 else:
+                    decision = _rule_decision(dynamic[i], verdict, failure, raw)
                     new = self._part(dynamic[i], view, turn, decision, raw)
             else:
                 new = self._evaluate(dynamic[i], view, turn, old, moved)
@@ -721,8 +734,13 @@ class InjectionEngine:
         return out
 
 
+def _not_a_rule(view: RunView) -> Any:
+    raise AssertionError("only a rule's part has keys to decide it again by")
+
+
 _TRUE, _FALSE = "rule returned true", "rule returned false"
 _ITERATION = frozenset({"iteration"})
+_NOTHING: frozenset[str] = frozenset()
 
 
 def _rule_decision(
@@ -761,7 +779,9 @@ def _memo_keys(
     seen = memo.seen
     for key, value in raw.items():
         if key not in seen:
-            seen[key] = token(value)
+            name = key[6:] if key.startswith("state.") else None
+            entry = seen[key] = [key, name, token(value)]
+            memo.watched.append(entry)
     return frozenset(raw)
 
 
@@ -821,15 +841,17 @@ def _same_content(old: _Part, new: _Part) -> bool:
     )
 
 
-def _changed(seen: dict[str, Any], turn: TurnState) -> set[str]:
-    """The keys whose value differs from when the engine last looked; notes the new ones."""
-    changed = set()
+def _changed(watched: list[list[Any]], turn: TurnState) -> frozenset[str]:
+    """The keys whose value differs from when the engine last looked (``_ITERATION`` when
+    that is all, as at most iterations); notes the new values."""
+    changed: list[str] | None = None
     state = turn.state
-    for key, was in seen.items():
+    for entry in watched:
+        key, name, was = entry
         # The state's keys and the iteration are most of what rules read: compared here
         # without _now's walk, and without making a token when the value is the same.
-        if key.startswith("state."):
-            now = state.get(key[6:], MISSING)
+        if name is not None:
+            now = state.get(name, MISSING)
             if now is was:
                 continue
             cls = now.__class__
@@ -849,9 +871,16 @@ def _changed(seen: dict[str, Any], turn: TurnState) -> set[str]:
         else:
             now = _now(turn, key)
         if now != was:
-            changed.add(key)
-            seen[key] = now
-    return changed
+            entry[2] = now
+            if changed is None:
+                changed = [key]
+            else:
+                changed.append(key)
+    if changed is None:
+        return _NOTHING
+    if len(changed) == 1 and changed[0] == "iteration":
+        return _ITERATION
+    return frozenset(changed)
 
 
 def _check_unique(tools: list[tuple[Tool, ToolSpec]]) -> None:

@@ -138,16 +138,20 @@ class RunView(ReadNotes):
         self._tracked_state: _Tracked | None = None
         self._reads: dict[str, Any] = {}
 
+    # The two reads nearly every rule makes note themselves, without a call to _note.
+
     @property
     def user_message(self) -> str:
         """The message this turn started from."""
-        self._note("user_message", self._user)
+        if "user_message" not in self._reads:
+            self._reads["user_message"] = self._user
         return self._user
 
     @property
     def iteration(self) -> int:
         """The iteration about to call the model, from 1."""
-        self._note("iteration", self._iteration)
+        if "iteration" not in self._reads:
+            self._reads["iteration"] = self._iteration
         return self._iteration
 
     @property
