@@ -195,19 +195,11 @@ class _Memo:
     prior: dict[int, _Part] = field(default_factory=dict)
     """Position -> the part it had before its current one: a rule that flips back (a
     reminder every tenth iteration) takes its earlier part again, the same objects."""
-    gathered: dict[tuple[int, ...], tuple[list[_Part], list[Decision], _Fired]] = field(
-        default_factory=dict
-    )
-    """The ids of every part -> those parts, their decisions and what fired: the same parts
-    again (a rule flipping back) give the same lists, so the slots are known."""
-    compositions: dict[tuple[int, ...], Composition] = field(default_factory=dict)
-    """The ids of a composition's decisions and slots -> the composition."""
-    slotted: dict[tuple[int, int], tuple[Any, ...]] = field(default_factory=dict)
-    """(base, what fired) -> the slots composed from them (with the providers' tools)."""
 
 
-_REMEMBERED = 16
-"""How many sets of parts, and of slots, a run's engine keeps for flips back."""
+_REMEMBERED = 32
+"""How many sets of parts, of slots and of compositions an engine keeps: for a rule that
+flips back, and for the next runs of the agent, which decide as the runs before did."""
 
 
 class InjectionEngine:
@@ -292,6 +284,25 @@ class InjectionEngine:
             for inj in self._dynamic
         ]
         """By position in the dynamic injections: each rule's predicate."""
+        # Decisions and what is made of them are values: the same verdict from the same
+        # evidence is the same part, in this run and the next, and so are the lists and
+        # compositions made of the same parts (each run's own state stays in its memo).
+        self._plain = {
+            id(inj)
+            for inj in self._dynamic
+            if isinstance(inj.trigger, RuleTrigger) and _fixed(inj) and not callable(inj.cache)
+        }
+        self._rule_parts: dict[tuple[Any, ...], _Part] = {}
+        """(id, verdict, evidence and its types) -> the part, for rules in ``_plain``."""
+        self._gathered: dict[tuple[int, ...], tuple[list[_Part], list[Decision], _Fired]] = {}
+        """The ids of every part -> those parts, their decisions and what fired: the same
+        parts again give the same lists, so the slots are known."""
+        self._slotted: dict[tuple[int, int], tuple[Any, ...]] = {}
+        """(base, what fired) -> the slots composed from them (with the providers' tools)."""
+        self._compositions: dict[tuple[int, ...], Composition] = {}
+        """The ids of a composition's decisions and slots -> the composition."""
+        self._written: dict[tuple[int, int], tuple[Any, ...]] = {}
+        """(decisions, the decisions written before) -> what an iteration writes of them."""
 
     @property
     def trivial(self) -> bool:
@@ -393,17 +404,17 @@ class InjectionEngine:
             messages = last.messages
         else:
             key = (id(base_segments), id(fired))
-            known = memo.slotted.get(key)
+            known = self._slotted.get(key)
             if known is not None and known[2] == provided:
                 system, messages, tools, specs, cache = known[3:]
             else:
                 system, messages, pairs, cache = self._slots(base_segments, fired, provided)
                 specs = [s for _, s in pairs]
                 tools = [t for t, _ in pairs]
-                if len(memo.slotted) >= _REMEMBERED:
-                    memo.slotted.clear()
+                if len(self._slotted) >= _REMEMBERED:
+                    self._slotted.clear()
                 # The base and what fired are kept so that their ids cannot be reused.
-                memo.slotted[key] = (
+                self._slotted[key] = (
                     base_segments,
                     fired,
                     provided,
@@ -418,7 +429,7 @@ class InjectionEngine:
         # The same decisions and slots as an earlier iteration (a rule flipped back): the
         # same Composition, so that what its caller made of it can be taken again too.
         ids = (id(decisions), id(system), id(messages), id(tools), id(specs), id(cache))
-        comp = memo.compositions.get(ids)
+        comp = self._compositions.get(ids)
         if comp is None:
             comp = Composition(
                 system=system,
@@ -428,9 +439,9 @@ class InjectionEngine:
                 cache=cache,
                 decisions=decisions,
             )
-            if len(memo.compositions) >= _REMEMBERED:
-                memo.compositions.clear()
-            memo.compositions[ids] = comp  # it holds the parts: their ids stay theirs
+            if len(self._compositions) >= _REMEMBERED:
+                self._compositions.clear()
+            self._compositions[ids] = comp  # it holds the parts: their ids stay theirs
         memo.last = comp
         return comp
 
@@ -524,8 +535,7 @@ class InjectionEngine:
                     # rule's plain verdict): that part again, no new decision made.
                     new = prior
                 else:
-                    decision = _rule_decision(dynamic[i], verdict, failure, raw)
-                    new = self._part(dynamic[i], view, turn, decision, raw)
+                    new = self._rule_part(dynamic[i], view, turn, verdict, failure, raw)
             else:
                 new = self._evaluate(dynamic[i], view, turn, old, moved)
                 if new is old:
@@ -556,7 +566,7 @@ class InjectionEngine:
     def _gather(self, memo: _Memo) -> tuple[list[Decision], _Fired]:
         """The decisions and what fired, from every part."""
         key = tuple(map(id, memo.parts))
-        known = memo.gathered.get(key)
+        known = self._gathered.get(key)
         if known is not None:  # the very parts of an earlier iteration (kept alive there)
             memo.fired = known[2]
             return known[1], known[2]
@@ -577,9 +587,9 @@ class InjectionEngine:
             if part.tools:
                 fired_tools += part.tools
         memo.fired = (groups, messages, fired_tools)
-        if len(memo.gathered) >= _REMEMBERED:
-            memo.gathered.clear()
-        memo.gathered[key] = (list(memo.parts), decisions, memo.fired)
+        if len(self._gathered) >= _REMEMBERED:
+            self._gathered.clear()
+        self._gathered[key] = (list(memo.parts), decisions, memo.fired)
         return decisions, memo.fired
 
     def _evaluate(
@@ -612,7 +622,57 @@ class InjectionEngine:
         ):
             # Same verdict from the same evidence (the iteration aside): nothing to redo.
             return old
-        return self._part(inj, view, turn, _rule_decision(inj, verdict, failure, raw), raw)
+        return self._rule_part(inj, view, turn, verdict, failure, raw)
+
+    def written(
+        self, decisions: Sequence[Decision], previous: Sequence[Decision] | None
+    ) -> InjectionDecisions | None:
+        """What an iteration writes of its ``decisions`` against the ones written last
+        (:func:`changed_decisions`), worked out once for each pair: a rule flipping back and
+        forth writes the same two values, and the next runs of the agent what the runs
+        before wrote."""
+        key = (id(decisions), id(previous))
+        known = self._written.get(key)
+        if known is not None and known[0] is decisions and known[1] is previous:
+            kept: InjectionDecisions | None = known[2]
+            return kept
+        changed = changed_decisions(decisions, previous)
+        if len(self._written) >= _REMEMBERED:
+            self._written.clear()
+        self._written[key] = (decisions, previous, changed)  # kept: their ids stay theirs
+        return changed
+
+    def _rule_part(
+        self,
+        inj: Injection,
+        view: RunView,
+        turn: TurnState,
+        verdict: Any,
+        failure: Exception | None,
+        raw: dict[str, Any],
+    ) -> _Part:
+        """A rule's part from its verdict and what it read: the part made before for the
+        same verdict from the same evidence when its content and cache policy are fixed."""
+        if failure is not None or verdict.__class__ is not bool or id(inj) not in self._plain:
+            return self._part(inj, view, turn, _rule_decision(inj, verdict, failure, raw), raw)
+        evidence = _evidence(raw)
+        # The types too: a rule that saw 1 did not see True (nor 1.0), as the record says.
+        key = (
+            inj.id,
+            verdict,
+            tuple(evidence.items()),
+            tuple(v.__class__ for v in evidence.values()),
+        )
+        part = self._rule_parts.get(key)
+        if part is not None and part.decision.injection is inj:
+            _memo_keys(inj, part.decision, raw, turn.memo)  # this run notes what it read
+            return part
+        decision = Decision(inj, verdict, _TRUE if verdict else _FALSE, evidence)
+        part = self._part(inj, view, turn, decision, raw)
+        if len(self._rule_parts) >= _PARTS:
+            self._rule_parts.clear()
+        self._rule_parts[key] = part
+        return part
 
     def _part(
         self,
@@ -739,6 +799,9 @@ def _not_a_rule(view: RunView) -> Any:
 
 
 _TRUE, _FALSE = "rule returned true", "rule returned false"
+_PARTS = 4096
+"""How many rules' parts an engine keeps (a rule reading the iteration makes one per
+iteration it is decided at)."""
 _ITERATION = frozenset({"iteration"})
 _NOTHING: frozenset[str] = frozenset()
 

@@ -50,9 +50,7 @@ from afcore.governance._pause import Paused
 from afcore.injections._engine import (
     READ_SKILL,
     Composition,
-    Decision,
     TurnState,
-    changed_decisions,
 )
 from afcore.injections._model import ConfigureContext
 from afcore.loop._attempts import attempt_call
@@ -112,7 +110,6 @@ from afcore.recording._models import (
     ErrorEvent,
     ErrorInfo,
     Header,
-    InjectionDecisions,
     Line,
     MiddlewareDecision,
     RedactionInfo,
@@ -680,29 +677,13 @@ def _compose(
             run.iteration,
             system=comp.system,
             tools=comp.specs,
-            decisions=_changed_decisions(run, comp.decisions),
+            decisions=agent.engine.written(comp.decisions, run.decisions),
             message_writes=writes,
             reads=reads,
         )
         run.decisions = comp.decisions
     run.last_composed = comp
     return comp, None, extra, messages
-
-
-def _changed_decisions(run: RunState, decisions: list[Decision]) -> InjectionDecisions | None:
-    """What an iteration writes of its decisions against the last recorded ones, worked out
-    once for each pair (a rule flipping back and forth writes the same two values)."""
-    before = run.decisions
-    key = (id(decisions), id(before))
-    known = run.decision_changes.get(key)
-    if known is not None and known[0] is decisions and known[1] is before:
-        kept: InjectionDecisions | None = known[2]
-        return kept
-    changed = changed_decisions(decisions, before)
-    if len(run.decision_changes) >= 16:
-        run.decision_changes.clear()
-    run.decision_changes[key] = (decisions, before, changed)
-    return changed
 
 
 async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:

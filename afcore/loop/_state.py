@@ -230,8 +230,6 @@ class RunState:
     )
     """id -> a composition of this run, its injected messages' numbers and messages, and the
     keys its decisions read (the engine hands an earlier one back when a rule flips back)."""
-    decision_changes: dict[tuple[int, int], tuple[Any, Any, Any]] = field(default_factory=dict)
-    """(ids of an iteration's decisions and of the last recorded) -> what was written."""
     result_keys: dict[str, str] = field(default_factory=dict)
     """Tool name -> the key of the message holding its last result."""
     injected: dict[tuple[str, str, str], tuple[int, Message]] = field(default_factory=dict)

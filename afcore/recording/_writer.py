@@ -187,6 +187,8 @@ class Frames:
         it stored, blob lines, blobs it needs stored before, count)"""
         self.specs: dict[tuple[Any, ...], tuple[ToolSpec, str, bytes, int]] = {}
         """(id of a spec, redactor shape) -> (the spec, its id, its blob line, count)"""
+        self.decisions: dict[tuple[Any, ...], tuple[InjectionDecisions, str, bytes]] = {}
+        """(id of an iteration's decisions, redactor shape) -> (them, their id, blob line)"""
         self.header: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         """(redactor shape, watchers) -> the header's config, provider, redaction, count"""
 
@@ -1002,19 +1004,7 @@ class Recorder:
         _, tools_ref = self._slot(tools, self._tools_slot)
         writes = []
         if decisions is not None:
-            # A rule flipping back and forth writes the same decisions objects again: their
-            # blob is known (unless redaction replaced something, which it counts each time).
-            known = self._decision_refs.get(id(decisions))
-            if known is not None and known[0] is decisions:
-                ref = known[1]
-            else:
-                count = self.redactor.count
-                ref = self._store(decisions)
-                if self.redactor.count == count:
-                    if len(self._decision_refs) >= 16:
-                        self._decision_refs.clear()
-                    self._decision_refs[id(decisions)] = (decisions, ref)
-            writes.append(_write(key="injections", ref=ref))
+            writes.append(_write(key="injections", ref=self._decisions_ref(decisions)))
         if system_ref != self._last_slots[0]:
             writes.append(_write(key="system", ref=system_ref))
         if tools_ref != self._last_slots[1]:
@@ -1026,6 +1016,39 @@ class Recorder:
         return self.commit(
             self.next_rsid("inject"), "inject", iteration, reads=reads, writes=writes
         )
+
+    def _decisions_ref(self, decisions: InjectionDecisions) -> str:
+        """Where an iteration's decisions are stored. A rule flipping back and forth writes
+        the same decisions objects again, and the next runs of the agent those the runs
+        before wrote (the engine keeps them): their blob is known, and its line is taken
+        from the agent's frames (unless redaction replaced something: then it is stored
+        and counted each time)."""
+        known = self._decision_refs.get(id(decisions))
+        if known is not None and known[0] is decisions:
+            return known[1]
+        frames = self._frames
+        shared = (id(decisions), self.redactor.shape)
+        hit = frames.decisions.get(shared) if frames is not None else None
+        if hit is not None and hit[0] is decisions:
+            ref: str = hit[1]
+            self._put_blob(ref, hit[2])
+        else:
+            mark, count = len(self._pending), self.redactor.count
+            ref = self._store(decisions)
+            if self.redactor.count != count:
+                return ref
+            made = self._pending[mark:]
+            if (
+                frames is not None
+                and len(made) == 1
+                and made[0].startswith(_BLOB_OPEN)
+                and self.redactor.shape == shared[1]
+            ):
+                frames.keep(frames.decisions, shared, (decisions, ref, made[0]))
+        if len(self._decision_refs) >= 16:
+            self._decision_refs.clear()
+        self._decision_refs[id(decisions)] = (decisions, ref)
+        return ref
 
     def reply(
         self,
