@@ -75,14 +75,24 @@ class _Tracked(Mapping[str, Any]):
         self._prefix = prefix
         self._data = data
 
+    # Rules read the state at every iteration they are decided at: the reads note their
+    # evidence inline, without a call to _note.
+
     def __getitem__(self, key: str) -> Any:
         # A missing key is evidence too: the rule looked and found nothing.
-        self._view._note(f"{self._prefix}.{key}", self._data.get(key, MISSING))
-        return self._data[key]
+        value = self._data.get(key, MISSING)
+        name = f"{self._prefix}.{key}"
+        reads = self._view._reads
+        if name not in reads:
+            reads[name] = value
+        return self._data[key] if value is MISSING else value
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._data.get(key, MISSING)
-        self._view._note(f"{self._prefix}.{key}", value)
+        name = f"{self._prefix}.{key}"
+        reads = self._view._reads
+        if name not in reads:
+            reads[name] = value
         return default if value is MISSING else value
 
     def __contains__(self, key: object) -> bool:
