@@ -576,3 +576,30 @@ def test_a_view_a_rule_kept_still_reads_the_state_after_its_iteration() -> None:
     agent.run("go", state={"on": True})
     assert len(kept) == 2
     assert kept[0].state["on"] is True and dict(kept[-1].state) == {"on": True}
+
+
+def test_the_runs_of_an_agent_record_their_own_evidence_and_decisions(tmp_path: Path) -> None:
+    """Runs of one agent share the parts their rules decided (the same verdict from the same
+    evidence): each run still decides from its own state, and records the very values it
+    saw, their kind included (1, 1.0 and True are equal in Python, not in the record)."""
+    provider = mock(respond=lambda r: call("t") if len(r.messages) < 4 else "done")
+    agent = (
+        Agent.create(provider=provider, model="m", record=tmp_path)
+        .instruction("Flagged.", id="flag", when=lambda s: s.state["flag"] == 1)
+        .instruction("Later.", id="later", when=lambda s: s.iteration > 1, slot="system")
+        .tool(tool("t"))
+        .build()
+    )
+    seen: dict[str, list[Any]] = {}
+    for flag in (1, True, 1.0, 0, 1):
+        agent.run("go", state={"flag": flag})
+        assert agent.last_recording is not None
+        first, *rest = decisions(agent.last_recording)
+        flagged = next(d for d in first["decisions"] if d["id"] == "flag")
+        seen.setdefault("reads", []).append(flagged["reads"])
+        seen.setdefault("fired", []).append(flagged["fired"])
+        # The rule on the iteration flips once in every run, recorded in each.
+        assert [[d["id"] for d in x["decisions"]] for x in rest] == [["later"]]
+    assert seen["reads"] == [[["state.flag", v]] for v in (1, True, 1.0, 0, 1)]
+    assert [type(r[0][1]) for r in seen["reads"]] == [int, bool, float, int, int]
+    assert seen["fired"] == [True, True, True, False, True]
