@@ -800,8 +800,8 @@ def _not_a_rule(view: RunView) -> Any:
 
 _TRUE, _FALSE = "rule returned true", "rule returned false"
 _PARTS = 4096
-"""How many rules' parts an engine keeps (a rule reading the iteration makes one per
-iteration it is decided at)."""
+"""How many rules' parts an engine keeps (a rule reading what differs from run to run, the
+user's message, makes one for each value it saw)."""
 _ITERATION = frozenset({"iteration"})
 _NOTHING: frozenset[str] = frozenset()
 
