@@ -26,7 +26,7 @@ from afcore.recording._models import (
     line,
     trusted,
 )
-from afcore.recording._writer import error_info
+from afcore.recording._writer import error_info, round_ms
 from afcore.reliability._policy import (
     Attempt,
     Phase,
@@ -162,7 +162,7 @@ async def attempt_call(
                     iter=run.iteration,
                     call=n,
                     error=_attempt_error(wrapped, after),
-                    ms=round(ms, 3),
+                    ms=round_ms(ms),
                     decision=verdict.record(),
                 )
             )

@@ -39,7 +39,7 @@ from afcore.recording._models import (
     line,
     trusted,
 )
-from afcore.recording._writer import usage_info
+from afcore.recording._writer import round_ms, usage_info
 from afcore.tools._validation import validate_args
 
 __all__ = [
@@ -479,7 +479,7 @@ def pause_here(run: RunState, pause: PauseRun, ms: float) -> Paused:
             if key.startswith("message:") and key[8:].isdigit()
         },
         output_checks=run.output_checks,
-        ms=round(ms, 3),
+        ms=round_ms(ms),
     )
     rec.event(_pause(rsid=pause.rsid, iter=run.iteration, checkpoint=checkpoint))
     assert rec.path is not None  # a run that cannot be continued does not pause

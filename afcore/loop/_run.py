@@ -129,7 +129,14 @@ from afcore.recording._models import (
     line,
     trusted,
 )
-from afcore.recording._writer import Recorder, error_info, ranges, usage_line, watcher_name
+from afcore.recording._writer import (
+    Recorder,
+    error_info,
+    ranges,
+    round_ms,
+    usage_line,
+    watcher_name,
+)
 from afcore.tools._assume import Assumed, assumed_note, fill_assumed
 from afcore.tools._ceiling import ceiling_refusal, over_ceiling, truncation
 from afcore.tools._envelope import RequireInstruction
@@ -275,7 +282,7 @@ async def drive(
                     usage=usage_line(run.usage),
                     answer=rec.write("answer", answer) if answer else None,
                     error=None if ended_by is None else as_json(ended_by),
-                    ms=round(run.ms_before + (clock() - started) * 1000, 3),
+                    ms=round_ms(run.ms_before + (clock() - started) * 1000),
                     redactions=rec.redactor.count,
                     contract=None if contract is None else as_json(contract),
                 )
@@ -907,7 +914,7 @@ def _outcome(call: ToolCall, k: int, status: ToolStatus, ms: float, facts: _Fact
         k=k,
         call_id=call.id,
         status=status,
-        ms=round(ms, 3),
+        ms=round_ms(ms),
         result_status=_reading(status, facts),
         source=facts.source,
         ceiling=facts.ceiling,

@@ -50,7 +50,8 @@ def canonical(value: Any) -> bytes:
 
 def short_id(digest: bytes) -> str:
     """The first 128 bits of a sha256 digest, base64url without padding (22 characters)."""
-    return _b64(digest[:16], newline=False)[:22].translate(_URLSAFE).decode()
+    # b2a_base64's newline and padding fall after the 22 characters kept.
+    return _b64(digest[:16])[:22].translate(_URLSAFE).decode()
 
 
 def seal(chain: bytes, written: bytes | memoryview) -> bytes:

@@ -73,6 +73,7 @@ __all__ = [
     "error_info",
     "joins_history",
     "ranges",
+    "round_ms",
     "usage_info",
     "usage_line",
     "wait_for_syncs",
@@ -317,6 +318,8 @@ class Recorder:
         ] = {}
         self._last_slots: tuple[str, str] = ("", "")
         self._trusted: dict[tuple[str, str], Line] = {}
+        self._routes: dict[str, Line] = {}
+        """Where the loop went from a reply -> its write, made once."""
         self._params: dict[int, tuple[Mapping[str, Any], dict[str, Any], int]] = {}
         """Parameters as given (by id) -> themselves, as written (redacted), and how many
         values redacting them replaced (counted again at each call that writes them)."""
@@ -396,21 +399,26 @@ class Recorder:
             h = _sha256(self._chain)
             h.update(memoryview(batch)[: len(batch) - _SEAL_OPEN])
             chain = self._chain = h.digest()[:16]
-            sealed = batch + _b64(chain, newline=False)[:22].translate(_URLSAFE) + b'"}\n'
-            data = memoryview(sealed)
+            sealed = batch + _b64(chain)[:22].translate(_URLSAFE) + b'"}\n'
             try:
-                while data:  # a short write (a disk filling up) goes on where it stopped
-                    data = data[os.write(self._fd, data) :]
+                done = os.write(self._fd, sealed)
+                if done < len(sealed):  # a short write (a disk filling up): on where it stopped
+                    data = memoryview(sealed)[done:]
+                    while data:
+                        data = data[os.write(self._fd, data) :]
             except OSError as e:
                 self._broken = True  # a line after a torn one would be lost: none is written
                 self._name()
                 raise self._write_failed(e) from None
-            self._written = _monotonic()
+            now = self._written = _monotonic()
             if self._unnamed is not None:
                 self._name()
+        elif self._boundary:
+            now = _monotonic()
+        else:
+            return
         if self._boundary:
             self._boundary = False
-            now = time.monotonic()
             # A real model call takes far longer than the interval, so a real run is synced
             # at every iteration boundary; a scripted loop that runs hundreds of iterations
             # a second is synced every interval instead of paying a sync per iteration.
@@ -469,14 +477,6 @@ class Recorder:
     def _versions(self, keys: Iterable[str]) -> list[tuple[str, int]]:
         versions = self.versions
         return [(k, versions[k]) for k in keys if k in versions]
-
-    def _commit_writes(self, writes: list[Line]) -> None:
-        versions, seq = self.versions, self.seq
-        for w in writes:
-            key = w["key"]
-            versions[key] = seq
-            if key.startswith(("message:", "fold:")):
-                versions["messages"] = seq
 
     # -- records -------------------------------------------------------------------------
 
@@ -541,7 +541,7 @@ class Recorder:
             hashed = ref.encode()
             value = None
         else:  # = _id(raw), kept as bytes: the digests take it so
-            hashed = _b64(_sha256(raw).digest()[:16], newline=False)[:22].translate(_URLSAFE)
+            hashed = _b64(_sha256(raw).digest()[:16])[:22].translate(_URLSAFE)
             value = _Fragment(raw)
         self._ids += hashed
         n = self._messages = self._messages + 1
@@ -553,6 +553,8 @@ class Recorder:
             else:
                 spans.append((n, n))
         key = f"message:{n}"
+        if source is None and value is not None:
+            return n, Line({"key": key, "value": value})  # = _write(key=key, value=value)
         src = None if source is None else self._source_line(source)
         if value is None:
             return n, _write(key=key, ref=ref, source=src)
@@ -622,20 +624,21 @@ class Recorder:
         tool: Line | None = None,
     ) -> int:
         """A stage's commit. ``stage`` is not written (it is the rsid up to its ``#``)."""
-        self.seq += 1
-        writes = writes or []
+        seq = self.seq = self.seq + 1
+        versions = self.versions
+        read = [(k, versions[k]) for k in reads if k in versions]
+        if writes:
+            for w in writes:
+                key = w["key"]
+                versions[key] = seq
+                if key.startswith(("message:", "fold:")):
+                    versions["messages"] = seq
+        else:
+            writes = []
         self._emit(
-            _commit(
-                seq=self.seq,
-                rsid=rsid,
-                iter=iteration,
-                reads=self._versions(reads),
-                writes=writes,
-                tool=tool,
-            )
+            _commit(seq=seq, rsid=rsid, iter=iteration, reads=read, writes=writes, tool=tool)
         )
-        self._commit_writes(writes)
-        return self.seq
+        return seq
 
     def _segment(self, seg: SystemSegment) -> tuple[str, Segment]:
         """A segment's id and its entry in a system list. Worked out once per redaction
@@ -856,7 +859,7 @@ class Recorder:
             messages_hash = short_id(digest.digest())  # = V11.messages(...)
             window = list(window)
         origin = self._origin
-        at = None if origin is None else round((self.clock() - origin) * 1000, 3)
+        at = None if origin is None else round_ms((self.clock() - origin) * 1000)
         same = self._same
         if (
             same is not None
@@ -869,22 +872,24 @@ class Recorder:
         ):
             # The very objects of the call before: the same frame (left out), the same
             # digest around the messages' hash, the same replacements in the params.
-            self.redactor.count += same[5]
+            if same[5]:
+                self.redactor.count += same[5]
             digest_hash = short_id(_sha256(same[6] + messages_hash.encode() + same[7]).digest())
-            self.seq += 1
+            seq = self.seq = self.seq + 1
+            versions = self.versions
             self._emit(
                 _call(
-                    seq=self.seq,
+                    seq=seq,
                     rsid=rsid,
                     iter=iteration,
                     call=call,
-                    reads=self._versions(reads),
+                    reads=[(k, versions[k]) for k in reads if k in versions],
                     window=window,
                     hash=digest_hash,
                     at=at,
                 )
             )
-            self.versions[f"call:{call}"] = self.seq
+            versions[f"call:{call}"] = seq
             self.flush()
             return digest_hash
         segment_hashes, system_ref = self._slot(system, self._system_slot)
@@ -1071,13 +1076,24 @@ class Recorder:
         when one did or the answer was refused; ``response_id``, the vendor's id for it;
         ``unsent_params``, params the provider could not send; ``route``, where the loop
         goes from it (``tools``, ``answer``, ``continue``), written under the key ``route``."""
-        self.seq += 1
-        writes = [message_write]
-        if route is not None:
-            writes.append(self.write("route", route, trusted=True))
+        seq = self.seq = self.seq + 1
+        versions = self.versions
+        if route is None:
+            writes = [message_write]
+        else:
+            known = self._routes.get(route)
+            if known is None:
+                known = self._routes[route] = _write(key="route", value=route)
+            writes = [message_write, known]
+            versions["route"] = seq
+        key = message_write["key"]
+        versions[key] = seq
+        if key.startswith(("message:", "fold:")):
+            versions["messages"] = seq
+        versions[f"reply:{call}"] = seq
         self._emit(
             _reply(
-                seq=self.seq,
+                seq=seq,
                 rsid=rsid,
                 iter=iteration,
                 call=call,
@@ -1087,14 +1103,12 @@ class Recorder:
                 usage=None if usage is None else self._usage_line(usage),
                 model=model,
                 response_id=None if response_id is None else self.redactor.redact(response_id),
-                unsent_params=list(unsent_params),
-                ms=round(ms, 3),
+                unsent_params=list(unsent_params) if unsent_params else [],
+                ms=round_ms(ms),
                 decision=None if decision is None else as_json(self._screened(decision)),
             )
         )
-        self._commit_writes(writes)
-        self.versions[f"reply:{call}"] = self.seq
-        return self.seq
+        return seq
 
     def _usage_line(self, usage: Usage) -> Line:
         """``usage_line(usage)``, made once while the replies report the same usage."""
@@ -1381,6 +1395,13 @@ def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
             break
         n += 1
     return n
+
+
+def round_ms(ms: float) -> float:
+    """Milliseconds to three decimals, as the file writes durations: what ``round(ms, 3)``
+    gives (the nearest double to a whole number of microseconds), a fifth of its cost
+    (CPython rounds to a number of digits through a decimal string)."""
+    return round(ms * 1000) / 1000
 
 
 def ranges(numbers: Sequence[int]) -> list[tuple[int, int]]:
