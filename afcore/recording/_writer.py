@@ -850,13 +850,14 @@ class Recorder:
                 window = [*self._history_ranges, *known_extra[2]]
             else:  # serialized at once (_emit), so the live list may be given as it is
                 window = self._history_ranges
-            messages_hash = short_id(digest.digest())
+            messages_hash = _b64(digest.digest()[:16])[:22].translate(_URLSAFE)
         else:
             ids, size = self._ids, _ID_SIZE
             digest = _sha256()
             for a, b in window:
                 digest.update(ids[(a - 1) * size : b * size])
-            messages_hash = short_id(digest.digest())  # = V11.messages(...)
+            # = V11.messages(...), kept as bytes: the call's digest takes it so
+            messages_hash = _b64(digest.digest()[:16])[:22].translate(_URLSAFE)
             window = list(window)
         origin = self._origin
         at = None if origin is None else round_ms((self.clock() - origin) * 1000)
@@ -874,7 +875,7 @@ class Recorder:
             # digest around the messages' hash, the same replacements in the params.
             if same[5]:
                 self.redactor.count += same[5]
-            digest_hash = short_id(_sha256(same[6] + messages_hash.encode() + same[7]).digest())
+            digest_hash = short_id(_sha256(same[6] + messages_hash + same[7]).digest())
             seq = self.seq = self.seq + 1
             versions = self.versions
             self._emit(
@@ -904,9 +905,9 @@ class Recorder:
         else:
             self.redactor.count += known[2]  # the same replacements, in this line too
         before, after = self._digest_parts(
-            model, segment_hashes, messages_hash, tool_hashes, known[1], cache
+            model, segment_hashes, messages_hash.decode(), tool_hashes, known[1], cache
         )
-        digest_hash = short_id(_sha256(before + messages_hash.encode() + after).digest())
+        digest_hash = short_id(_sha256(before + messages_hash + after).digest())
         self._same = (system, tools, params, cache, model, known[2], before, after)
         self.seq += 1
         frame = self._frame
