@@ -1,0 +1,160 @@
+"""What each part of the recorder costs inside the loop: the scripted loop with recording
+off, on, and on with one part of the recorder's per-iteration work taken out at a time.
+
+A part's cost is what the loop saves without it (best of interleaved runs); what the parts
+do not account for is the loop's own recording glue (the records' fields it gathers) and
+the interplay of the parts (caches, the allocator). Runs are timed in the loop thread's CPU
+time, which a machine shared with other work disturbs far less than the wall clock (time
+spent waiting for the sync thread's GIL is not counted). Taking a part out breaks the recording
+(nothing is screened, nothing is written...): the files are thrown away, and nothing here
+is a benchmark with a target (``bench.recording_cost`` is). cProfile (``bench.profile_loop``)
+slows every Python call about threefold; this times the loop as it runs.
+Run: ``python -m bench.recording_parts``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import afcore.recording._writer as writer
+from afcore.recording._models import Line
+from bench._af_loop import build_agent, recordings_dir, run_once
+from bench._report import print_table
+
+Recorder = writer.Recorder
+
+
+@contextmanager
+def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
+
+
+class _NoWrite:
+    """The ``os`` module as the writer sees it, but writing nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def write(fd: int, data: Any) -> int:
+        return len(data)
+
+
+@contextmanager
+def _no_screen() -> Iterator[None]:
+    """Each run's redactor says no value holds a secret (restored after)."""
+    made: list[tuple[Any, Any]] = []
+    init = Recorder.__init__
+
+    def patched(self: Recorder, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append((self.redactor, self.redactor.screen))
+        self.redactor.screen = lambda raw: False
+
+    with _patched(Recorder, "__init__", patched):
+        try:
+            yield
+        finally:
+            for redactor, screen in made:
+                redactor.screen = screen
+
+
+def _message(self: Recorder, message: Any, **_: Any) -> tuple[int, Line]:
+    n = self._messages = self._messages + 1
+    return n, Line({"key": f"message:{n}", "value": None})
+
+
+def _count(self: Recorder, *args: Any, **kwargs: Any) -> int:
+    self.seq += 1
+    return self.seq
+
+
+def _call(self: Recorder, *args: Any, **kwargs: Any) -> str:
+    self.flush()  # the write and its seal stay
+    return ""
+
+
+def _flush(self: Recorder) -> None:
+    self._pending.clear()
+
+
+PARTS: dict[str, Callable[[], Any]] = {
+    "the write (os.write)": lambda: _patched(writer, "os", _NoWrite()),
+    "the seal and the write (flush)": lambda: _patched(Recorder, "flush", _flush),
+    "the screen (2 values)": _no_screen,
+    "messages: JSON, screen, id (2)": lambda: _patched(Recorder, "message", _message),
+    "the reply's record": lambda: _patched(Recorder, "reply", _count),
+    "the tool's commit": lambda: _patched(Recorder, "commit", _count),
+    "the call's hashes and record": lambda: _patched(Recorder, "call", _call),
+}
+
+
+def _timed(agent: Any, iterations: int) -> float:
+    gc.collect()
+    start = time.thread_time()
+    run_once(agent, iterations)
+    elapsed = time.thread_time() - start
+    path = agent.last_recording
+    if path is not None:
+        path.unlink(missing_ok=True)  # a run that wrote nothing has no file
+    return elapsed
+
+
+def measure(iterations: int, rounds: int) -> tuple[float, float, dict[str, float]]:
+    """Best seconds per run: recording on, off, and on without each part."""
+    with recordings_dir() as folder:
+        on = build_agent(iterations, record=folder)
+        off = build_agent(iterations, record=None)
+        run_once(on, iterations)
+        run_once(off, iterations)
+        best_on = best_off = float("inf")
+        without = dict.fromkeys(PARTS, float("inf"))
+        for r in range(rounds):
+            best_off = min(best_off, _timed(off, iterations))
+            names = list(PARTS) if r % 2 == 0 else list(reversed(PARTS))
+            for name in names:
+                with PARTS[name]():
+                    without[name] = min(without[name], _timed(on, iterations))
+            best_on = min(best_on, _timed(on, iterations))
+    return best_on, best_off, without
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    n = args.iterations
+    on, off, without = measure(n, args.rounds)
+
+    def us(seconds: float) -> str:
+        return f"{seconds / n * 1e6:.2f}"
+
+    rows = [(name, us(on - t)) for name, t in without.items()]
+    print_table(
+        f"recording's parts: {n}-iteration scripted af loop, us per iteration "
+        f"(best of {args.rounds} interleaved runs each)",
+        ("", "us"),
+        [
+            ("loop, record=False", us(off)),
+            ("loop, recording on", us(on)),
+            ("added by recording", us(on - off)),
+            ("-- saved by taking out --", ""),
+            *rows,
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()
