@@ -149,8 +149,6 @@ _monotonic = time.monotonic
 # The records of every iteration are made as lines of plain JSON, what they hold included:
 # orjson writes them without calling back into Python.
 _call: Any = line(Call, plain=True)
-_commit: Any = line(Commit, plain=True)
-_reply: Any = line(Reply, plain=True)
 _write: Any = line(Write, plain=True)
 _usage_line = line(UsageInfo)
 _observer_error = line(ObserverError)
@@ -340,7 +338,7 @@ class Recorder:
 
     # -- low level -----------------------------------------------------------------------
 
-    def _emit(self, record: Line | Record) -> None:
+    def _emit(self, record: Mapping[str, Any] | Record) -> None:
         """Queue a record made of af's own values (nothing in it to screen)."""
         raw = _dumps(record, default=as_json)
         self._pending.append(raw)
@@ -635,9 +633,18 @@ class Recorder:
                     versions["messages"] = seq
         else:
             writes = []
-        self._emit(
-            _commit(seq=seq, rsid=rsid, iter=iteration, reads=read, writes=writes, tool=tool)
-        )
+        # = _commit(...) (``stage`` is not written): a literal, for a tool's every commit
+        record = {
+            "t": "commit",
+            "seq": seq,
+            "rsid": rsid,
+            "iter": iteration,
+            "reads": read,
+            "writes": writes,
+        }
+        if tool is not None:
+            record["tool"] = tool
+        self._emit(record)
         return seq
 
     def _segment(self, seg: SystemSegment) -> tuple[str, Segment]:
@@ -878,18 +885,21 @@ class Recorder:
             digest_hash = short_id(_sha256(same[6] + messages_hash + same[7]).digest())
             seq = self.seq = self.seq + 1
             versions = self.versions
-            self._emit(
-                _call(
-                    seq=seq,
-                    rsid=rsid,
-                    iter=iteration,
-                    call=call,
-                    reads=[(k, versions[k]) for k in reads if k in versions],
-                    window=window,
-                    hash=digest_hash,
-                    at=at,
-                )
-            )
+            # = _call(seq=..., hash=..., at=at): a literal, for the call of every iteration
+            # (tests check each line against its model's own dump).
+            record = {
+                "t": "call",
+                "seq": seq,
+                "rsid": rsid,
+                "iter": iteration,
+                "call": call,
+                "reads": [(k, versions[k]) for k in reads if k in versions],
+                "window": window,
+                "hash": digest_hash,
+            }
+            if at is not None:
+                record["at"] = at
+            self._emit(record)
             versions[f"call:{call}"] = seq
             self.flush()
             return digest_hash
@@ -1092,23 +1102,30 @@ class Recorder:
         if key.startswith(("message:", "fold:")):
             versions["messages"] = seq
         versions[f"reply:{call}"] = seq
-        self._emit(
-            _reply(
-                seq=seq,
-                rsid=rsid,
-                iter=iteration,
-                call=call,
-                writes=writes,
-                stop_reason=stop_reason,
-                tool_calls=tool_calls,
-                usage=None if usage is None else self._usage_line(usage),
-                model=model,
-                response_id=None if response_id is None else self.redactor.redact(response_id),
-                unsent_params=list(unsent_params) if unsent_params else [],
-                ms=round_ms(ms),
-                decision=None if decision is None else as_json(self._screened(decision)),
-            )
-        )
+        # = _reply(...): a literal, for the reply of every iteration (its sparse fields
+        # written when they hold something, in the model's order)
+        record = {
+            "t": "reply",
+            "seq": seq,
+            "rsid": rsid,
+            "iter": iteration,
+            "call": call,
+            "writes": writes,
+            "stop_reason": stop_reason,
+            "tool_calls": tool_calls,
+        }
+        if usage is not None:
+            record["usage"] = self._usage_line(usage)
+        if model is not None:
+            record["model"] = model
+        if response_id is not None:
+            record["response_id"] = self.redactor.redact(response_id)
+        if unsent_params:
+            record["unsent_params"] = list(unsent_params)
+        record["ms"] = round_ms(ms)
+        if decision is not None:
+            record["decision"] = as_json(self._screened(decision))
+        self._emit(record)
         return seq
 
     def _usage_line(self, usage: Usage) -> Line:
@@ -1433,7 +1450,7 @@ class NullRecorder(Recorder):
         self.redactor = None  # type: ignore[assignment]
         self._frames = None
 
-    def _emit(self, record: Line | Record) -> None:
+    def _emit(self, record: Mapping[str, Any] | Record) -> None:
         pass
 
     def header(self, header: Line | Header | FlowHeader) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +217,18 @@ def test_a_second_run_with_a_fixed_id_is_refused(tmp_path: Path) -> None:
     agent.run("weather?")
     with pytest.raises(UsageError, match="already exists"):
         agent.run("again")
+
+
+def test_durations_are_written_to_the_microsecond() -> None:
+    from afcore.recording._writer import round_ms
+
+    rng = random.Random(13)
+    for _ in range(20_000):
+        ms = rng.uniform(0, 10 ** rng.randint(0, 7))
+        written = round_ms(ms)
+        # round(ms, 3)'s value (they part only at an exact half microsecond)...
+        assert written == round(ms, 3), ms
+        # ...which JSON writes with three decimals at most.
+        assert len(orjson.dumps(written).partition(b".")[2]) <= 3, written
+    assert round_ms(0.0) == 0.0
+    assert round_ms(12.3456) == 12.346

@@ -13,10 +13,10 @@ import orjson
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from afcore import Agent, circuit_breaker, mock, rule
+from afcore import Agent, circuit_breaker, define_tool, mock, rule
 from afcore import recording as rec
 from afcore.errors import ReliabilityFailFastError, ServerError
-from afcore.messages import Request
+from afcore.messages import Request, Response, ToolCall, Usage
 from afcore.recording._models import (
     RECORD_ADAPTER,
     Blob,
@@ -177,6 +177,54 @@ def test_a_run_with_attempts_and_a_fail_fast_round_trips(tmp_path: Path) -> None
         "via": "agent",
     }
     assert ends[1]["error"]["reason"] == "circuit-open"
+
+
+def test_a_tool_loop_round_trips_line_by_line(tmp_path: Path) -> None:
+    """The records of every iteration (the call, the reply, the tool's commit) are made as
+    literals: each line is what its model dumps, its sparse fields only when they hold
+    something, and a call that repeats its frame leaves it out."""
+    replies: list[Any] = [
+        Response(
+            content=(ToolCall("c1", "echo", {"n": 1}),),
+            stop_reason="tool_use",
+            usage=Usage(3, 1),
+            model="m-2024",
+            response_id="resp_1",
+            unsent_params=("thinking",),
+        ),
+        {"tool_calls": [{"id": "c2", "name": "echo", "args": {"n": 2}}]},
+        "done",
+    ]
+    echo = define_tool(
+        "echo",
+        "Echo n.",
+        {"type": "object", "properties": {"n": {"type": "integer"}}},
+        lambda a, c: f"ok {a['n']}",
+    )
+    agent = (
+        Agent.create(
+            provider=mock(respond=lambda request: replies.pop(0)),
+            model="m",
+            params={"temperature": 0.1},
+            record=fixed_recording(tmp_path),
+        )
+        .system("Count.")
+        .tool(echo)
+        .build()
+    )
+    assert agent.run("go") == "done"
+    path = agent.last_recording
+    assert path is not None
+    assert_round_trips(path)
+    records = [orjson.loads(x) for x in lines(path) if not x.startswith(b'{"t":"seal"')]
+    calls = [r for r in records if r["t"] == "call"]
+    assert "system" in calls[0] and all("system" not in c for c in calls[1:])
+    first, *rest = [r for r in records if r["t"] == "reply"]
+    assert first["model"] == "m-2024" and first["response_id"] == "resp_1"
+    assert first["unsent_params"] == ["thinking"] and first["usage"]["input_tokens"] == 3
+    assert all("model" not in r and "unsent_params" not in r for r in rest)
+    tools = [r for r in records if r["t"] == "commit" and "tool" in r]
+    assert [t["tool"]["call_id"] for t in tools] == ["c1", "c2"]
 
 
 # -- the writer's side ---------------------------------------------------------------------
