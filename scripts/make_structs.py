@@ -157,6 +157,19 @@ def source() -> str:
     out.extend(f"    {t!r}: {name},\n" for t, name in sorted(tags.items()))
     out.append("}\n")
     out.append('"""Each record type, by its ``t``."""\n')
+    for alias, union, doc in (
+        ("Record", get_args(get_args(_models.Record)[0]), "A line of an agent's recording."),
+        ("FlowRecord", get_args(_flows.FlowRecord), "A line of a flow's log."),
+    ):
+        out.append(f"\n{alias} = {' | '.join(m.__name__ for m in union)}\n")
+        out.append(f'"""{doc}"""\n')
+    out.append("\nFLOW_TYPES: dict[str, type[FlowRecord]] = {\n")
+    out.extend(f"    {tag(m)!r}: {m.__name__},\n" for m in get_args(_flows.FlowRecord))
+    out.append("}\n")
+    out.append('"""Each record type of a flow\'s log, by its ``t``."""\n')
+    known = sorted(str(tag(m)) for m in get_args(get_args(_models.Record)[0]))
+    out.append(f"\nKNOWN_TYPES = frozenset({known!r})\n")
+    out.append('"""The types of an agent\'s recording\'s records."""\n')
     # As the project's formatter leaves it, so that the check of formatting passes too.
     done = subprocess.run(
         [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(OUT), "-"],

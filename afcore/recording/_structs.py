@@ -678,3 +678,59 @@ TYPES: dict[str, type[_Record]] = {
     "tool_start": ToolStart,
 }
 """Each record type, by its ``t``."""
+
+Record = (
+    Header
+    | Blob
+    | Commit
+    | Call
+    | Reply
+    | ToolStart
+    | ToolProgress
+    | ArgsInvalid
+    | ContextEvicted
+    | ClockRead
+    | ErrorEvent
+    | RunEnd
+    | Pause
+    | Resume
+    | ObserverError
+    | Seal
+)
+"""A line of an agent's recording."""
+
+FlowRecord = FlowHeader | StepStart | StepEnd | StepDecision | StepMerge | FlowEnd | RunFrame
+"""A line of a flow's log."""
+
+FLOW_TYPES: dict[str, type[FlowRecord]] = {
+    "flow": FlowHeader,
+    "step_start": StepStart,
+    "step_end": StepEnd,
+    "decision": StepDecision,
+    "merge": StepMerge,
+    "flow_end": FlowEnd,
+    "run": RunFrame,
+}
+"""Each record type of a flow's log, by its ``t``."""
+
+KNOWN_TYPES = frozenset(
+    [
+        "args_invalid",
+        "blob",
+        "call",
+        "clock",
+        "commit",
+        "context_evicted",
+        "error",
+        "header",
+        "observer_error",
+        "pause",
+        "reply",
+        "resume",
+        "run_end",
+        "seal",
+        "tool_progress",
+        "tool_start",
+    ]
+)
+"""The types of an agent's recording's records."""

@@ -10,18 +10,17 @@ imported only for such a line. The models stay the one definition of each record
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Collection
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
-from afcore.recording._structs import TYPES, UnknownRecord, _Record, _Value
+from afcore.recording._structs import KNOWN_TYPES, TYPES, Record, UnknownRecord, _Record, _Value
 
 __all__ = [
     "InvalidRecord",
     "beyond_defaults",
     "dump",
-    "first_error",
     "record",
     "typed",
 ]
@@ -31,21 +30,32 @@ _convert: Final = msgspec.convert
 _Invalid: Final = msgspec.ValidationError
 
 
+_AGENT: Final[dict[str, Any]] = {t: cls for t, cls in TYPES.items() if t in KNOWN_TYPES}
+
+
 class InvalidRecord(ValueError):
     """A value the record models reject; the message is their first complaint
     (``where: what``, cut to 80 characters), as the readers have always worded it."""
 
+    def __init__(self, where: str, msg: str) -> None:
+        super().__init__(_short(f"{where or 'record'}: {msg}"))
+        self.where = where
+        """Where in the value, dotted (``usage.input_tokens``); empty for the value itself."""
+        self.msg = msg
+        """What is wrong there."""
 
-def record(data: dict[str, Any]) -> _Record | UnknownRecord:
+
+def record(data: dict[str, Any]) -> Record | UnknownRecord:
     """An agent recording's line (a dict with its ``t``) as its Struct; a type this reader
     does not know as an :class:`UnknownRecord`. Raises :class:`InvalidRecord`."""
-    cls = TYPES.get(data.get("t"))  # type: ignore[arg-type]
+    cls = _AGENT.get(data.get("t"))  # type: ignore[arg-type]
     if cls is None:
         return unknown(data)
     try:
-        return _convert(data, cls)
+        found: Record = _convert(data, cls)
     except _Invalid:
-        return _by_model(cls, data, union=True)
+        found = _by_model(cls, data, union=True)
+    return found
 
 
 def typed(cls: type[_S], data: Any) -> _S:
@@ -73,54 +83,69 @@ def _by_model(cls: type[_S], data: Any, *, union: bool) -> _S:
 
     model = getattr(_models, cls.__name__, None) or getattr(_flows, cls.__name__)
     validate: Callable[[Any], Any] = (
-        _models.RECORD_ADAPTER.validate_python
-        if union and cls.__name__ in _models.__all__
-        else model.model_validate
+        _models.RECORD_ADAPTER.validate_python if union else model.model_validate
     )
     try:
         done = validate(data)
     except ValidationError as e:
-        raise InvalidRecord(first_error(e)) from None
+        err = e.errors()[0]
+        raise InvalidRecord(".".join(str(p) for p in err["loc"]), err["msg"]) from None
     if cls is UnknownRecord:
         return unknown(done.model_dump())  # type: ignore[return-value]
     # What the model made of it is of the Struct's types: msgspec takes it as it is.
     return _convert(done.model_dump(), cls)
 
 
-def first_error(e: Any) -> str:
-    """A pydantic ValidationError's first complaint, as ``where: what``."""
-    err = e.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "record"
-    return _short(f"{where}: {err['msg']}")
-
-
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def dump(value: Any, *, exclude_defaults: bool = False) -> Any:
-    """A Struct as plain JSON values: what ``model_dump(mode="json")`` gives for its model,
-    with ``exclude_defaults`` as there (fields holding their default left out, at every
-    depth). Anything else is returned as it is, lists and dicts walked."""
+def dump(
+    value: Any,
+    *,
+    mode: Literal["python", "json"] = "python",
+    exclude_defaults: bool = False,
+    exclude_none: bool = False,
+    exclude: Collection[str] = (),
+) -> Any:
+    """A Struct as plain values: what its model's ``model_dump`` gives with the same
+    arguments (``exclude`` at the top only). Fields holding their default (or None) are left
+    out at every depth; ``mode="json"`` makes tuples lists. Anything else is returned as it
+    is, lists, tuples and dicts walked."""
     if isinstance(value, UnknownRecord):
-        return {"t": value.t, **value.fields}
+        return {k: v for k, v in {"t": value.t, **value.fields}.items() if k not in exclude}
     if isinstance(value, msgspec.Struct):
         out: dict[str, Any] = {}
-        if isinstance(value, _Record) and not exclude_defaults:  # ``t`` is its default
-            out["t"] = value.t
+        if isinstance(value, _Record) and not exclude_defaults and "t" not in exclude:
+            out["t"] = value.t  # a record's ``t`` is always its default
         defaults = _defaults(type(value)) if exclude_defaults else None
         for name in value.__struct_fields__:
             v = getattr(value, name)
-            if defaults is not None and name in defaults and defaults[name] == v:
+            if (
+                name in exclude
+                or (exclude_none and v is None)
+                or (defaults is not None and name in defaults and defaults[name] == v)
+            ):
                 continue
-            out[name] = dump(v, exclude_defaults=exclude_defaults)
+            out[name] = dump(
+                v, mode=mode, exclude_defaults=exclude_defaults, exclude_none=exclude_none
+            )
         return out
-    if isinstance(value, list):
-        return [dump(v, exclude_defaults=exclude_defaults) for v in value]
+    if isinstance(value, list) or (mode == "json" and isinstance(value, tuple)):
+        return [
+            dump(v, mode=mode, exclude_defaults=exclude_defaults, exclude_none=exclude_none)
+            for v in value
+        ]
     if isinstance(value, tuple):
-        return tuple(dump(v, exclude_defaults=exclude_defaults) for v in value)
+        return tuple(
+            dump(v, mode=mode, exclude_defaults=exclude_defaults, exclude_none=exclude_none)
+            for v in value
+        )
     if isinstance(value, dict):
-        return {k: dump(v, exclude_defaults=exclude_defaults) for k, v in value.items()}
+        return {
+            k: dump(v, mode=mode, exclude_defaults=exclude_defaults, exclude_none=exclude_none)
+            for k, v in value.items()
+        }
     return value
 
 
@@ -152,3 +177,13 @@ def beyond_defaults(value: msgspec.Struct) -> dict[str, Any]:
 
 
 _ = _Value  # the base of every value Struct, re-exported for isinstance checks
+
+
+def as_model(value: msgspec.Struct) -> Any:
+    """A Struct read from a file as its record model, for the writer (which writes models):
+    what the model made of the line it was read from."""
+    from afcore.recording import _flows, _models
+
+    name = type(value).__name__
+    model = getattr(_models, name, None) or getattr(_flows, name)
+    return model.model_validate(dump(value))
