@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar, overload
 
+import msgspec
 import orjson
 
 from afcore.errors import RecordingFormatError, UnsupportedVersionError
@@ -40,7 +41,7 @@ from afcore.recording._structs import (
     Segment,
     UnknownRecord,
 )
-from afcore.recording._typed import InvalidRecord, record, typed, unknown
+from afcore.recording._typed import AGENT_TYPES, InvalidRecord, judged, record, typed, unknown
 
 """The fields of a call that a 1.1 call line leaves out when they are the call before's."""
 
@@ -805,7 +806,12 @@ class Recording:
         # The hot loop of every walk (verify reads each line once): kept flat.
         idx = self._index
         kinds, starts, view, loads = idx.kinds, idx.starts, self._map, orjson.loads
-        validate = record
+        types, convert, rejected, judge = (
+            AGENT_TYPES,
+            msgspec.convert,
+            msgspec.ValidationError,
+            judged,
+        )
         fill = self._fill if self._v11 else None
         problems = self.problems
         indexed = len(starts)
@@ -826,12 +832,17 @@ class Recording:
                 continue
             try:
                 raw = loads(view[start:end])
-                if raw.get("t") not in KNOWN_TYPES:
+                cls = types.get(raw.get("t"))
+                if cls is None:
                     yield i + 1, unknown(raw)
                     continue
                 if fill is not None:
                     fill(raw, i)
-                yield i + 1, validate(raw)
+                try:
+                    found = convert(raw, cls)
+                except rejected:
+                    found = judge(cls, raw)
+                yield i + 1, found
             except orjson.JSONDecodeError as e:  # a line indexed by its head
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except InvalidRecord as e:
@@ -852,12 +863,17 @@ class Recording:
             try:
                 if data is None:
                     data = loads(raw)
-                if data.get("t") not in KNOWN_TYPES:
+                cls = types.get(data.get("t"))
+                if cls is None:
                     yield i + 1, unknown(data)
                     continue
                 if fill is not None:
                     fill(data, i)
-                yield i + 1, validate(data)
+                try:
+                    found = convert(data, cls)
+                except rejected:
+                    found = judge(cls, data)
+                yield i + 1, found
             except orjson.JSONDecodeError as e:
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except InvalidRecord as e:

@@ -30,7 +30,9 @@ _convert: Final = msgspec.convert
 _Invalid: Final = msgspec.ValidationError
 
 
-_AGENT: Final[dict[str, Any]] = {t: cls for t, cls in TYPES.items() if t in KNOWN_TYPES}
+AGENT_TYPES: Final[dict[str, Any]] = {t: cls for t, cls in TYPES.items() if t in KNOWN_TYPES}
+"""Each record type of an agent's recording, by its ``t``: a reader's walk converts with
+msgspec itself, and hands :func:`judged` what it rejects (as :func:`record` does)."""
 
 
 class InvalidRecord(ValueError):
@@ -48,14 +50,20 @@ class InvalidRecord(ValueError):
 def record(data: dict[str, Any]) -> Record | UnknownRecord:
     """An agent recording's line (a dict with its ``t``) as its Struct; a type this reader
     does not know as an :class:`UnknownRecord`. Raises :class:`InvalidRecord`."""
-    cls = _AGENT.get(data.get("t"))  # type: ignore[arg-type]
+    cls = AGENT_TYPES.get(data.get("t"))  # type: ignore[arg-type]
     if cls is None:
         return unknown(data)
     try:
         found: Record = _convert(data, cls)
     except _Invalid:
-        found = _by_model(cls, data, union=True)
+        found = judged(cls, data)
     return found
+
+
+def judged(cls: type[_S], data: dict[str, Any]) -> _S:
+    """An agent recording's line that msgspec rejected, as the models judge it (worded as
+    the record union words it). Raises :class:`InvalidRecord`."""
+    return _by_model(cls, data, union=True)
 
 
 def typed(cls: type[_S], data: Any) -> _S:
