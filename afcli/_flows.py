@@ -12,7 +12,7 @@ from rich.text import Text
 
 from afcli._render import Line, Printer, out_console, print_json
 from afcore.readmodel import as_text, evidence_text, line, ms_text, plural, safe, status_style
-from afcore.recording import FlowLogStep, FlowRecording
+from afcore.recording import FlowLogStep, FlowRecording, dump
 
 __all__ = ["flow_keys", "open_flow_cli", "show_flow", "verify_flow_cli", "why_flow"]
 
@@ -181,18 +181,18 @@ def _flow_json(flow: FlowRecording) -> dict[str, Any]:
             "output": end.output if end else None,
             "writes": end.writes if end else {},
             "run": end.run if end else None,
-            "decisions": [d.model_dump(exclude={"t"}) for d in step.decisions],
-            "merge": step.merge.model_dump(exclude={"t"}) if step.merge else None,
+            "decisions": [dump(d, exclude={"t"}) for d in step.decisions],
+            "merge": dump(step.merge, exclude={"t"}) if step.merge else None,
             "steps": [node(s) for s in step.steps],
         }
 
     return {
         "run_id": flow.header.run_id,
-        "flow": flow.header.flow.model_dump(),
+        "flow": dump(flow.header.flow),
         "source": flow.header.source,
-        "replay_of": flow.header.replay_of.model_dump() if flow.header.replay_of else None,
+        "replay_of": dump(flow.header.replay_of) if flow.header.replay_of else None,
         "steps": node(flow.top) if flow.top else None,
-        "end": flow.end.model_dump(exclude={"t"}) if flow.end else None,
+        "end": dump(flow.end, exclude={"t"}) if flow.end else None,
     }
 
 

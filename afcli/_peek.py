@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from afcore.recording import UNSURE, beyond_defaults, plain_record
+from afcore.recording import InvalidRecord, beyond_defaults, dump, typed
 
 __all__ = ["HEAD_LIMIT", "TAIL_LIMIT", "peek"]
 
@@ -92,7 +92,7 @@ def _header(first: bytes) -> dict[str, Any]:
             f"format version {version} is newer than this af reads ({supported}.x); upgrade af"
         )
     try:
-        return _record("FlowHeader" if kind == "flow" else "Header", data)
+        return dict(dump(_record("FlowHeader" if kind == "flow" else "Header", data)))
     except _Invalid as e:
         raise _Unreadable(f"line 1 is not a valid header ({e})") from None
 
@@ -101,22 +101,14 @@ class _Invalid(Exception):
     pass
 
 
-def _record(model: str, data: Any) -> dict[str, Any]:
-    """The record as its model dumps it, or _Invalid saying why not. A line as af writes it
-    is read without pydantic; anything else is the model's to judge."""
-    found = plain_record(model, data)
-    if found is not UNSURE:
-        return dict(found)
-    from pydantic import ValidationError
-
+def _record(model: str, data: Any) -> Any:
+    """The record as its Struct, or _Invalid saying why not."""
     import afcore.recording
 
     try:
-        return dict(getattr(afcore.recording, model).model_validate(data).model_dump())
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "header"
-        raise _Invalid(f"{where}: {err['msg']}") from None
+        return typed(getattr(afcore.recording, model), data)
+    except InvalidRecord as e:
+        raise _Invalid(f"{e.where or 'header'}: {e.msg}") from None
 
 
 def _tail(f: Any, entry: dict[str, Any], *, end_type: str = "run_end") -> None:
@@ -155,16 +147,16 @@ def _tail(f: Any, entry: dict[str, Any], *, end_type: str = "run_end") -> None:
     except _Invalid:
         entry["reason"] = f"the {end_type} record is malformed"
         return
-    u = end["usage"]
+    u = end.usage
     # Token counts always; cache counts and the estimate flag only when they say something.
-    usage: dict[str, Any] = {"input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"]}
-    usage |= beyond_defaults("UsageInfo", u)
+    usage: dict[str, Any] = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
+    usage |= beyond_defaults(u)
     entry.update(
-        status=end["status"],
-        iterations=end["iterations"],
-        calls=end["calls"],
+        status=end.status,
+        iterations=end.iterations,
+        calls=end.calls,
         usage=usage,
-        tokens=u["input_tokens"] + u["output_tokens"],
+        tokens=u.input_tokens + u.output_tokens,
     )
-    if end["error"] is not None:
-        entry["reason"] = f"{end['error']['kind']}: {end['error']['message']}"
+    if end.error is not None:
+        entry["reason"] = f"{end.error.kind}: {end.error.message}"

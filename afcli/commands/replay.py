@@ -10,6 +10,7 @@ import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
 from afcli._params import RunArg
+from afcore.recording import dump
 
 if TYPE_CHECKING:
     from afcore import Agent
@@ -246,7 +247,7 @@ def _flow_source(flow: FlowRecording) -> str:
         for child in node.get("steps") or ():
             walk(child)
 
-    walk(flow.header.flow.model_dump())
+    walk(dump(flow.header.flow))
     if len(sources) == 1:
         (found,) = sources
         where, _, attr = found.rpartition(":")

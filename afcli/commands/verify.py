@@ -27,11 +27,9 @@ def verify(
 
     Exit 0 only when every call verifies and nothing is wrong with the file.
     """
-    from pydantic import ValidationError
-
     from afcli._render import print_json
     from afcli._runs import open_run, reading_only, resolve
-    from afcore.recording import is_flow
+    from afcore.recording import InvalidRecord, is_flow
     from afcore.recording import verify as check
 
     reading_only()
@@ -54,9 +52,9 @@ def verify(
     with rec:
         try:
             report = check(rec)
-        except ValidationError as e:
+        except InvalidRecord as e:
             # A record the checker reads directly (the run_end) breaks the format.
-            message = f"{rec.origin} has a malformed record: {_first_error(e)}"
+            message = f"{rec.origin} has a malformed record: {e.where or 'record'}: {e.msg}"
             if json_output:
                 print_json(_unopenable(message, line=0))
             raise CliError(message, EXIT_FAILED) from None
@@ -67,12 +65,6 @@ def verify(
         _print(data)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
-
-
-def _first_error(e: Any) -> str:
-    err = e.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "record"
-    return f"{where}: {err['msg']}"
 
 
 def _unopenable(message: str, line: int = 1) -> dict[str, Any]:

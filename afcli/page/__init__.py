@@ -68,12 +68,10 @@ def page_data(
     manifest: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What the page shows, as one JSON-ready dict."""
-    from pydantic import ValidationError
-
     from afcore import __version__
     from afcore.errors import AfError
     from afcore.readmodel import Timeline, build, call_detail, overview, seam_text, walk_lines
-    from afcore.recording import open_recording, verify
+    from afcore.recording import InvalidRecord, open_recording, verify
 
     with open_recording(recording, index=False) as rec:
         checked = verify(rec).to_json()
@@ -107,7 +105,7 @@ def page_data(
                 lines = walk_lines(rec, timeline, mark, timeline.previous_agent(mark))
             try:
                 detail = call_detail(rec, n, lines=lines)
-            except (AfError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
+            except (AfError, InvalidRecord, KeyError, IndexError, ValueError, TypeError) as e:
                 out_calls.append(_unreadable(n, f"call {n} cannot be read: {e}"))
                 continue
             d = detail.to_json()

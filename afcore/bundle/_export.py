@@ -33,6 +33,7 @@ import orjson
 from afcore.bundle._policy import ExportPolicy, FieldPath, luhn
 from afcore.errors import AfError
 from afcore.recording import BUNDLE_RECORDING, Leaf, content_leaves, rewrite
+from afcore.recording._typed import dump
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -339,7 +340,7 @@ def prepare_export(
         report: dict[str, Any] = {
             "format": "af.redaction-report",
             "policy": policy.describe(),
-            "run_policy": header.redaction.model_dump(mode="json"),
+            "run_policy": dump(header.redaction, mode="json"),
             "rules": rules,
             "dropped_lines": done.dropped,
             "forced": bool(hits),
@@ -476,7 +477,7 @@ def _prepare_flow(
         report: dict[str, Any] = {
             "format": "af.redaction-report",
             "policy": policy.describe(),
-            "run_policy": header.redaction.model_dump(mode="json"),
+            "run_policy": dump(header.redaction, mode="json"),
             "rules": rules,
             "dropped_lines": done.log.dropped,
             "dropped_run_lines": {step: r.dropped for step, r in done.runs.items() if r.dropped},

@@ -30,7 +30,8 @@ from afcore.loop._run import drive, iterate, open_sources, read_sources, run_too
 from afcore.loop._state import AgentParts, RunResult, RunState, RunStatus, last_value
 from afcore.messages import Message, Source, SystemSegment, ToolCall, Usage, message_from_json
 from afcore.providers._base import StreamHandler
-from afcore.recording._models import Approval, Checkpoint, Commit, Resume, line, trusted
+from afcore.recording import _structs as structs
+from afcore.recording._models import Approval, Checkpoint, Resume, line, trusted
 from afcore.recording._reader import Recording, open_recording
 from afcore.recording._writer import Recorder, RecordObserver
 from afcore.tools._assume import Assumed
@@ -300,7 +301,7 @@ def _restore(
 def _continues_a_conversation(recorded: Recording) -> bool:
     first = recorded.seq_line(1)
     for _, record in recorded.records([first] if first is not None else []):
-        return isinstance(record, Commit) and record.stage == "history"
+        return isinstance(record, structs.Commit) and record.stage == "history"
     return False
 
 

@@ -148,7 +148,7 @@ if TYPE_CHECKING:
     from afcore.readmodel._walk import window_numbers
 
 # Imported when first used: ``af --help`` and ``af ls`` name these without paying for the
-# reader and pydantic.
+# reader and the read model.
 _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.readmodel._call": (
         "CallDetail",

@@ -39,6 +39,7 @@ from afcore.readmodel._walk import (
     source_json,
     window_numbers,
 )
+from afcore.recording._typed import typed
 
 if TYPE_CHECKING:
     from afcore.recording import Call, Recording
@@ -151,9 +152,7 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     The records before the call are walked for its provenance; ``lines``: the only ones that
     matter to it (see :func:`afcore.readmodel.walk_lines`), so a call deep in a big file is
     shown without reading the file from the top. The result is the same either way."""
-    from pydantic import ValidationError
-
-    from afcore.recording import Call, Commit, Reply
+    from afcore.recording import Call, Commit, InvalidRecord, Reply
 
     numbers = rec.call_numbers
     if n not in numbers:
@@ -165,9 +164,9 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
         call = rec.call(n)
         check = rec.check_call(n)
         reply = rec.reply(n)
-    except ValidationError as e:
+    except InvalidRecord as e:
         raise CallUnreadableError(
-            f"call {n}'s records are malformed: {e.errors()[0]['msg']}", path=rec.path
+            f"call {n}'s records are malformed: {e.msg}", path=rec.path
         ) from None
     resolver = Resolver(rec)
     injections = Injections(resolver)
@@ -229,7 +228,7 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
     try:
         request = rec.request(n)
         segments, tools = rec.segments(n), rec.tools(n)
-    except (KeyError, IndexError, TypeError, ValueError):  # ValidationError is a ValueError
+    except (KeyError, IndexError, TypeError, ValueError):  # InvalidRecord is a ValueError
         # check.problem says what is missing; the request is not shown half-rebuilt.
         return detail
     decided = injections.decided(call.iter)
@@ -324,7 +323,7 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
 def _attempt_of(rec: Recording, call: Call) -> Attempt | None:
     """Which attempt ``call`` is, and how many its stage made (the calls around it with
     the same rsid)."""
-    from pydantic import ValidationError
+    from afcore.recording import InvalidRecord
 
     out = attempt_of(call.attempt)
     if out is None:
@@ -337,7 +336,7 @@ def _attempt_of(rec: Recording, call: Call) -> Attempt | None:
             try:
                 if rec.call(m).rsid != call.rsid:
                     break
-            except (RecordingError, ValidationError):
+            except (RecordingError, InvalidRecord):
                 break
             count += 1
             m += step
@@ -363,7 +362,7 @@ def _errors_of(rec: Recording, call: Call) -> list[CallError]:
         raw = rec.raw(at)
         if isinstance(raw, dict) and raw.get("t") == "error" and raw.get("call") == call.call:
             try:
-                out.append(error_of(ErrorEvent.model_validate(raw)))
+                out.append(error_of(typed(ErrorEvent, raw)))
             except ValueError:  # a malformed event is verify's to report
                 continue
     return out

@@ -17,8 +17,6 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from afcore.errors import RecordingError
 from afcore.readmodel._call import (
     CallDetail,
@@ -30,6 +28,7 @@ from afcore.readmodel._folds import checked, fold_number
 from afcore.readmodel._text import as_dict, as_text, result_notes, shown_status
 from afcore.readmodel._timeline import FoldMark, Mark, Timeline
 from afcore.recording import Recording
+from afcore.recording._typed import InvalidRecord
 
 __all__ = ["EVENT_LIMIT", "CallView", "call_view", "walk_lines"]
 
@@ -73,7 +72,7 @@ def call_view(rec: Recording, timeline: Timeline, n: int) -> CallView:
         detail = call_detail(rec, n, lines=walk_lines(rec, timeline, mark, previous))
     except (CallNotFoundError, CallUnreadableError) as e:
         return CallView(mark, None, str(e), events, more)
-    except (RecordingError, ValidationError, KeyError, IndexError, ValueError, TypeError) as e:
+    except (RecordingError, InvalidRecord, KeyError, IndexError, ValueError, TypeError) as e:
         return CallView(mark, None, f"call {n} cannot be read: {e}", events, more)
     shown = {seam.fold.fold for seam in detail.seams or []}
     earlier = [f for f in timeline.folds_before(mark.line) if f.number not in shown]
@@ -85,7 +84,7 @@ def _window_problem(rec: Recording, n: int) -> str | None:
     file holds (a hostile file could name 10**12, and expanding it would never end)."""
     try:
         window = rec.call(n).window
-    except (RecordingError, IndexError, ValidationError):
+    except (RecordingError, IndexError, InvalidRecord):
         return None  # call_detail says what is wrong
     named = sum(max(b - a + 1, 0) for a, b in window)
     if named > rec.message_count:
@@ -99,7 +98,7 @@ def _window_problem(rec: Recording, n: int) -> str | None:
 def _readable(rec: Recording, n: int) -> bool:
     try:
         rec.call(n)
-    except (RecordingError, IndexError, ValidationError):
+    except (RecordingError, IndexError, InvalidRecord):
         return False
     return _window_problem(rec, n) is None
 
@@ -125,7 +124,7 @@ def walk_lines(rec: Recording, timeline: Timeline, mark: Mark, previous: Mark | 
             continue
         try:
             window = rec.call(n).window
-        except (RecordingError, IndexError, ValidationError):
+        except (RecordingError, IndexError, InvalidRecord):
             continue
         for a, b in window:
             for m in range(a, b + 1):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from afcore.readmodel._text import as_dict, as_text, json_text
 from afcore.readmodel._walk import window_numbers
+from afcore.recording._typed import dump, typed
 
 if TYPE_CHECKING:
     from afcore.recording import Call, CallTool, Recording, Segment
@@ -368,12 +369,12 @@ class _Side:
     def segments(self, call: Call) -> list[Segment]:
         from afcore.recording import Segment
 
-        return [Segment.model_validate(s) for s in self._listed(call.system)]
+        return [typed(Segment, s) for s in self._listed(call.system)]
 
     def tools(self, call: Call) -> list[CallTool]:
         from afcore.recording import CallTool
 
-        return [CallTool.model_validate(t) for t in self._listed(call.tools)]
+        return [typed(CallTool, t) for t in self._listed(call.tools)]
 
     def segment_text(self, seg: Segment) -> str:
         if seg.ref is None:
@@ -637,8 +638,8 @@ def _params(ca: Call, cb: Call, n: int, out: list[Change]) -> None:
 
 
 def _attempt(ca: Call, cb: Call, n: int, out: list[Change]) -> None:
-    xa = ca.attempt.model_dump(exclude_defaults=True) if ca.attempt is not None else None
-    xb = cb.attempt.model_dump(exclude_defaults=True) if cb.attempt is not None else None
+    xa = dump(ca.attempt, exclude_defaults=True) if ca.attempt is not None else None
+    xb = dump(cb.attempt, exclude_defaults=True) if cb.attempt is not None else None
     found = first_difference(xa, xb, "attempt")
     if found is not None:
         out.append(Change("attempt", found[0], "changed", found[1], found[2], {}, f"call:{n}"))

@@ -27,6 +27,7 @@ from afcore.errors import AfError
 from afcore.readmodel._flow import FlowTimeline, flow_timeline
 from afcore.readmodel._text import as_text, line
 from afcore.recording import FlowLogStep, FlowRecording
+from afcore.recording._typed import dump
 
 __all__ = ["EDGE_KINDS", "FlowEdge", "FlowGraph", "FlowKeyError", "GraphNode", "flow_graph"]
 
@@ -255,7 +256,7 @@ class _Builder:
             path=step.path,
             chosen=d.chosen,
             turn=d.turn,
-            verdicts=[v.model_dump(exclude_defaults=True) for v in d.verdicts],
+            verdicts=[dump(v, exclude_defaults=True) for v in d.verdicts],
         ):
             return id
         for v in d.verdicts:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from afcore.readmodel._text import evidence_text, usage_json
+from afcore.recording._typed import dump
 
 if TYPE_CHECKING:
     from afcore.recording import AttemptDecision, SkippedProvider, UsageInfo
@@ -44,7 +45,7 @@ __all__ = [
 
 
 def _decision_json(decision: AttemptDecision | None) -> dict[str, Any] | None:
-    return decision.model_dump(exclude_defaults=True) if decision is not None else None
+    return dump(decision, exclude_defaults=True) if decision is not None else None
 
 
 # -- decisions ---------------------------------------------------------------------------
@@ -136,7 +137,7 @@ class Attempt:
             "n": self.n,
             "provider": self.provider,
             "via": self.via,
-            "skipped": [s.model_dump(exclude_defaults=True) for s in self.skipped],
+            "skipped": [dump(s, exclude_defaults=True) for s in self.skipped],
         }
         if self.of is not None:
             out["of"] = self.of

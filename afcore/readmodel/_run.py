@@ -29,6 +29,7 @@ from afcore.readmodel._walk import (
     error_of,
     response_of,
 )
+from afcore.recording._typed import beyond_defaults, dump
 
 if TYPE_CHECKING:
     from afcore.recording import Recording
@@ -106,10 +107,10 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             run_id=header.run_id,
             path=str(rec.origin),
             started_at=header.started_at,
-            agent=header.agent.model_dump(),
+            agent=dump(header.agent),
             model=header.model,
             provider=header.provider,
-            session=header.session.model_dump() if header.session is not None else None,
+            session=dump(header.session) if header.session is not None else None,
         ),
     )
     resolver = Resolver(rec)
@@ -243,8 +244,8 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                     tool = record.tool
                     outcome: dict[str, Any] = (
                         {"status": tool.status, "result_status": tool.result_status}
-                        if tool.model_fields_set <= _PLAIN_OUTCOME
-                        else tool.model_dump(mode="json", exclude_defaults=True)
+                        if beyond_defaults(tool).keys() <= _PLAIN_OUTCOME
+                        else dump(tool, mode="json", exclude_defaults=True)
                     )
                     limits = next(
                         (
@@ -288,7 +289,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
         elif kind is Pause:
             assert isinstance(record, Pause)
             cp = record.checkpoint
-            paused = cp.model_dump(mode="json", exclude_defaults=True)
+            paused = dump(cp, mode="json", exclude_defaults=True)
             govern(
                 Governed(
                     "pause",
@@ -313,7 +314,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                     line,
                     record.verb,
                     [f"resumed: {verb} by {record.by} at {when}{why}"],
-                    value=record.model_dump(mode="json", exclude_defaults=True),
+                    value=dump(record, mode="json", exclude_defaults=True),
                 ),
                 None,
             )
@@ -335,14 +336,14 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             calls=count,
             answer=answer,
             usage=end.usage if end is not None else None,
-            error=end.error.model_dump() if end is not None and end.error else None,
+            error=dump(end.error) if end is not None and end.error else None,
             errors=errors,
             ms=end.ms if end is not None else None,
             problems=[p.to_json() for p in rec.problems],
             torn_tail=rec.torn_tail.to_json() if rec.torn_tail else None,
             unknown_records=rec.unknown_records,
             paused=paused if end is not None and end.status == "paused" else None,
-            contract=end.contract.model_dump(mode="json", exclude_defaults=True)
+            contract=dump(end.contract, mode="json", exclude_defaults=True)
             if end is not None and end.contract is not None
             else None,
         ),
@@ -350,8 +351,8 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
 
 
 _PLAIN_OUTCOME = frozenset({"name", "k", "call_id", "status", "ms", "result_status"})
-"""The fields of a tool's outcome that say nothing more than how it went: an outcome with
-only these (most) is read without dumping it for its notes."""
+"""The fields of a tool's outcome that say nothing more than how it went: an outcome holding
+other than its defaults only in these (most) is read without dumping it for its notes."""
 
 
 def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:

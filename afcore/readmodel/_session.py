@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from afcore.recording._typed import dump
+
 if TYPE_CHECKING:
     from afcore.recording import Recording
 
@@ -267,7 +269,7 @@ def history_origin(rec: Recording, n: int, runs: SessionRuns | None = None) -> H
     write = next((w for w in record.writes if w.key == f"message:{n}"), None)
     if write is None or write.source is None:
         return None
-    turn, note = history_source(write.source.model_dump(exclude_none=True))
+    turn, note = history_source(dump(write.source, exclude_none=True))
     if turn is None:
         return None
     if runs is None and rec.header.session is not None:

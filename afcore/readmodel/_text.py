@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from afcore.recording._typed import beyond_defaults
+
 if TYPE_CHECKING:
     from afcore.recording import UsageInfo
 
@@ -131,7 +133,7 @@ def usage_json(usage: UsageInfo | None) -> dict[str, Any] | None:
     """A usage as the read model's JSON gives it: the token counts, and what else it says."""
     if usage is None:
         return None
-    return usage.model_dump(exclude_defaults=True) | {
+    return beyond_defaults(usage) | {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
     }

@@ -203,7 +203,7 @@ def _unreadable_call(rec: Recording, line: int, last: Mark | None) -> Call | Non
     n = next((n for n in rec.call_numbers if rec.writer_lines(f"call:{n}")[:1] == [line]), None)
     if n is None:
         return None
-    return Call.model_construct(
+    return Call(
         seq=0,
         rsid="?",
         iter=last.iteration if last is not None else 0,

@@ -20,6 +20,7 @@ from afcore.readmodel._model import (
     ToolCall,
 )
 from afcore.readmodel._text import as_dict, as_text, block_text
+from afcore.recording._typed import dump
 
 if TYPE_CHECKING:
     from afcore.recording import AttemptInfo, Commit, ErrorEvent, Recording, Reply
@@ -100,7 +101,7 @@ and system text of its summarizer's call)."""
 
 def source_json(source: Any) -> dict[str, Any]:
     """A recorded source (`SourceInfo`) as a dict without its absent fields."""
-    dumped = source.model_dump(exclude_none=True) if source is not None else {}
+    dumped = dump(source, exclude_none=True) if source is not None else {}
     return dumped if isinstance(dumped, dict) else {}
 
 

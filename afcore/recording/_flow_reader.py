@@ -13,22 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from afcore.errors import RecordingFormatError
-from afcore.recording._flows import (
+from afcore.recording._hashing import seal, short_id, unseal
+from afcore.recording._reader import MAX_LINE
+from afcore.recording._structs import (
     FLOW_TYPES,
     FlowEnd,
     FlowHeader,
     RunFrame,
+    Seal,
     StepDecision,
     StepEnd,
     StepMerge,
     StepStart,
+    UnknownRecord,
 )
-from afcore.recording._hashing import seal, short_id, unseal
-from afcore.recording._models import Seal, UnknownRecord
-from afcore.recording._reader import MAX_LINE
+from afcore.recording._typed import InvalidRecord, typed, unknown
 
 __all__ = [
     "FlowLogStep",
@@ -213,7 +214,7 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
 
         path = recording_path(path)
     problems: list[tuple[int, str]] = []
-    unknown: list[tuple[int, UnknownRecord]] = []
+    unknowns: list[tuple[int, UnknownRecord]] = []
     header: FlowHeader | None = None
     end: FlowEnd | None = None
     open_steps: dict[str, FlowLogStep] = {}
@@ -244,13 +245,15 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
                 if model is None and number > 1:
                     # A record of a type this reader does not know (a later writer's):
                     # kept as it is, as readers keep an agent's; its seal covers it.
-                    unknown.append((number, UnknownRecord.model_validate(data)))
+                    unknowns.append((number, unknown(data)))
                     continue
-                record = (model or FlowHeader).model_validate(data)
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError) as e:
+                record = typed(model or FlowHeader, data)
+            except (orjson.JSONDecodeError, KeyError, TypeError, InvalidRecord) as e:
                 if number == 1:
+                    # As the models' ValidationError was named before the records were Structs.
+                    what = "ValidationError" if isinstance(e, InvalidRecord) else type(e).__name__
                     raise RecordingFormatError(
-                        f"{path} is not a flow's recording: line 1: {type(e).__name__}", path=path
+                        f"{path} is not a flow's recording: line 1: {what}", path=path
                     ) from None
                 torn = not raw.endswith(b"\n")
                 problems.append(
@@ -317,7 +320,7 @@ def open_flow(path: str | Path, *, max_line: int = MAX_LINE) -> FlowRecording:
         end,
         problems,
         chain.end(torn_at),
-        unknown,
+        unknowns,
         frames,
         opened if opened != path else None,
     )
@@ -341,8 +344,8 @@ class _Chain:
     def seal(self, number: int, raw: bytes) -> None:
         h = seal(self._chain, b"".join(self._bytes))
         try:
-            sealed = Seal.model_validate_json(raw).h
-        except ValidationError:
+            sealed = typed(Seal, orjson.loads(raw)).h
+        except (orjson.JSONDecodeError, InvalidRecord):
             sealed = ""
         if short_id(h) != sealed:
             self.problems.append(

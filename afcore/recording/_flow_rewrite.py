@@ -24,6 +24,7 @@ from afcore.recording._flow_reader import FlowRecording, open_flow
 from afcore.recording._flows import FLOW_TYPES, RunFrame
 from afcore.recording._models import Line, UnknownRecord
 from afcore.recording._rewrite import Leaf, Rewritten, Transform, rewrite
+from afcore.recording._typed import as_model
 
 __all__ = ["RewrittenFlow", "flow_content_leaves", "flow_runs", "rewrite_flow"]
 
@@ -181,7 +182,7 @@ def rewrite_flow(
         # as they now are (trusted), by the writer, which seals each write.
         w = Recorder(dst, run_id=flow.header.run_id, redactor=Redaction().compile())
         try:
-            w.header(flow.header)
+            w.header(as_model(flow.header))
             folded = False
             for n, record in _records(src):
                 done.log.lines = n

@@ -1204,10 +1204,6 @@ class Seal(_Model):
     the first) followed by every byte of the file after that seal, up to this line."""
 
 
-CALL_FRAME = ("model", "system", "tools", "params", "cache")
-"""A call's frame: the fields a 1.1 call line leaves out when they are the call before's."""
-
-
 class UnknownRecord(BaseModel):
     """A record of a type this reader does not know, kept as it was."""
 

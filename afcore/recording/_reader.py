@@ -22,17 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar, overload
 
+import msgspec
 import orjson
-from pydantic import ValidationError
 
 from afcore.errors import RecordingFormatError, UnsupportedVersionError
+from afcore.recording._format import CALL_FRAME, FORMAT, FORMAT_VERSION
 from afcore.recording._hashing import SCHEMES, V10, Scheme, request_digest
-from afcore.recording._models import (
-    CALL_FRAME,
-    FORMAT,
-    FORMAT_VERSION,
+from afcore.recording._structs import (
     KNOWN_TYPES,
-    RECORD_ADAPTER,
     Blob,
     Call,
     CallTool,
@@ -44,6 +41,7 @@ from afcore.recording._models import (
     Segment,
     UnknownRecord,
 )
+from afcore.recording._typed import AGENT_TYPES, InvalidRecord, judged, record, typed, unknown
 
 """The fields of a call that a 1.1 call line leaves out when they are the call before's."""
 
@@ -645,10 +643,10 @@ class Recording:
                 line=1,
             )
         try:
-            return Header.model_validate(raw)
-        except ValidationError as e:
+            return typed(Header, raw)
+        except InvalidRecord as e:
             raise RecordingFormatError(
-                f"{self.path}: line 1 is not a valid header ({_first_error(e)})",
+                f"{self.path}: line 1 is not a valid header ({e})",
                 path=self.path,
                 line=1,
             ) from None
@@ -733,7 +731,7 @@ class Recording:
 
     def _typed(self, i: int) -> Record | UnknownRecord:
         """The record on line index ``i``, validated against its type. Raises ValueError
-        (pydantic's ValidationError, orjson's JSONDecodeError) or RecordingFormatError."""
+        (InvalidRecord, orjson's JSONDecodeError) or RecordingFormatError."""
         raw = self._raw(i)
         if not isinstance(raw, dict):
             raise RecordingFormatError(
@@ -742,10 +740,10 @@ class Recording:
                 line=i + 1,
             )
         if raw.get("t") not in KNOWN_TYPES:
-            return UnknownRecord.model_validate(raw)
+            return unknown(raw)
         if self._v11:
             self._fill(raw, i)
-        return RECORD_ADAPTER.validate_python(raw)
+        return record(raw)
 
     def _fill(self, data: dict[str, Any], i: int) -> None:
         """Give a 1.1 line what 1.1 leaves for the reader to derive: a commit's stage (its
@@ -798,8 +796,8 @@ class Recording:
                     self.problems.append(Problem(line, str(e).partition(": ")[2] or str(e)))
                 except orjson.JSONDecodeError as e:
                     self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
-                except ValidationError as e:
-                    self.problems.append(Problem(line, f"invalid record: {_first_error(e)}"))
+                except InvalidRecord as e:
+                    self.problems.append(Problem(line, f"invalid record: {e}"))
             return
         blob = _KIND_CODES["blob"]
         skip = {_BAD, _BLANK} if blobs else {_BAD, _BLANK, blob}
@@ -808,7 +806,12 @@ class Recording:
         # The hot loop of every walk (verify reads each line once): kept flat.
         idx = self._index
         kinds, starts, view, loads = idx.kinds, idx.starts, self._map, orjson.loads
-        validate, unknown = RECORD_ADAPTER.validate_python, UnknownRecord.model_validate
+        types, convert, rejected, judge = (
+            AGENT_TYPES,
+            msgspec.convert,
+            msgspec.ValidationError,
+            judged,
+        )
         fill = self._fill if self._v11 else None
         problems = self.problems
         indexed = len(starts)
@@ -829,17 +832,22 @@ class Recording:
                 continue
             try:
                 raw = loads(view[start:end])
-                if raw.get("t") not in KNOWN_TYPES:
+                cls = types.get(raw.get("t"))
+                if cls is None:
                     yield i + 1, unknown(raw)
                     continue
                 if fill is not None:
                     fill(raw, i)
-                yield i + 1, validate(raw)
+                try:
+                    found = convert(raw, cls)
+                except rejected:
+                    found = judge(cls, raw)
+                yield i + 1, found
             except orjson.JSONDecodeError as e:  # a line indexed by its head
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
-            except ValidationError as e:
+            except InvalidRecord as e:
                 name = _KIND_NAMES.get(kind, "a")
-                problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
+                problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
         # Lines not indexed yet come from the file as the index takes them in.
         for i, raw, kind, data in self._scan(recent=not blobs):
             if kind in skip:
@@ -855,17 +863,22 @@ class Recording:
             try:
                 if data is None:
                     data = loads(raw)
-                if data.get("t") not in KNOWN_TYPES:
+                cls = types.get(data.get("t"))
+                if cls is None:
                     yield i + 1, unknown(data)
                     continue
                 if fill is not None:
                     fill(data, i)
-                yield i + 1, validate(data)
+                try:
+                    found = convert(data, cls)
+                except rejected:
+                    found = judge(cls, data)
+                yield i + 1, found
             except orjson.JSONDecodeError as e:
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
-            except ValidationError as e:
+            except InvalidRecord as e:
                 name = _KIND_NAMES.get(kind, "a")
-                problems.append(Problem(i + 1, f"invalid {name} record: {_first_error(e)}"))
+                problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
 
     def raw_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every record but the blobs as parsed JSON, unchecked, with its line number: for a
@@ -910,15 +923,15 @@ class Recording:
             if self.scheme.of(memoryview(raw)[end + 10 : -1]) == ref:
                 return CheckedBlob(ref, True)
         try:
-            record = Blob.model_validate(orjson.loads(raw))
+            blob = typed(Blob, orjson.loads(raw))
         except orjson.JSONDecodeError as e:
             self.problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             return None
-        except ValidationError as e:
-            self.problems.append(Problem(i + 1, f"invalid blob record: {_first_error(e)}"))
+        except InvalidRecord as e:
+            self.problems.append(Problem(i + 1, f"invalid blob record: {e}"))
             return None
         try:
-            return CheckedBlob(record.id, self.scheme.content(record.value) == record.id)
+            return CheckedBlob(blob.id, self.scheme.content(blob.value) == blob.id)
         except TypeError as e:  # orjson's: nested past its depth, a number past 64 bits
             self.problems.append(Problem(i + 1, f"blob value cannot be hashed ({_short(str(e))})"))
             return None
@@ -1009,10 +1022,10 @@ class Recording:
                 path=self.path,
                 line=i + 1,
             ) from None
-        except ValidationError as e:
+        except InvalidRecord as e:
             raise RecordingFormatError(
                 f"{self.path.name}: line {i + 1} is not a valid {cls.__name__.lower()} record "
-                f"({_first_error(e)})",
+                f"({e})",
                 path=self.path,
                 line=i + 1,
             ) from None
@@ -1192,11 +1205,11 @@ class Recording:
 
     def segments(self, n: int) -> list[Segment]:
         """Call ``n``'s system segments, each with its source."""
-        return [Segment.model_validate(s) for s in self.listed(self.call(n).system)]
+        return [typed(Segment, s) for s in self.listed(self.call(n).system)]
 
     def tools(self, n: int) -> list[CallTool]:
         """The tools visible at call ``n``, each with its source."""
-        return [CallTool.model_validate(t) for t in self.listed(self.call(n).tools)]
+        return [typed(CallTool, t) for t in self.listed(self.call(n).tools)]
 
     def request(self, n: int) -> dict[str, Any]:
         """Call ``n``'s provider-neutral request, rebuilt from the file, in canonical form."""
@@ -1279,9 +1292,3 @@ def expand_list(value: Any, blob: Callable[[str], Any]) -> list[Any]:
 
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _first_error(e: ValidationError) -> str:
-    err = e.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "record"
-    return _short(f"{where}: {err['msg']}")

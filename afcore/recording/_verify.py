@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from afcore.recording._hashing import Scheme, request_digest, seal, short_id, unseal
-from afcore.recording._models import (
+from afcore.recording._reader import (
+    RELEASE_EVERY,
+    CallCheck,
+    CheckedBlob,
+    Problem,
+    Recording,
+    TornTail,
+    expand_list,
+)
+from afcore.recording._structs import (
     ArgsInvalid,
     Call,
     CallTool,
@@ -35,15 +44,7 @@ from afcore.recording._models import (
     ToolStart,
     UnknownRecord,
 )
-from afcore.recording._reader import (
-    RELEASE_EVERY,
-    CallCheck,
-    CheckedBlob,
-    Problem,
-    Recording,
-    TornTail,
-    expand_list,
-)
+from afcore.recording._typed import typed
 from afcore.recording._window_check import WindowReplay
 
 __all__ = ["VerifyReport", "verify"]
@@ -126,7 +127,7 @@ def verify(rec: Recording) -> VerifyReport:
                 expand_list(value, rec.blob)  # its shape, as a reader takes it
                 entries = value["then"]
         for raw in rec.listed(ref) if entries is None else entries:
-            entry = model.model_validate(raw)
+            entry = typed(model, raw)
             what = "a system segment" if isinstance(entry, Segment) else f"tool {entry.name}"
             check_ref(line, entry.ref, what)
 
@@ -367,7 +368,7 @@ class _CallHashes:
                 else:
                     entries = expand_list(value, self._checked_blob)
                     out = [self._entry_hash(e, slot) for e in entries]
-            except (KeyError, ValueError, TypeError):  # ValidationError is a ValueError
+            except (KeyError, ValueError, TypeError):  # InvalidRecord is a ValueError
                 out = None
         if len(self._lists) >= self._LISTS:
             self._lists.clear()
@@ -396,12 +397,12 @@ class _CallHashes:
     def _entry_hash(self, entry: Any, slot: str) -> str:
         """An entry's hash as the reader's request() takes it (see Recording.request)."""
         if slot == "system":
-            segment = Segment.model_validate(entry)
+            segment = typed(Segment, entry)
             if segment.ref is None:
                 return self._scheme.content({"text": segment.text})
             ref = segment.ref
         else:
-            ref = CallTool.model_validate(entry).ref
+            ref = typed(CallTool, entry).ref
         if ref not in self._good or ref in self._bad:
             raise KeyError(ref)
         return ref

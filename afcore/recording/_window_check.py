@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from afcore.recording._models import Call, Commit, ContextEvicted, Reply
+from afcore.recording._structs import Call, Commit, ContextEvicted, Reply
 
 __all__ = ["WindowReplay"]
 

@@ -30,12 +30,11 @@ from pydantic import BaseModel
 
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
+from afcore.recording._format import CALL_FRAME
 from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
 from afcore.recording._lossless import lossless
 from afcore.recording._models import (
-    CALL_FRAME,
     KNOWN_TYPES,
-    RECORD_ADAPTER,
     AttemptDecision,
     AttemptInfo,
     Call,
@@ -51,7 +50,6 @@ from afcore.recording._models import (
     Segment,
     SlotDelta,
     SourceInfo,
-    UnknownRecord,
     UsageInfo,
     Write,
     as_json,
@@ -59,6 +57,8 @@ from afcore.recording._models import (
     trusted,
 )
 from afcore.recording._redaction import Redactor
+from afcore.recording._typed import record as _as_record
+from afcore.recording._typed import unknown as _as_unknown
 
 if TYPE_CHECKING:
     from afcore.recording._flows import FlowHeader, FlowRecord
@@ -118,15 +118,15 @@ def watcher_name(observer: Any) -> str:
     return str(getattr(observer, "__qualname__", None) or type(observer).__qualname__)
 
 
-def joins_history(record: Commit | Reply) -> bool:
+def joins_history(record: Any) -> bool:
     """Whether the messages a commit or reply writes join the run's history (and so its
     live window): the conversation continued, the user's message, the agent's replies that
     were kept, tool results, an output schema's correction. An injected message, a fold's
     summary, a summarizer's transcript and answer, and a reply a reliability rule refused
     are sent or stored, not remembered."""
-    if isinstance(record, Reply):
+    if record.t == "reply":
         kept = record.decision is None or record.decision.verb == "ok"
-        return kept and record.rsid.startswith("call-llm#")
+        return bool(kept and record.rsid.startswith("call-llm#"))
     stage = record.stage
     return stage in ("history", "seed", "output") or stage.startswith("tool:")
 
@@ -361,11 +361,8 @@ class Recorder:
                 self._watched_frame = {k: parsed[k] for k in CALL_FRAME if k in parsed}
             else:
                 parsed = {**self._watched_frame, **parsed}
-        typed = (
-            RECORD_ADAPTER.validate_python(parsed)
-            if t in KNOWN_TYPES
-            else UnknownRecord.model_validate(parsed)
-        )
+        # As the reader gives it: its Struct.
+        typed = _as_record(parsed) if t in KNOWN_TYPES else _as_unknown(parsed)
         for watcher in watchers:
             if id(watcher) in self._failed:
                 continue
@@ -1308,6 +1305,7 @@ class Recorder:
         """The state of the recording ``rec`` (a reader's Recording) a continuing recorder
         appends to: what it stored, its commit log, its messages, and its hash chain, which
         the next write extends."""
+        from afcore.recording import _structs as read
         from afcore.recording._reader import CheckedBlob
 
         if rec.scheme is not V11:
@@ -1325,20 +1323,20 @@ class Recorder:
         for _, record in rec.records(blobs="checked"):
             if isinstance(record, CheckedBlob):
                 self._blobs.add(record.id)
-            elif isinstance(record, Commit | Reply | Call):
+            elif isinstance(record, read.Commit | read.Reply | read.Call):
                 self._take_up(rec, record)
 
-    def _take_up(self, rec: Any, record: Commit | Reply | Call) -> None:
+    def _take_up(self, rec: Any, record: Any) -> None:
         """One record of the file a continuing recorder appends to, taken into its state."""
         self.seq = seq = record.seq
         counter = record.rsid.rpartition("#")[2]
         if counter.isdigit():
             self._stage_counter = max(self._stage_counter, int(counter))
         versions = self.versions
-        if isinstance(record, Call):
+        if record.t == "call":
             versions[f"call:{record.call}"] = seq
             return
-        if isinstance(record, Reply):
+        if record.t == "reply":
             versions[f"reply:{record.call}"] = seq
         history = joins_history(record)
         for w in record.writes:

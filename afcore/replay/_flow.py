@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import ValidationError
 
 from afcore.errors import (
     AfError,
@@ -44,13 +43,15 @@ from afcore.recording import (
     FLOW_TYPES,
     FlowEnd,
     FlowRecording,
-    ReplayLink,
+    InvalidRecord,
     StepDecision,
     StepEnd,
     StepMerge,
     StepStart,
     open_flow,
+    typed,
 )
+from afcore.recording._models import ReplayLink  # written in the replay's log
 from afcore.replay._replay import replaying, replaying_copy
 from afcore.replay._replayer import Replayer, ToolsMode
 from afcore.replay._report import FlowDivergence, FlowReplayReport
@@ -179,8 +180,8 @@ class FlowReplayer:
             return  # nothing is compared after the first difference
         try:
             data = orjson.loads(raw)
-            record = FLOW_TYPES[data["t"]].model_validate(data)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError):
+            record = typed(FLOW_TYPES[data["t"]], data)
+        except (orjson.JSONDecodeError, KeyError, TypeError, InvalidRecord):
             return  # not a record a replay compares (the header)
         if not self.then_live:
             self._compare(record)

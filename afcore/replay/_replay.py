@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from afcore.errors import AfError, RecordingError, ReplayDivergedError, ReplayEndedError, UsageError
 from afcore.loop import Conversation
 from afcore.loop._sync import run_sync
-from afcore.recording import Recording, RecordingConfig, Resume
+from afcore.recording import Recording, RecordingConfig
+from afcore.recording._models import Resume
 from afcore.replay._replayer import Replayer, ToolsMode
 from afcore.replay._report import ReplayReport
 from afcore.replay._tape import Tape

@@ -26,16 +26,16 @@ from afcore.messages import ToolCall, ToolResultMessage
 from afcore.providers._base import Provider
 from afcore.providers._replay import ReplayProvider
 from afcore.readmodel import Change, diff_call, first_difference
-from afcore.recording import (
+from afcore.recording import open_recording
+from afcore.recording._hashing import V11
+from afcore.recording._models import (
     AttemptInfo,
     ReplayLink,
     ResultStatus,
     Resume,
     RunEnd,
     ToolStatus,
-    open_recording,
 )
-from afcore.recording._hashing import V11
 from afcore.replay._report import Divergence
 from afcore.replay._tape import Tape
 from afcore.secrets import as_recorded

@@ -15,18 +15,18 @@ from pydantic import ValidationError
 from afcore.errors import RecordingFormatError
 from afcore.messages import Message, Source, message_from_json
 from afcore.providers._replay import Outcome, recorded_error, recorded_response
-from afcore.recording import (
+from afcore.recording import Problem, Recording, open_recording
+
+# A replay runs the loop again: what it serves it is the loop's, the record models.
+from afcore.recording._models import (
     ErrorEvent,
     MiddlewareDecision,
     Pause,
-    Problem,
-    Recording,
     Reply,
     Resume,
     RunEnd,
     ToolOutcome,
     ToolStatus,
-    open_recording,
 )
 
 __all__ = ["RecordedCall", "Tape"]

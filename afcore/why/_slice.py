@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import ValidationError
 
 from afcore.errors import AfError, UsageError
 from afcore.governance._words import decision_words
-from afcore.recording._models import Call, Commit, Reply
 from afcore.recording._reader import Recording
+from afcore.recording._structs import Call, Commit, Reply
+from afcore.recording._typed import InvalidRecord, dump
 
 _Staged = Commit | Call | Reply
 """The records a stage writes: what a slice walks."""
@@ -268,7 +268,7 @@ def _follow(rec: Recording, result: Slice, depth: int, max_nodes: int, follow: i
         tool = commit.tool
         if tool is None or tool.run is None or commit.rsid not in result.nodes:
             continue
-        link = tool.run.model_dump(mode="json", exclude_defaults=True)
+        link = dump(tool.run, mode="json", exclude_defaults=True)
         if not tool.run.recording or rec.path is None:
             result.inner[commit.rsid] = Inner(link, None, "the run it made was not recorded")
             continue
@@ -306,7 +306,7 @@ class _Walk:
         try:
             for _, record in self.rec.records([line]):
                 found = record if isinstance(record, _Staged) else None
-        except (IndexError, ValueError, ValidationError, orjson.JSONDecodeError):
+        except (IndexError, ValueError, InvalidRecord, orjson.JSONDecodeError):
             found = None
         self._records[line] = found
         return found

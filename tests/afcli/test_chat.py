@@ -160,7 +160,7 @@ def test_a_piped_conversation_is_kept_turn_by_turn(tmp_path: Path) -> None:
         with rec.open_recording(Path(str(t.recording))) as opened:
             assert rec.verify(opened).ok
             assert opened.header.session is not None
-            links.append(opened.header.session.model_dump())
+            links.append(rec.dump(opened.header.session))
     assert links == [
         {"id": "piped-1", "turn": 1, "previous": None},
         {"id": "piped-1", "turn": 2, "previous": turns[0].run_id},

@@ -38,7 +38,7 @@ def flow_records(path: Path | None) -> list[dict[str, Any]]:
     assert lines[-1]["t"] == "seal"  # every write ends with its seal
     out = [record for record in lines if record["t"] != "seal"]
     for record in out:  # each other line is one of the flow's typed records
-        FLOW_TYPES[record["t"]].model_validate(record)
+        rec.typed(FLOW_TYPES[record["t"]], record)
     return out
 
 
@@ -591,7 +591,8 @@ def _log_with_frame(path: Path, body: bytes, **frame: Any) -> Path:
     """A flow's log holding one folded run of ``body``, written by the recording's writer."""
     import hashlib
 
-    from afcore.recording import FlowEnd, FlowHeader, FlowNode, Recorder, RunFrame
+    from afcore.recording import Recorder
+    from afcore.recording._flows import FlowEnd, FlowHeader, FlowNode, RunFrame
     from afcore.recording._models import RedactionInfo, UsageInfo
     from afcore.secrets import Redaction
 

@@ -79,7 +79,7 @@ def test_unknown_record_type_is_kept_opaque_and_is_not_a_failure(fixtures: Path)
     with rec.open_recording(fixtures / "unknown_record.jsonl") as r:
         assert r.unknown_records == 1
         kept = [x for _, x in r.records() if isinstance(x, UnknownRecord)]
-        assert kept[0].t == "hologram" and kept[0].model_extra == {"payload": {"x": 1}}
+        assert kept[0].t == "hologram" and kept[0].fields == {"payload": {"x": 1}}
         report = rec.verify(r)
     assert report.ok and report.unknown_records == 1
 

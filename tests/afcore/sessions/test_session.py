@@ -103,7 +103,7 @@ def test_each_turn_records_the_transcript_it_continues_as_what_it_is(
     verified(second.recording)
     r = rec.open_recording(Path(str(second.recording)))
     assert r.header.session is not None
-    assert r.header.session.model_dump() == {
+    assert rec.dump(r.header.session) == {
         "id": "chat-2",
         "turn": 2,
         "previous": session.turns()[0].run_id,
