@@ -35,6 +35,7 @@ __all__ = [
     "FlowRecording",
     "FlowVerifyReport",
     "FrameAt",
+    "folded_run",
     "open_flow",
     "unfold",
     "verify_flow",
@@ -136,6 +137,25 @@ def _unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
     return file, problem
 
 
+def folded_run(path: Path) -> Path | None:
+    """For an agent step's run that was at ``path``, in the folder a flow writes its runs
+    to (``<run_id>/`` beside ``<run_id>.jsonl``), and is gone since: the flow ended and its
+    log holds the run (its files beside it are removed once it is durable). Its copy from
+    the log (written out once per process), or None when the log holds no such run."""
+    path = Path(path)
+    folder = path.parent
+    log = folder.with_name(folder.name + ".jsonl")
+    try:
+        flow = open_flow(log)
+    except (OSError, RecordingFormatError):
+        return None
+    frame = flow.frames.get(f"{folder.name}/{path.name}")
+    if frame is None:
+        return None
+    copy, problem = unfold(flow.path, frame)
+    return copy if problem is None else None
+
+
 @dataclass
 class FlowRecording:
     """A flow's recording, read."""
@@ -178,13 +198,17 @@ class FlowRecording:
 
     def run_file(self, step: FlowLogStep) -> Path | None:
         """The recording of an agent step's run: the one folded into the log when the flow
-        ended (written out once per process), else the file the log names beside it."""
+        ended (written out once per process), else the file the log names beside it (or,
+        for a log read while its flow ran, gone since: the copy the log now holds)."""
         if step.end is None or step.end.run is None:
             return None
         frame = self.frames.get(step.end.run)
         if frame is not None:
             return unfold(self.path, frame)[0]
-        return self.path.parent / step.end.run
+        beside = self.path.parent / step.end.run
+        if not beside.exists() and self.end is None:
+            return folded_run(beside) or beside
+        return beside
 
     def writer_of(self, key: str) -> FlowLogStep | None:
         """The step that last wrote state ``key`` (the merge of a Parallel counts as its

@@ -13,7 +13,7 @@ import pytest
 from afcore import Agent, define_tool, mock
 from tests.afcli.conftest import Invoke
 from tests.afcore.secrets_corpus import KEY_SHAPES, rng
-from tests.conftest import fixed_recording
+from tests.conftest import fixed_recording, runs_beside
 
 SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 EMAIL = "ada@example.com"
@@ -360,9 +360,8 @@ def test_a_flow_killed_mid_way_is_exported_as_it_is_and_says_what_is_wrong(
 ) -> None:
     import shutil
 
-    shutil.copytree(ROUTER.with_suffix(""), tmp_path / ROUTER.stem)  # its runs, beside it
+    cut = runs_beside(Path(shutil.copy(ROUTER, tmp_path)))  # its runs, beside it
     data = ROUTER.read_bytes()
-    cut = tmp_path / ROUTER.name
     cut.write_bytes(data[: len(data) // 5])  # before its end: no runs folded into it yet
     out = tmp_path / "cut.afz"
     ran = invoke("export", cut, "-o", out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ from afcore.flows import Conditional, Parallel, Sequence
 from afcore.readmodel import flow_timeline, step_starts
 from afcore.recording import open_flow
 from afcore.tools import define_tool
-from tests.conftest import reseal, without_folded_runs
-from tests.tui.conftest import SAMPLES, lens, screen_text, until
+from tests.conftest import reseal, runs_beside, without_folded_runs
+from tests.tui.conftest import GUARD, SAMPLES, lens, position, screen_text, until
 from tui.screens.flow import AgentRunScreen, FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
 from tui.screens.why import WhyScreen
@@ -117,7 +118,7 @@ async def test_a_flow_opens_on_its_steps_its_decisions_and_its_first_call() -> N
 def without_at(log: Path) -> None:
     """Make ``log`` and its agents' runs as a writer before ``at`` wrote them: durations
     only (each file resealed), the log without its folded runs (read from beside it)."""
-    log.write_bytes(without_folded_runs(log.read_bytes()))
+    log.write_bytes(without_folded_runs(runs_beside(log).read_bytes()))
     for file in [log, *(log.parent / log.stem).glob("*.jsonl")]:
         lines = []
         for raw in file.read_bytes().splitlines(keepends=True):
@@ -405,7 +406,8 @@ async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> No
         await pilot.press("right", "left", "o", "w")  # nothing to scrub: nothing breaks
         await pilot.pause()
     # Cut in the middle of the agent step's start: the rest is shown, the tear said.
-    shutil.copytree(ROUTER.with_suffix(""), tmp_path / "flow-router")
+    shutil.copy(ROUTER, tmp_path / "flow-router.jsonl")
+    runs_beside(tmp_path / "flow-router.jsonl")  # as a flow killed mid-way leaves them
     lines = ROUTER.read_bytes().splitlines(keepends=True)
     at = next(i for i, b in enumerate(lines) if b.startswith(b'{"t":"step_start","path":"route/'))
     (tmp_path / "flow-router.jsonl").write_bytes(b"".join(lines[:at]) + lines[at][:30])
@@ -446,3 +448,108 @@ async def test_the_debate_example_scrubs_both_sides_then_the_judge() -> None:
         text = screen_text(app)
         assert "⤶ merge pro=ok con=ok" in text
         assert "PRO: Yes: traffic on the old bridge" in text  # what the judge was given
+
+
+# -- a Lens open while the flow runs: its folder of runs goes when it ends ----------------------
+
+
+class Gate:
+    """Where a running flow waits for the test: ``reached`` once it waits, until ``open``."""
+
+    def __init__(self) -> None:
+        self.reached, self.open = threading.Event(), threading.Event()
+
+    def wait(self) -> None:
+        self.reached.set()
+        assert self.open.wait(GUARD), "the test never let the flow go on"
+
+
+def _held_flow(folder: Path, in_tool: Gate | None, after: Gate | None) -> Sequence:
+    """An agent whose tool waits at ``in_tool`` (its run half written), a function that
+    waits at ``after`` (the first run whole, the flow not ended), a second agent."""
+
+    def check(args: dict[str, Any], ctx: Any) -> str:
+        if in_tool is not None:
+            in_tool.wait()
+        return "checked"
+
+    tool = define_tool("check", "Check it.", {"type": "object"}, check)
+    first = (
+        Agent.create(
+            provider=mock(replies=[{"tool_calls": [{"id": "t", "name": "check"}]}, "it is fine"]),
+            model="mock",
+            name="checker",
+        )
+        .tool(tool)
+        .build()
+    )
+    then = Agent.create(provider=mock(reply="Thanks."), model="mock", name="thanker").build()
+    return (
+        Sequence.create("held", record=RecordingConfig(dir=folder, run_id="held"))
+        .step("check", first)
+        .step("wait", lambda s: after.wait() if after is not None else None)
+        .step("thank", then)
+        .build()
+    )
+
+
+def _finish(gate: Gate, ran: threading.Thread, runs: Path) -> None:
+    from afcore.recording import wait_for_syncs
+
+    gate.open.set()
+    ran.join(GUARD)
+    assert not ran.is_alive()
+    wait_for_syncs()
+    assert not runs.exists()  # the flow ended: one file, its runs folded into its log
+
+
+async def test_a_lens_following_a_flow_s_agent_run_reads_its_end_from_the_log(
+    tmp_path: Path,
+) -> None:
+    gate = Gate()
+    ran = threading.Thread(target=_held_flow(tmp_path, gate, None).run, args=("go",))
+    ran.start()
+    try:
+        assert gate.reached.wait(GUARD)
+        run = tmp_path / "held" / "001-check.jsonl"
+        async with lens(run, follow=True) as (app, pilot):
+            assert "call 1/1" in position(app)
+            assert "following: the run is still going" in screen_text(app)
+            _finish(gate, ran, run.parent)
+            # The rest of the run (its last call, its end) is read from the flow's log.
+            await until(pilot, lambda: "call 2/2" in position(app), "the run's last call")
+            await until(pilot, lambda: "it is fine" in screen_text(app), "the answer")
+            assert "still going" not in screen_text(app)
+    finally:
+        gate.open.set()
+        ran.join(GUARD)
+
+
+async def test_a_flow_s_lens_opened_while_it_ran_works_once_its_runs_are_folded(
+    tmp_path: Path,
+) -> None:
+    gate = Gate()
+    ran = threading.Thread(target=_held_flow(tmp_path, None, gate).run, args=("go",))
+    ran.start()
+    try:
+        assert gate.reached.wait(GUARD)
+        async with lens(tmp_path / "held.jsonl") as (app, pilot):
+            assert "unfinished: no flow_end" in screen_text(app)
+            assert where(app).startswith("call 1/2 · check (checker) call 1/2")
+            _finish(gate, ran, tmp_path / "held")
+            await pilot.press("right")
+            await pilot.pause()
+            assert where(app).startswith("call 2/2 · check (checker) call 2/2")
+            assert "it is fine" in screen_text(app)
+            await pilot.press("o")  # its run, from the copy in the log now
+            await until(pilot, lambda: isinstance(app.screen, AgentRunScreen), "the run")
+            await until(pilot, lambda: "call 2/2" in position(app), "its call")
+            await pilot.press("b")
+            await pilot.pause()
+            assert isinstance(app.screen, FlowScreen)
+            await pilot.press("slash")
+            await pilot.press(*"fine")
+            await until(pilot, lambda: "check (checker)" in screen_text(app), "a match")
+    finally:
+        gate.open.set()
+        ran.join(GUARD)

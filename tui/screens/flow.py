@@ -516,12 +516,17 @@ class FlowScreen(Screen[None]):
 
         if not self.timeline.calls:
             return
+        from afcore.recording import folded_run
+
         call = self.timeline.calls[self.index]
-        assert call.run.file is not None
+        file = call.run.file
+        assert file is not None
+        if not file.exists():  # opened while the flow ran; ended since, the run is in the log
+            file = folded_run(file) or file
         try:
-            rec = open_recording(call.run.file)
+            rec = open_recording(file)
         except (RecordingError, OSError) as e:
-            self.notify(f"cannot open {call.run.file.name}: {e}", severity="error", markup=False)
+            self.notify(f"cannot open {file.name}: {e}", severity="error", markup=False)
             return
         screen = AgentRunScreen(rec, follow=False)
         self.app.push_screen(screen)

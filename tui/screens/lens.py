@@ -169,17 +169,33 @@ class LensScreen(Screen[None]):
     # -- the file ------------------------------------------------------------------------
 
     def _look(self) -> None:
-        if self.indexing is None and self.rec.grown():
+        if self.indexing is not None:
+            return
+        if self.rec.grown():
             self.indexing = 0.0
             self.reindex()
+        elif not self.rec.path.exists():
+            # A flow's agent run: the flow ended, its log took the run whole and the file
+            # beside it went. What was written since the last look is read from the log.
+            from afcore.recording import folded_run
+
+            copy = folded_run(self.rec.path)
+            if copy is not None:
+                self.indexing = 0.0
+                self.reindex(copy)
 
     @work(thread=True, exclusive=True, group="index")
-    def reindex(self) -> None:
-        """Index the file as it is now, whole, off the screen's thread; then show it."""
+    def reindex(self, copy: Path | None = None) -> None:
+        """Index the file as it is now, whole, off the screen's thread; then show it.
+        ``copy``: the same run read from elsewhere (its copy in its flow's log)."""
         worker = get_current_worker()
         try:
-            rec = self.rec.reopen()
-        except RecordingError as e:
+            if copy is None:
+                rec = self.rec.reopen()
+            else:
+                rec = open_recording(copy)
+                rec.origin = self.rec.origin
+        except (OSError, RecordingError) as e:
             self.app.call_from_thread(self._failed, str(e))
             return
         timeline = Timeline()

@@ -4,13 +4,14 @@ screen searches every agent's run of the flow, in the order the agents started, 
 named by its step and agent.
 
 The file is scanned in chunks for the text as JSON writes it (case ignored for ASCII), off the
-screen's thread, without mapping the file into memory; each line that matches is then parsed
-to keep only matches in a string (not in a key or a hash) and to cut a snippet around it.
+screen's thread, through the recording's own mapping (a file removed since it was opened, a
+flow's run folded into its log, is searched still), its pages let go after each chunk; each
+line that matches is then parsed to keep only matches in a string (not in a key or a hash)
+and to cut a snippet around it.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -83,30 +84,29 @@ def search(
     size = rec.indexed_bytes
     found = 0
     last = 0
-    with open(rec.path, "rb") as f:
-        fd = f.fileno()
-        pos = 0
-        while pos < size and found < limit and not stop():
-            chunk = os.pread(fd, min(CHUNK, size - pos), pos)
-            if not chunk:
-                break
-            end = chunk.rfind(b"\n") + 1 if pos + len(chunk) < size else len(chunk)
-            if end <= 0:
-                end = len(chunk)  # one line longer than a chunk: scanned in pieces
-            batch: list[Match] = []
-            for hit in pattern.finditer(chunk, 0, end):
-                line = rec.line_at(pos + hit.start())
-                if line <= last or line > rec.line_count:
-                    continue
-                last = line
-                match = _match(rec, timeline, line, wanted)
-                if match is not None:
-                    batch.append(match)
-                    found += 1
-                    if found >= limit:
-                        break
-            pos += end
-            yield min(pos / max(size, 1), 1.0), batch
+    pos = 0
+    while pos < size and found < limit and not stop():
+        chunk = rec.read(pos, min(CHUNK, size - pos))
+        rec.release_pages()  # a big file is not held in memory by a search through it
+        if not chunk:
+            break
+        end = chunk.rfind(b"\n") + 1 if pos + len(chunk) < size else len(chunk)
+        if end <= 0:
+            end = len(chunk)  # one line longer than a chunk: scanned in pieces
+        batch: list[Match] = []
+        for hit in pattern.finditer(chunk, 0, end):
+            line = rec.line_at(pos + hit.start())
+            if line <= last or line > rec.line_count:
+                continue
+            last = line
+            match = _match(rec, timeline, line, wanted)
+            if match is not None:
+                batch.append(match)
+                found += 1
+                if found >= limit:
+                    break
+        pos += end
+        yield min(pos / max(size, 1), 1.0), batch
 
 
 def _match(rec: Recording, timeline: Timeline, line: int, wanted: str) -> Match | None:
