@@ -210,6 +210,14 @@ class FlowRecording:
             return folded_run(beside) or beside
         return beside
 
+    def run_shown(self, step: FlowLogStep) -> Path | None:
+        """An agent step's run named to a person: its file as the log names it, beside the
+        file given (a bundle, a log), never the copy :meth:`run_file` reads a folded run
+        from (a temporary file, gone when the process ends)."""
+        if step.end is None or step.end.run is None:
+            return None
+        return self.shown.parent / step.end.run
+
     def writer_of(self, key: str) -> FlowLogStep | None:
         """The step that last wrote state ``key`` (the merge of a Parallel counts as its
         step), in the order steps ended."""
