@@ -553,3 +553,118 @@ async def test_a_flow_s_lens_opened_while_it_ran_works_once_its_runs_are_folded(
     finally:
         gate.open.set()
         ran.join(GUARD)
+
+
+# -- / searches the flow's own log ------------------------------------------------------------
+
+HOSTILE = "[bold red]boom[/] \x1b[31mred\x1b[0m \x1b]0;title\x07 the needle "
+
+
+def _hostile_flow(folder: Path) -> Path:
+    """A flow whose function step gives hostile text (markup, escape sequences, a line of
+    200,000 characters), a decision reading it, and an agent answering on it."""
+    from tests.conftest import fixed_recording
+
+    def fetch(s: Any) -> str:
+        return HOSTILE + "x" * 200_000
+
+    answerer = Agent.create(
+        provider=mock(reply="done with the needle"), model="mock", name="answerer"
+    ).build()
+    flow = (
+        Sequence.create("hostile", record=fixed_recording(folder, "hostile"))
+        .step("fetch", fetch)
+        .step(
+            "route",
+            Conditional.create("route")
+            .when("sharp", lambda s: "needle" in s["fetch"], answerer)
+            .build(),
+        )
+        .build()
+    )
+    # Run on a thread of its own: a pilot test's event loop is running on this one.
+    ran = threading.Thread(target=flow.run, args=("find [i]the needle[/i]",))
+    ran.start()
+    ran.join(GUARD)
+    assert flow.last_result is not None and flow.last_result.recording is not None
+    return flow.last_result.recording
+
+
+async def test_slash_searches_the_flow_s_own_log_and_a_match_names_its_step(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import OptionList
+
+    from tests.tui.test_lens import _searched
+    from tui.screens.search import LogMatch, SearchScreen
+    from tui.widgets.item_list import ItemList
+
+    async with lens(_hostile_flow(tmp_path)) as (app, pilot):
+        await pilot.press("slash")
+        await pilot.pause()
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await pilot.press(*"needle")
+        await until(pilot, lambda: _searched(search, "needle"), "the search ended")
+        found = list(search.matches.values())
+        logged = [(m.text.step, m.text.what) for m in found if isinstance(m, LogMatch)]
+        # The flow's input, the function's output, the decision that read it, the agent's
+        # answer, the flow's answer: each named by its step.
+        assert logged == [
+            ("", "input"),
+            ("fetch", "output"),
+            ("route", "decision"),
+            ("route/sharp", "output"),
+            ("", "answer"),
+        ]
+        assert any(not isinstance(m, LogMatch) for m in found)  # the agent's run too
+        text = screen_text(app)
+        assert "fetch · output · the flow's log" in text
+        assert "route · decision · the flow's log" in text
+        assert "route/sharp (answerer) · call 1" in text
+        # Markup shown as text, not applied; escape sequences shown as their escapes.
+        assert "red]boom[/] \\x1b[31mred\\x1b[0m \\x1b]0;title\\x07 the needle" in text
+        assert "\x1b" not in text and "\x07" not in text
+        # Enter on the function's output: its step's row in the tree.
+        results = search.query_one(ItemList)
+        await pilot.press("enter")
+        results.highlighted = logged.index(("fetch", "output"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowScreen)
+        screen = flow_screen(app)
+        steps = screen.query_one("#steps", OptionList)
+        assert steps.has_focus and steps.highlighted is not None
+        assert screen.rows_of[steps.highlighted] == ("fetch", None)
+        # On the decision: its row (w asks why of it from there).
+        await pilot.press("slash")
+        await pilot.pause()
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await until(pilot, lambda: _searched(search, "needle"), "the search ended")
+        await pilot.press("enter")
+        search.query_one(ItemList).highlighted = logged.index(("route", "decision"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.rows_of[steps.highlighted] == ("route", "decision:route#1")
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowWhyScreen)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "wide"])
+def test_the_flow_s_search_with_hostile_text(
+    snap_compare: Callable[..., bool], size: tuple[int, int], tmp_path: Path
+) -> None:
+    from tests.tui.test_lens import _searched
+    from tui.app import make_lens_app
+
+    log = _hostile_flow(tmp_path)
+
+    async def searched(pilot: Any) -> None:
+        await pilot.press("slash", *"needle")
+        await until(pilot, lambda: _searched(pilot.app.screen, "needle"), "the search")
+        await pilot.press("enter")  # to the results: no blinking cursor in the picture
+        await pilot.pause()
+
+    assert snap_compare(make_lens_app(log), run_before=searched, terminal_size=size)

@@ -43,7 +43,7 @@ from tui.widgets.item_list import Item, ItemList
 from tui.widgets.scrubber import Scrubber
 
 if TYPE_CHECKING:
-    from tui.screens.search import Match
+    from tui.screens.search import LogMatch, Match
 
 
 @runtime_checkable
@@ -565,15 +565,15 @@ class LensScreen(Screen[None]):
         self.app.push_screen(WhyScreen(self.rec, key, at), chosen)
 
     def action_search(self) -> None:
-        from tui.screens.search import SearchScreen, Source
+        from tui.screens.search import Match, SearchScreen, Source
 
-        def chosen(match: Match | None) -> None:
-            if match is not None:
+        def chosen(match: Match | LogMatch | None) -> None:
+            if isinstance(match, Match):
                 self.go_to(match.place.call, match.place.item)
 
         screen = SearchScreen([Source(self.rec, self.timeline)], self._last_search)
 
-        def remember(match: Match | None) -> None:
+        def remember(match: Match | LogMatch | None) -> None:
             self._last_search = screen.query_text
             chosen(match)
 
