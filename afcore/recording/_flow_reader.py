@@ -35,6 +35,7 @@ __all__ = [
     "FlowRecording",
     "FlowVerifyReport",
     "FrameAt",
+    "folded_into",
     "folded_run",
     "open_flow",
     "unfold",
@@ -137,23 +138,32 @@ def _unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
     return file, problem
 
 
-def folded_run(path: Path) -> Path | None:
+def folded_into(path: Path) -> tuple[FlowRecording, FlowLogStep] | None:
     """For an agent step's run that was at ``path``, in the folder a flow writes its runs
-    to (``<run_id>/`` beside ``<run_id>.jsonl``), and is gone since: the flow ended and its
-    log holds the run (its files beside it are removed once it is durable). Its copy from
-    the log (written out once per process), or None when the log holds no such run."""
+    to (``<run_id>/`` beside ``<run_id>.jsonl``): the flow's log that holds it folded and
+    its step, or None when there is no such log or it holds no such run."""
     path = Path(path)
     folder = path.parent
-    log = folder.with_name(folder.name + ".jsonl")
     try:
-        flow = open_flow(log)
+        flow = open_flow(folder.with_name(folder.name + ".jsonl"))
     except (OSError, RecordingFormatError):
         return None
-    frame = flow.frames.get(f"{folder.name}/{path.name}")
-    if frame is None:
+    named = f"{folder.name}/{path.name}"
+    if named not in flow.frames:
         return None
-    copy, problem = unfold(flow.path, frame)
-    return copy if problem is None else None
+    step = next((s for s in flow.steps() if s.end is not None and s.end.run == named), None)
+    return (flow, step) if step is not None else None
+
+
+def folded_run(path: Path) -> Path | None:
+    """For an agent step's run that was at ``path`` and is gone since (the flow ended, its
+    log took the run whole and the files beside it were removed once it was durable): its
+    copy from the log (written out once per process), or None."""
+    found = folded_into(path)
+    if found is None:
+        return None
+    flow, step = found
+    return flow.run_file(step)
 
 
 @dataclass

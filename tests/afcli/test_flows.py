@@ -762,3 +762,20 @@ def _why_command(out: str) -> list[str]:
     found = re.search(r"^\s*why\s+af why (.+)$", out, re.MULTILINE)
     assert found is not None, out
     return ["why", *shlex.split(found[1])]
+
+
+def test_a_finished_flow_s_agent_run_named_by_its_old_path_says_where_it_is(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = Path(routed["recording"])
+    rec.wait_for_syncs()
+    run = log.with_suffix("") / "001-route-billing.jsonl"
+    assert not run.exists()
+    for command in ("show", "lens", "verify"):
+        ran = invoke(command, run)
+        assert ran.code == 2
+        said = " ".join(ran.err.split())
+        assert f"its flow ended and its log {log} holds it" in said, said
+        assert "--step route/billing" in said
+    elsewhere = invoke("show", log.parent / "nothing" / "001-route-billing.jsonl")
+    assert elsewhere.code == 2 and "its flow ended" not in elsewhere.err
