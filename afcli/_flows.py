@@ -196,6 +196,20 @@ def _flow_json(flow: FlowRecording) -> dict[str, Any]:
     }
 
 
+def _verified_run(flow: FlowRecording, path: str, file: Path, report: Any) -> dict[str, Any]:
+    """A run of ``af verify --json``: named as the log names it beside the file given (a
+    folded run is read from a copy that is gone once af exits), and whether it is folded."""
+    step = flow.find(path)
+    named = flow.run_shown(step) if step is not None else None
+    return {
+        "step": path,
+        "run": str(named or file),
+        "folded": step is not None and step.end is not None and step.end.run in flow.frames,
+        "ok": report is not None and report.ok,
+        "calls": report.calls if report else 0,
+    }
+
+
 def verify_flow_cli(flow: FlowRecording, *, json_output: bool) -> bool:
     from afcore.recording import verify_flow
 
@@ -205,10 +219,7 @@ def verify_flow_cli(flow: FlowRecording, *, json_output: bool) -> bool:
         "ok": report.ok,
         "calls": report.calls,
         "verified": report.verified,
-        "runs": [
-            {"step": p, "run": str(f), "ok": r is not None and r.ok, "calls": r.calls if r else 0}
-            for p, f, r in report.runs
-        ],
+        "runs": [_verified_run(flow, p, f, r) for p, f, r in report.runs],
         "problems": [{"line": n, "message": m} for n, m in report.problems],
     }
     if json_output:

@@ -67,7 +67,24 @@ def resolve(ref: str) -> Path:
     try:
         return resolve_run(ref)
     except RunNotFoundError as e:
-        raise CliError(str(e), EXIT_USAGE) from None
+        raise CliError(str(e) + _folded_note(ref), EXIT_USAGE) from None
+
+
+def _folded_note(ref: str) -> str:
+    """For a flow's agent run that is gone because its flow ended and holds it: where."""
+    import shlex
+
+    from afcore.recording import folded_into
+
+    found = folded_into(Path(ref)) if ref.endswith(".jsonl") else None
+    if found is None:
+        return ""
+    flow, step = found
+    log = shlex.quote(str(flow.path))
+    return (
+        f": its flow ended and its log {flow.path} holds it (af lens {log}, af why {log} "
+        f"KEY --step {shlex.quote(step.path)})"
+    )
 
 
 def open_run(ref: str | Path, *, index: bool = True) -> Recording:

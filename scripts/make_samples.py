@@ -16,6 +16,7 @@ from pathlib import Path
 
 from afcore import Agent, RecordingConfig
 from afcore.demos import compaction, router, trip
+from afcore.recording import wait_for_syncs
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTED = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -47,7 +48,7 @@ def _config(folder: Path, run_id: str) -> RecordingConfig:
 
 FLOWS = [
     # A composed run: a ticket triaged, then routed to the billing agent; its agent's run
-    # is in flow-router/ beside the flow's log.
+    # is folded into the flow's log (one file).
     ("flow-router", router.build_flow, router.DEFAULT_MESSAGE),
 ]
 
@@ -72,7 +73,9 @@ def make_samples(folder: Path) -> list[Path]:
         flow = build_flow(record=_config(folder, name))
         flow.run(message)
         assert flow.last_result is not None and flow.last_result.recording == path
-        written += [path, *sorted(runs.glob("*.jsonl"))]
+        wait_for_syncs()  # the runs beside the log are removed once it is durable
+        assert not runs.exists(), f"{runs} is left beside the finished flow's log"
+        written.append(path)
     return written
 
 

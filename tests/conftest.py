@@ -80,3 +80,21 @@ def without_folded_runs(data: bytes) -> bytes:
     first = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"run",'))
     end = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"flow_end"'))
     return reseal(b"".join(lines[:first] + lines[end:]))
+
+
+def runs_beside(log: Path) -> Path:
+    """A finished flow's log with its agents' runs written back beside it from the copies
+    folded into it (a finished flow removes its own once its log is durable): the folder a
+    flow killed before its end leaves. Returns ``log``."""
+    from afcore.recording import open_flow, unfold, wait_for_syncs
+
+    wait_for_syncs()  # the flow's own removal of the folder is done first
+    flow = open_flow(log)
+    assert flow.frames, f"{log} has no runs folded into it"
+    for path, frame in flow.frames.items():
+        copy, problem = unfold(flow.path, frame)
+        assert problem is None, problem
+        file = log.parent / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(copy.read_bytes())
+    return log

@@ -61,8 +61,12 @@ def test_debate_hears_both_sides_at_once_and_the_judge_reads_both() -> None:
     said = result.state["sides"]
     assert said.startswith("PRO: Yes") and "\nCON: No" in said
     judge = result.steps.find("judge")
-    assert judge is not None and judge.run is not None and judge.run.recording is not None
-    with rec.open_recording(judge.run.recording) as heard:
+    assert judge is not None and judge.run is not None and result.recording is not None
+    # The judge's run, from the flow's log (the flow ended: its runs are folded into it).
+    log = rec.open_flow(result.recording)
+    step = log.find("judge")
+    assert step is not None and (file := log.run_file(step)) is not None
+    with rec.open_recording(file) as heard:
         assert heard.message(1) == {"role": "user", "content": said}
 
 

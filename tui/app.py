@@ -46,8 +46,8 @@ def make_lens_app(
         if against is not None and not is_flow(against):
             raise RecordingFormatError(
                 f"{path} is a flow's log and {against} is one agent's run: --diff compares "
-                "two flows' logs, or two agents' runs (a flow's agents' runs are in the "
-                "folder beside its log)",
+                "two flows' logs, or two agents' runs (a flow's agents' runs are in its "
+                "log)",
                 path=against,
             )
         if against is not None:
@@ -56,8 +56,7 @@ def make_lens_app(
     if against is not None and is_flow(against):
         raise RecordingFormatError(
             f"{against} is a flow's log and {path} is one agent's run: --diff compares two "
-            "flows' logs, or two agents' runs (a flow's agents' runs are in the folder "
-            "beside its log)",
+            "flows' logs, or two agents' runs (a flow's agents' runs are in its log)",
             path=against,
         )
     if against is not None:

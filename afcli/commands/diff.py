@@ -90,8 +90,6 @@ def diff(
 def _flows_or_refuse(a: Path, b: Path, flows: tuple[bool, bool]) -> None:
     """A flow's run is compared with a flow's run only: one with an agent's run is refused
     in a sentence that says where the flow's agents' runs are."""
-    import os
-
     from afcli._errors import EXIT_USAGE, CliError
 
     if all(flows):
@@ -99,8 +97,7 @@ def _flows_or_refuse(a: Path, b: Path, flows: tuple[bool, bool]) -> None:
     log, other = (a, b) if flows[0] else (b, a)
     raise CliError(
         f"{log} is a flow's log and {other} is one agent's run: af diff compares two flows' "
-        f"runs, or two agents' runs (each agent step's run is a recording in "
-        f"{log.with_suffix('')}{os.sep})",
+        "runs (and each agent step's run in both), or two agents' runs",
         EXIT_USAGE,
     )
 

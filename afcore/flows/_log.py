@@ -1,12 +1,15 @@
 """A flow's recording, written as the flow runs: its steps, decisions, merges and turns
 through the recording package's writer, and each agent step's run as its own recording in
-the folder beside it (see :mod:`afcore.recording._flows`)."""
+the folder beside it, folded into the log when the flow ends and then removed (see
+:mod:`afcore.recording._flows`)."""
 
 from __future__ import annotations
 
 import hashlib
 import sys
 from dataclasses import replace
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from afcore._version import __version__
@@ -26,7 +29,7 @@ from afcore.recording._flows import (
 )
 from afcore.recording._models import RedactionInfo
 from afcore.recording._paths import SUFFIX, default_dir, new_run_id
-from afcore.recording._writer import Recorder, error_info, usage_info
+from afcore.recording._writer import Recorder, error_info, forget_folder, usage_info
 
 if TYPE_CHECKING:
     from afcore.flows._replayer import FlowReplayer
@@ -181,19 +184,28 @@ class FlowLog:
             error=error_info(result.error) if result.error is not None else None,
             paused=paused,
         )
+        # A paused step's run goes on in its own file (af resume): it stays beside the log.
+        paused_runs = {
+            self._runs[s.path][0]
+            for s in result.steps.walk()
+            if s.status == "paused" and s.path in self._runs
+        }
+        tidy = None
         try:
-            self._fold()
+            folded = self._fold()
             self._event(ending)
+            gone = {self.path.parent / rel: size for rel, size in folded if rel not in paused_runs}
+            tidy = partial(_remove_folded, self.runs, gone)
         finally:
-            self.rec.close()
+            self.rec.close(then=tidy)
 
-    def _fold(self) -> None:
+    def _fold(self) -> list[tuple[str, int]]:
         """Append each agent step's run to the log, byte for byte (a ``run`` frame), before
         its ``flow_end``: the log alone is then the whole composed run, and its last record
-        is still the flow's end. The runs' own files stay where they are (``af resume`` of
-        a paused step goes on in its own file); a flow that never gets here (killed,
-        cancelled) is read from them, as before."""
+        is still the flow's end. A flow that never gets here (killed, cancelled) is read
+        from the runs' own files, as before. Returns each run folded and its length."""
         folder = self.path.parent
+        folded = []
         for rel, _ in self._runs.values():
             try:
                 body = (folder / rel).read_bytes()
@@ -204,6 +216,8 @@ class FlowLog:
                 path=rel, bytes=len(body), sha256=hashlib.sha256(body).hexdigest(), lines=lines
             )
             self.rec.embed(frame, body)
+            folded.append((rel, len(body)))
+        return folded
 
     def abort(self, error: BaseException) -> None:
         """The flow was stopped from outside (cancelled, interrupted)."""
@@ -211,6 +225,23 @@ class FlowLog:
             FlowEnd(status="interrupted", usage=usage_info_zero(), error=error_info(error))
         )
         self.rec.close()
+
+
+def _remove_folded(folder: Path, files: dict[Path, int]) -> None:
+    """On the recordings' sync thread, once the log holding these runs is durable: their
+    own files go (a finished flow is one file), each only if it is still as long as the
+    copy folded (nothing written since is lost), and the folder if nothing else is in it."""
+    for file, size in files.items():
+        try:
+            if file.stat().st_size == size:
+                file.unlink()
+        except OSError:
+            pass  # gone already, or not ours to remove: it stays
+    try:
+        folder.rmdir()
+    except OSError:
+        return  # a paused step's run, or a file someone else put there
+    forget_folder(folder)
 
 
 def usage_info_zero() -> Any:

@@ -52,7 +52,9 @@ if TYPE_CHECKING:
     from afcore.readmodel._flow import (
         AgentRun,
         FlowCall,
+        FlowText,
         FlowTimeline,
+        flow_texts,
         flow_timeline,
         step_starts,
     )
@@ -177,7 +179,9 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "afcore.readmodel._flow": (
         "AgentRun",
         "FlowCall",
+        "FlowText",
         "FlowTimeline",
+        "flow_texts",
         "flow_timeline",
         "step_starts",
     ),
@@ -289,7 +293,9 @@ __all__ = [
     "flow_graph",
     "AgentRun",
     "FlowCall",
+    "FlowText",
     "FlowTimeline",
+    "flow_texts",
     "flow_timeline",
     "step_starts",
     "Attempt",

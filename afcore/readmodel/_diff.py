@@ -261,7 +261,7 @@ def _join(path: str, key: Any) -> str:
 def _side(rec: Recording) -> RunSide:
     end = rec.end
     return RunSide(
-        path=str(rec.path),
+        path=str(rec.origin),  # the file given (a bundle), not where it was unpacked
         run_id=rec.header.run_id,
         agent=rec.header.agent.name,
         calls=max(rec.call_numbers, default=0),

@@ -18,12 +18,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from afcore.errors import RecordingError
 from afcore.readmodel._timeline import Mark, Timeline, build
 from afcore.recording import FlowLogStep, FlowRecording, Recording, open_recording
 
-__all__ = ["AgentRun", "FlowCall", "FlowTimeline", "flow_timeline", "step_starts"]
+__all__ = [
+    "AgentRun",
+    "FlowCall",
+    "FlowText",
+    "FlowTimeline",
+    "flow_texts",
+    "flow_timeline",
+    "step_starts",
+]
 
 
 @dataclass(eq=False)
@@ -185,3 +194,67 @@ def _open(flow: FlowRecording, step: FlowLogStep, start: float, order: int) -> A
 def _drain(steps: Iterator[float]) -> None:
     for _ in steps:
         pass
+
+
+@dataclass(frozen=True, slots=True)
+class FlowText:
+    """A value of a flow's own log, as a front end searches it: what a step was given, gave,
+    wrote, read or failed with, a decision with its evidence, a merge, the flow's answer."""
+
+    step: str
+    """The path of the step it belongs to ("" the top flow)."""
+    what: str
+    """What it is: ``input``, ``output``, ``state.KEY written``, ``reads``, ``error``,
+    ``decision``, ``merge``, ``answer``."""
+    value: Any
+    key: str | None = None
+    """The ``af why`` key of a decision or a merge (``decision:PATH#N``, ``merge:PATH``);
+    None for the step's own values."""
+
+
+def flow_texts(flow: FlowRecording) -> list[FlowText]:
+    """Every value of ``flow``'s own records (not its agents' runs), step by step in the
+    order of the tree, then the flow's end. A value only passed on is said where it was
+    made: an input that is the parent's input or the output of the step before, an output
+    that is the step's input unchanged or another step's (``produced_by``)."""
+    out: list[FlowText] = []
+
+    def add(step: FlowLogStep, given: Any) -> None:
+        path = step.path
+        if step.start.input is not None and step.start.input != given:
+            out.append(FlowText(path, "input", step.start.input))
+        end = step.end
+        if end is not None:
+            made = end.produced_by in (None, path) and end.output != step.start.input
+            if end.output is not None and made:
+                out.append(FlowText(path, "output", end.output))
+            name = step.name or flow.header.flow.name
+            for key, v in end.writes.items():
+                if key != name:  # its output, written under its name: said once
+                    out.append(FlowText(path, f"state.{key} written", v))
+            if end.reads:
+                out.append(FlowText(path, "reads", dict(end.reads)))
+            if end.error is not None:
+                out.append(FlowText(path, "error", f"{end.error.kind}: {end.error.message}"))
+        for k, d in enumerate(step.decisions, 1):
+            said = d.model_dump(mode="json", exclude={"t", "path"}, exclude_none=True)
+            out.append(FlowText(path, "decision", said, f"decision:{path}#{k}"))
+        before = step.start.input
+        for child in step.steps:
+            add(child, before)
+            if step.kind in ("sequence", "loop") and child.end is not None:
+                before = child.end.output
+        if step.merge is not None:
+            said = step.merge.model_dump(mode="json", exclude={"t", "path"}, exclude_none=True)
+            out.append(FlowText(path, "merge", said, f"merge:{path}"))
+
+    if flow.top is not None:
+        add(flow.top, None)
+    end = flow.end
+    if end is not None:
+        top = flow.top.path if flow.top is not None else ""
+        if end.answer:
+            out.append(FlowText(top, "answer", end.answer))
+        if end.error is not None:
+            out.append(FlowText(top, "error", f"{end.error.kind}: {end.error.message}"))
+    return out

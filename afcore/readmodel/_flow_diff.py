@@ -15,7 +15,7 @@ A difference is a :class:`Change` whose ``slot`` is one of :data:`FLOW_SLOTS`; i
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from afcore.readmodel._diff import Change, RunDiff, diff_runs
@@ -480,7 +480,12 @@ def _agent_runs(
             diff = diff_runs(ra, rb)
     except (OSError, RecordingError) as e:
         return None, f"the runs of step {_said(sa.path)} cannot be compared: {e}"
-    return (None if diff.identical else diff), None
+    if diff.identical:
+        return None, None
+    # Each side named as its log names it, not by the copy a folded run is read from.
+    diff.a = replace(diff.a, path=str(a.run_shown(sa) or fa))
+    diff.b = replace(diff.b, path=str(b.run_shown(sb) or fb))
+    return diff, None
 
 
 def _aligned(
@@ -503,7 +508,7 @@ def _side(flow: FlowRecording) -> FlowSide:
     steps = list(flow.steps())
     calls = sum(s.end.calls for s in steps if s.end is not None and s.kind == "agent")
     return FlowSide(
-        path=str(flow.path),
+        path=str(flow.shown),  # the file given (a bundle), not where it was unpacked
         run_id=flow.header.run_id,
         flow=flow.header.flow.name,
         steps=len(steps),

@@ -36,6 +36,8 @@ __all__ = [
     "FlowRecording",
     "FlowVerifyReport",
     "FrameAt",
+    "folded_into",
+    "folded_run",
     "open_flow",
     "unfold",
     "verify_flow",
@@ -137,6 +139,34 @@ def _unfold(log: Path, frame: FrameAt) -> tuple[Path, str | None]:
     return file, problem
 
 
+def folded_into(path: Path) -> tuple[FlowRecording, FlowLogStep] | None:
+    """For an agent step's run that was at ``path``, in the folder a flow writes its runs
+    to (``<run_id>/`` beside ``<run_id>.jsonl``): the flow's log that holds it folded and
+    its step, or None when there is no such log or it holds no such run."""
+    path = Path(path)
+    folder = path.parent
+    try:
+        flow = open_flow(folder.with_name(folder.name + ".jsonl"))
+    except (OSError, RecordingFormatError):
+        return None
+    named = f"{folder.name}/{path.name}"
+    if named not in flow.frames:
+        return None
+    step = next((s for s in flow.steps() if s.end is not None and s.end.run == named), None)
+    return (flow, step) if step is not None else None
+
+
+def folded_run(path: Path) -> Path | None:
+    """For an agent step's run that was at ``path`` and is gone since (the flow ended, its
+    log took the run whole and the files beside it were removed once it was durable): its
+    copy from the log (written out once per process), or None."""
+    found = folded_into(path)
+    if found is None:
+        return None
+    flow, step = found
+    return flow.run_file(step)
+
+
 @dataclass
 class FlowRecording:
     """A flow's recording, read."""
@@ -179,13 +209,25 @@ class FlowRecording:
 
     def run_file(self, step: FlowLogStep) -> Path | None:
         """The recording of an agent step's run: the one folded into the log when the flow
-        ended (written out once per process), else the file the log names beside it."""
+        ended (written out once per process), else the file the log names beside it (or,
+        for a log read while its flow ran, gone since: the copy the log now holds)."""
         if step.end is None or step.end.run is None:
             return None
         frame = self.frames.get(step.end.run)
         if frame is not None:
             return unfold(self.path, frame)[0]
-        return self.path.parent / step.end.run
+        beside = self.path.parent / step.end.run
+        if not beside.exists() and self.end is None:
+            return folded_run(beside) or beside
+        return beside
+
+    def run_shown(self, step: FlowLogStep) -> Path | None:
+        """An agent step's run named to a person: its file as the log names it, beside the
+        file given (a bundle, a log), never the copy :meth:`run_file` reads a folded run
+        from (a temporary file, gone when the process ends)."""
+        if step.end is None or step.end.run is None:
+            return None
+        return self.shown.parent / step.end.run
 
     def writer_of(self, key: str) -> FlowLogStep | None:
         """The step that last wrote state ``key`` (the merge of a Parallel counts as its

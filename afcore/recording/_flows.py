@@ -2,11 +2,12 @@
 Loop) written as one log of its steps, its decisions with their evidence, its merges and
 loop turns, each agent step naming the recording of its agent's run.
 
-A flow's recording is ``<run_id>.jsonl`` and, beside it, the folder ``<run_id>/`` holding
-each agent step's run as an ordinary recording (every call in it rebuilds and verifies as an
-agent's does). Branches that run at the same time write to their own files, and the flow's
-own records are written by one writer on the event loop, each line whole: nothing
-interleaves inside a line.
+A flow's recording is ``<run_id>.jsonl`` and, while it runs, the folder ``<run_id>/``
+beside it holding each agent step's run as an ordinary recording (every call in it rebuilds
+and verifies as an agent's does). Branches that run at the same time write to their own
+files, and the flow's own records are written by one writer on the event loop, each line
+whole: nothing interleaves inside a line. When the flow ends its runs are folded into the
+log (:class:`RunFrame`) and their files removed: a finished flow is one file.
 """
 
 from __future__ import annotations

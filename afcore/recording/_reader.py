@@ -707,6 +707,11 @@ class Recording:
             except (OSError, ValueError):
                 pass  # an empty or closed map: nothing to release
 
+    def read(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes of the file as it was opened, from ``offset``: from its
+        mapping, so a file removed since (a flow's run, once folded into its log) reads."""
+        return self._map[offset : offset + size]
+
     def grown(self) -> bool:
         """True when the file now holds more (or less) than this index was built from."""
         try:

@@ -1223,10 +1223,11 @@ class Recorder:
             path=self.path,
         )
 
-    def close(self) -> None:
+    def close(self, *, then: Callable[[], None] | None = None) -> None:
         """Write what is left; the file is then complete. Making it durable (fsync) and
         closing it is the sync thread's, off the caller's clock; the process waits for it
-        at exit (:func:`wait_for_syncs`)."""
+        at exit (:func:`wait_for_syncs`). ``then`` is called on that thread once the file
+        is durable (not if its sync failed), after every sync and close asked for before."""
         self._boundary = False  # the fsync makes it all durable
         if self._fd < 0:
             self.flush()
@@ -1242,7 +1243,7 @@ class Recorder:
                 if self._folder is not None:
                     # Asked with the close, which wakes the sync thread anyway; made first.
                     _SYNCER.spare(self._folder)
-                _SYNCER.put(self._fd, close=True)
+                _SYNCER.put(self._fd, close=True, then=then)
 
     @classmethod
     def continuing(
@@ -1492,8 +1493,9 @@ class NullRecorder(Recorder):
     def sync(self) -> None:
         pass
 
-    def close(self) -> None:
-        pass
+    def close(self, *, then: Callable[[], None] | None = None) -> None:
+        if then is not None:
+            then()
 
 
 _SPARE = Path(".af-spare")
@@ -1558,6 +1560,13 @@ class _Spares:
         if old is not None:
             os.close(old[0])
 
+    def forget(self, folder: str) -> None:
+        """The file made ahead in ``folder`` is given up (the folder is going away)."""
+        with self._lock:
+            made = self._files.pop(folder, None)
+        if made is not None and made[1] == os.getpid():
+            os.close(made[0])
+
     def link(self, fd: int, path: Path) -> None:
         """Name the unnamed file ``fd`` (its first link, never over another file)."""
         pid = os.getpid()
@@ -1568,6 +1577,10 @@ class _Spares:
 
 
 _SPARES = _Spares()
+
+
+_Job = tuple[int, bool, Callable[[], None] | None]
+"""A file to sync (and close), and what to call once it is durable."""
 
 
 class _Syncer:
@@ -1581,21 +1594,21 @@ class _Syncer:
     sync only guards against the machine itself going down."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[int, bool] | str | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | str | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._queued = 0
         self._idle = threading.Condition(self._lock)
 
-    def put(self, fd: int, *, close: bool) -> None:
-        self._put((fd, close))
+    def put(self, fd: int, *, close: bool, then: Callable[[], None] | None = None) -> None:
+        self._put((fd, close, then))
 
     def spare(self, folder: str) -> None:
         """Have a file made in ``folder`` for the next run there, unless one is."""
         if _SPARES.wanted(folder):
             self._put(folder)
 
-    def _put(self, job: tuple[int, bool] | str) -> None:
+    def _put(self, job: _Job | str) -> None:
         with self._lock:
             self._queued += 1
             if self._thread is None or not self._thread.is_alive():
@@ -1622,19 +1635,22 @@ class _Syncer:
                         self._idle.notify_all()
 
     @staticmethod
-    def _sync(fd: int, close: bool) -> None:
+    def _sync(fd: int, close: bool, then: Callable[[], None] | None) -> None:
+        durable = True
         try:
             if close:
                 os.fsync(fd)
             else:
                 os.fdatasync(fd)
         except OSError:
-            pass  # closed or gone underneath: nothing left to make durable
+            durable = False  # closed or gone underneath: nothing left to make durable
         if close:
             try:
                 os.close(fd)
             except OSError:
                 pass
+        if then is not None and durable:
+            then()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Until every sync and close asked for is done; False if ``timeout`` came first."""
@@ -1643,6 +1659,11 @@ class _Syncer:
 
 
 _SYNCER = _Syncer()
+
+
+def forget_folder(folder: Path) -> None:
+    """The runs' folder ``folder`` was removed: the file made ahead there is given up."""
+    _SPARES.forget(os.path.abspath(folder))
 
 
 def wait_for_syncs(timeout: float | None = None) -> bool:

@@ -124,7 +124,8 @@ class FlowReplayer:
         if not file.is_file():
             raise ReplayError(
                 f"the run of step {path} is not in the recording: {shown} is missing (a "
-                "composed run is its log and the folder of its agents' runs beside it)"
+                "finished composed run holds its agents' runs in its log; one that did not "
+                "finish, in the folder beside it)"
             )
         try:
             tape = Tape.read(file)

@@ -13,7 +13,7 @@ import pytest
 from afcore import Agent, define_tool, mock
 from tests.afcli.conftest import Invoke
 from tests.afcore.secrets_corpus import KEY_SHAPES, rng
-from tests.conftest import fixed_recording
+from tests.conftest import fixed_recording, runs_beside
 
 SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 EMAIL = "ada@example.com"
@@ -360,9 +360,8 @@ def test_a_flow_killed_mid_way_is_exported_as_it_is_and_says_what_is_wrong(
 ) -> None:
     import shutil
 
-    shutil.copytree(ROUTER.with_suffix(""), tmp_path / ROUTER.stem)  # its runs, beside it
+    cut = runs_beside(Path(shutil.copy(ROUTER, tmp_path)))  # its runs, beside it
     data = ROUTER.read_bytes()
-    cut = tmp_path / ROUTER.name
     cut.write_bytes(data[: len(data) // 5])  # before its end: no runs folded into it yet
     out = tmp_path / "cut.afz"
     ran = invoke("export", cut, "-o", out)
@@ -375,3 +374,47 @@ def test_a_flow_killed_mid_way_is_exported_as_it_is_and_says_what_is_wrong(
     assert verdict["problems"][0] in said
     checked = invoke("verify", out, "--json").json()
     assert not checked["ok"] and len(checked["problems"]) == len(verdict["problems"])
+
+
+def test_no_output_names_where_a_bundle_or_a_folded_run_was_unpacked(
+    tmp_path: Path, invoke: Invoke
+) -> None:
+    """Bundles and the runs folded into a flow's log are read from temporary copies, gone
+    once af exits: every output names the file the user gave, and a run as its log names it."""
+    trip, flow = tmp_path / "trip.afz", tmp_path / "flow.afz"
+    assert invoke("export", SAMPLES / "sample-trip.jsonl", "-o", trip).code == 0
+    # The invoice redacted: the agent step's run differs from the original's.
+    assert invoke("export", ROUTER, "-o", flow, "--redact", "invoice=1042").code == 0
+    step = ["message:2", "--step", "route/billing"]
+    commands = [
+        ["diff", trip, SAMPLES / "sample-trip.jsonl"],
+        ["diff", flow, ROUTER],
+        ["diff", ROUTER, ROUTER],
+        ["verify", trip],
+        ["verify", flow],
+        ["verify", ROUTER],
+        ["why", trip, "answer"],
+        ["why", flow, "answer"],
+        ["why", flow, *step],
+        ["why", ROUTER, *step],
+        ["replay", trip, "--tools", "recorded", "--out", tmp_path / "r"],
+        ["replay", flow, "--tools", "recorded", "--out", tmp_path / "r"],
+        ["show", flow],
+    ]
+    for args in commands:
+        for extra in ([], ["--json"]):
+            ran = invoke(*args, *extra)
+            assert ran.code in (0, 1), (args, ran.err)
+            said = ran.out + ran.err
+            assert "af-bundle-" not in said and "af-runs-" not in said, (args, extra, said)
+    a = invoke("diff", trip, SAMPLES / "sample-trip.jsonl", "--json").json()["a"]
+    assert a["path"] == str(trip)
+    diffed = invoke("diff", flow, ROUTER, "--json").json()
+    assert diffed["a"]["path"] == str(flow) and diffed["b"]["path"] == str(ROUTER)
+    (billing,) = [s for s in diffed["steps"] if s["path"] == "route/billing"]
+    named = "flow-router/001-route-billing.jsonl"
+    assert billing["run"]["a"]["path"] == str(tmp_path / named)
+    assert billing["run"]["b"]["path"] == str(SAMPLES / named)
+    (run,) = invoke("verify", flow, "--json").json()["runs"]
+    assert run == {"step": "route/billing", "run": str(tmp_path / named), "folded": True,
+                   "ok": True, "calls": 2}  # fmt: skip

@@ -14,6 +14,7 @@ import pytest
 
 from afcore import recording as rec
 from tests.afcli.conftest import Invoke
+from tests.conftest import runs_beside
 
 SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -58,9 +59,9 @@ def test_af_verify_checks_the_log_and_every_agent_s_calls(
 
 def unfolded(log: Path) -> Path:
     """The log without the runs folded into it: read from the runs beside it."""
-    from tests.conftest import without_folded_runs
+    from tests.conftest import runs_beside, without_folded_runs
 
-    log.write_bytes(without_folded_runs(log.read_bytes()))
+    log.write_bytes(without_folded_runs(runs_beside(log).read_bytes()))
     return log
 
 
@@ -98,10 +99,10 @@ def test_af_verify_fails_a_flow_whose_folded_run_was_changed(
 def test_a_folded_run_cut_off_is_a_problem_not_a_crash(
     routed: dict[str, Any], invoke: Invoke
 ) -> None:
-    log = Path(routed["recording"])
+    log = runs_beside(Path(routed["recording"]))  # killed while folding: runs still beside
     whole = log.read_bytes()
     at = whole.index(b'{"t":"run",')
-    log.write_bytes(whole[: at + (len(whole) - at) // 2])  # killed while folding
+    log.write_bytes(whole[: at + (len(whole) - at) // 2])
     ran = invoke("verify", log, "--json")
     assert ran.code == 1
     said = " ".join(p["message"] for p in ran.json()["problems"])
@@ -537,7 +538,7 @@ def test_replay_then_live_goes_on_past_a_flow_s_first_difference(
 def test_a_flow_s_log_and_an_agent_s_run_are_not_taken_for_each_other(
     routed: dict[str, Any], invoke: Invoke, tmp_path: Path
 ) -> None:
-    log = Path(routed["recording"])
+    log = runs_beside(Path(routed["recording"]))
     (run,) = (log.parent / log.stem).glob("*.jsonl")
     agent = tmp_path / "agent.py"
     agent.write_text(
@@ -675,12 +676,12 @@ def test_the_log_alone_is_the_whole_composed_run(invoke: Invoke, tmp_path: Path)
     ran = invoke("run", debate, "Bridge?", "--json", "--out", tmp_path / "runs")
     assert ran.code == 0, ran.err
     log = Path(ran.json()["recording"])
+    rec.wait_for_syncs()  # the log durable, the runs beside it removed
+    assert list((tmp_path / "runs").iterdir()) == [log]  # a finished flow is one file
     before = {cmd: invoke(cmd, log, *rest).out for cmd, *rest in (("show",), ("why", "answer"))}
-    # Only the log moved; the folder of its agents' runs gone.
     alone = tmp_path / "report" / "bug.jsonl"
     alone.parent.mkdir()
     shutil.move(log, alone)
-    shutil.rmtree(log.with_suffix(""))
     checked = invoke("verify", alone, "--json")
     assert checked.code == 0, checked.out
     data = checked.json()
@@ -761,3 +762,20 @@ def _why_command(out: str) -> list[str]:
     found = re.search(r"^\s*why\s+af why (.+)$", out, re.MULTILINE)
     assert found is not None, out
     return ["why", *shlex.split(found[1])]
+
+
+def test_a_finished_flow_s_agent_run_named_by_its_old_path_says_where_it_is(
+    routed: dict[str, Any], invoke: Invoke
+) -> None:
+    log = Path(routed["recording"])
+    rec.wait_for_syncs()
+    run = log.with_suffix("") / "001-route-billing.jsonl"
+    assert not run.exists()
+    for command in ("show", "lens", "verify"):
+        ran = invoke(command, run)
+        assert ran.code == 2
+        said = " ".join(ran.err.split())
+        assert f"its flow ended and its log {log} holds it" in said, said
+        assert "--step route/billing" in said
+    elsewhere = invoke("show", log.parent / "nothing" / "001-route-billing.jsonl")
+    assert elsewhere.code == 2 and "its flow ended" not in elsewhere.err

@@ -21,7 +21,7 @@ from afcore.flows import Conditional, Flow, Loop, Sequence
 from afcore.readmodel import diff_flows
 from afcore.recording import RecordingConfig, open_flow, verify_flow
 from afcore.replay import FlowReplayReport, replay_flow
-from tests.conftest import without_folded_runs
+from tests.conftest import runs_beside, without_folded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "recordings" / "flow-router.jsonl"
@@ -37,15 +37,15 @@ def recorded(flow: Flow, message: str, folder: Path) -> Path:
 
 
 def sample(tmp_path: Path, *, folded: bool = True) -> Path:
-    """A copy of the router demo's sample (its log and its folder of runs), to change;
-    ``folded`` False: the log without the runs folded into it (read from the folder)."""
+    """A copy of the router demo's sample (one file: its runs are folded into it), to
+    change; ``folded`` False: the log without the runs folded into it, its runs in the
+    folder beside it (as a flow killed before its end leaves them)."""
     if not SAMPLE.is_file():
         pytest.skip("the router sample is not in this checkout")
     log = tmp_path / SAMPLE.name
     shutil.copy(SAMPLE, log)
     if not folded:
-        log.write_bytes(without_folded_runs(log.read_bytes()))
-    shutil.copytree(SAMPLE.with_suffix(""), tmp_path / SAMPLE.stem)
+        log.write_bytes(without_folded_runs(runs_beside(log).read_bytes()))
     return log
 
 
@@ -283,7 +283,7 @@ def test_a_parallel_branch_s_agent_edited_is_named_in_its_branch(tmp_path: Path)
 
 
 def test_a_torn_log_replays_up_to_where_it_ends(tmp_path: Path) -> None:
-    log = sample(tmp_path)
+    log = runs_beside(sample(tmp_path))  # killed before its end: its runs beside it
     whole = log.read_bytes()
     cut = whole.index(b'{"t":"step_end","path":"route/billing"') + 40
     log.write_bytes(whole[:cut])
@@ -307,7 +307,7 @@ def test_a_missing_agent_run_fails_in_a_sentence(tmp_path: Path) -> None:
 
 def test_an_agent_run_swapped_for_another_is_refused(tmp_path: Path) -> None:
     log = sample(tmp_path, folded=False)
-    other = recorded(router.build_flow(), "the sync is broken", tmp_path / "other")
+    other = runs_beside(recorded(router.build_flow(), "the sync is broken", tmp_path / "other"))
     (tech,) = other.with_suffix("").glob("*.jsonl")
     shutil.copy(tech, log.with_suffix("") / "001-route-billing.jsonl")
     report = replayed(log, router.build_flow(), tmp_path)
@@ -318,7 +318,7 @@ def test_an_agent_run_swapped_for_another_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_agent_s_run_is_not_a_flow_s_log(tmp_path: Path) -> None:
-    log = sample(tmp_path)
+    log = sample(tmp_path, folded=False)
     report = replayed(
         log.with_suffix("") / "001-route-billing.jsonl", router.build_flow(), tmp_path
     )

@@ -5,6 +5,8 @@ recording a composed run leaves (every agent's run in it verifies)."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import unittest.mock
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from afcore.flows import (
     StepResult,
 )
 from afcore.recording import FLOW_TYPES, RecordingConfig
+from tests.conftest import runs_beside
 
 
 def agent(name: str, reply: Any = None, *, record: Any = False, **kw: Any) -> Agent:
@@ -465,8 +468,13 @@ def test_every_agent_s_run_is_a_recording_of_its_own_that_verifies(tmp_path: Pat
     assert [s["name"] for s in header["steps"]] == ["votes", "judge"]
     runs = {r["path"]: r["run"] for r in of_type(records, "step_end") if r.get("run")}
     assert set(runs) == {"votes/pro", "votes/con", "judge"}
-    for path, run in runs.items():
-        file = tmp_path / run
+    read = rec.open_flow(result.recording)
+    assert set(read.frames) == set(runs.values())  # each folded into the log
+    for path in runs:
+        step = read.find(path)
+        assert step is not None
+        file = read.run_file(step)
+        assert file is not None
         verified(file)
         with rec.open_recording(file) as r:
             assert r.header.agent.name == ("judge" if path == "judge" else "voter")
@@ -494,9 +502,12 @@ def test_a_composed_run_writes_when_each_step_began_and_each_call_was_sent(
     starts = {r["path"]: r["at"] for r in of_type(records, "step_start")}
     assert list(starts.values()) == sorted(starts.values()) and starts[""] >= 0
     calls: list[float] = []
+    read = rec.open_flow(tmp_path / "s.jsonl")
     for end in of_type(records, "step_end"):
         if end.get("run"):
-            lines = [orjson.loads(x) for x in (tmp_path / end["run"]).read_bytes().splitlines()]
+            file = read.run_file(read.find(end["path"]))  # type: ignore[arg-type]
+            assert file is not None
+            lines = [orjson.loads(x) for x in file.read_bytes().splitlines()]
             sent = [x["at"] for x in lines if x["t"] == "call"]
             # sent after its step began, in order, on the flow's clock
             assert sent and sent == sorted(sent) and sent[0] > starts[end["path"]]
@@ -585,6 +596,105 @@ def test_a_file_without_a_flow_header_is_no_flow_s_recording(tmp_path: Path, fir
 
 
 # -- the agents' runs folded into the log -----------------------------------------------------
+
+
+def _refunds() -> Agent:
+    """An agent whose refund tool asks a person first: its run pauses."""
+    refund = define_tool("refund", "Refund.", {"type": "object"}, lambda args, ctx: "refunded")
+    call = {"tool_calls": [{"id": "t1", "name": "refund", "args": {}}]}
+    return (
+        Agent.create(provider=mock(replies=[call, "refunded"]), model="m", name="refunds")
+        .tool(refund)
+        .tool_middleware(ToolMiddleware("approval", on_tool_call=lambda c: ask("Refund?")))
+        .build()
+    )
+
+
+def test_a_finished_flow_is_one_file(tmp_path: Path) -> None:
+    flow = (
+        Sequence.create("f", record=RecordingConfig(dir=tmp_path, run_id="f"))
+        .step(
+            "both",
+            Parallel.create().branch("a", agent("a", "x")).branch("b", agent("b", "y")).build(),
+        )
+        .step("last", agent("c", "z"))
+        .build()
+    )
+    assert flow.run("m") == "z"
+    rec.wait_for_syncs()  # the runs beside the log go once the log is durable
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl"]
+    read = rec.open_flow(tmp_path / "f.jsonl")
+    assert len(read.frames) == 3
+    report = rec.verify_flow(read)
+    assert report.ok and report.calls == report.verified == 3
+
+
+def test_a_flow_that_fails_is_one_file_too(tmp_path: Path) -> None:
+    def boom(s: FlowView) -> None:
+        raise ValueError("no")
+
+    flow = (
+        Sequence.create("f", record=RecordingConfig(dir=tmp_path, run_id="f"))
+        .step("a", agent("a", "x"))
+        .step("boom", boom)
+        .build()
+    )
+    with pytest.raises(FlowError):
+        flow.run("m")
+    rec.wait_for_syncs()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl"]
+    assert rec.verify_flow(rec.open_flow(tmp_path / "f.jsonl")).calls == 1
+
+
+def test_a_paused_flow_keeps_the_paused_step_s_run_beside_its_log(tmp_path: Path) -> None:
+    flow = (
+        Sequence.create("f", record=RecordingConfig(dir=tmp_path, run_id="f"))
+        .step("first", agent("a", "x"))
+        .step("refund", _refunds())
+        .build()
+    )
+    paused = flow.run("refund me")
+    assert isinstance(paused, Paused)
+    rec.wait_for_syncs()
+    # af resume goes on in the paused run's own file; the finished step's run is folded.
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == ["002-refund.jsonl"]
+    assert paused.recording == tmp_path / "f" / "002-refund.jsonl"
+    done = _refunds().resume(paused, approve=True)
+    assert done == "refunded"
+    read = rec.open_flow(tmp_path / "f.jsonl")
+    assert set(read.frames) == {"f/001-first.jsonl", "f/002-refund.jsonl"}
+    assert rec.verify_flow(read).ok  # the log keeps the run as it paused
+
+
+def test_only_what_was_folded_is_removed(tmp_path: Path) -> None:
+    """A file someone else put in the runs' folder stays, and the folder with it; a run
+    written to after it was folded (its length not the copy's) stays too."""
+    flow = (
+        Sequence.create("f", record=RecordingConfig(dir=tmp_path, run_id="f"))
+        .step("a", agent("a", "x"))
+        .step("b", agent("b", "y"))
+        .build()
+    )
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "notes.txt").write_text("mine")
+    real = rec.Recorder.close
+
+    def append(then: Any) -> None:
+        with open(tmp_path / "f" / "001-a.jsonl", "ab") as f:
+            f.write(b"\n")
+        then()
+
+    def close(self: Any, **kw: Any) -> None:
+        if kw.get("then") is not None:  # the flow's log: a run grows after it was folded
+            kw["then"] = functools.partial(append, kw["then"])
+        real(self, **kw)
+
+    with unittest.mock.patch.object(rec.Recorder, "close", close):
+        flow.run("m")
+        rec.wait_for_syncs()
+    left = sorted(p.name for p in (tmp_path / "f").iterdir())
+    assert left == ["001-a.jsonl", "notes.txt"]
+    assert (tmp_path / "f" / "notes.txt").read_text() == "mine"
 
 
 def _log_with_frame(path: Path, body: bytes, **frame: Any) -> Path:
@@ -679,4 +789,42 @@ def test_a_reader_that_does_not_know_folded_runs_reads_the_log_as_before(
     assert read.problems == [] and read.chain == [] and read.frames == {}
     assert len(read.unknown) == 1 + frame.record.lines
     assert read.end is not None and read.end.status == "answer"
-    assert rec.verify_flow(read).ok  # from the run beside the log, as before
+    # The finished flow's runs beside it are gone: such a reader says which it cannot read.
+    rec.wait_for_syncs()
+    report = rec.verify_flow(read)
+    said = " ".join(m for _, m in report.problems)
+    assert not report.ok and "the run of step 'a' cannot be read" in said
+    # With them beside it (as af before this one left them), it reads them as before.
+    monkeypatch.setattr(_flow_reader, "FLOW_TYPES", FLOW_TYPES)
+    runs_beside(log)
+    monkeypatch.setattr(_flow_reader, "FLOW_TYPES", older)
+    assert rec.verify_flow(rec.open_flow(log)).ok
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["synced", "sync-failed"])
+def test_what_a_writer_does_after_closing_waits_for_its_file_to_be_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: bool
+) -> None:
+    """What the flow's log does once closed (remove the runs it holds) runs on the sync
+    thread after the fsync, and not at all if the fsync failed."""
+    import threading
+
+    from afcore.recording import _writer
+    from afcore.recording._models import UsageInfo
+    from afcore.secrets import Redaction
+
+    seen: list[str] = []
+    real = _writer.os.fsync
+
+    def fsync(fd: int) -> None:
+        seen.append("fsync")
+        if fails:
+            raise OSError(5, "I/O error")
+        real(fd)
+
+    monkeypatch.setattr(_writer.os, "fsync", fsync)
+    w = _writer.Recorder(tmp_path / "f.jsonl", run_id="f", redactor=Redaction().compile())
+    w.event(rec.FlowEnd(status="answer", usage=UsageInfo()))
+    w.close(then=lambda: seen.append(threading.current_thread().name))
+    rec.wait_for_syncs()
+    assert seen == (["fsync"] if fails else ["fsync", "af-recording-sync"])

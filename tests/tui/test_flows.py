@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,8 @@ from afcore.flows import Conditional, Parallel, Sequence
 from afcore.readmodel import flow_timeline, step_starts
 from afcore.recording import open_flow
 from afcore.tools import define_tool
-from tests.conftest import reseal, without_folded_runs
-from tests.tui.conftest import SAMPLES, lens, screen_text, until
+from tests.conftest import reseal, runs_beside, without_folded_runs
+from tests.tui.conftest import GUARD, SAMPLES, lens, position, screen_text, until
 from tui.screens.flow import AgentRunScreen, FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
 from tui.screens.why import WhyScreen
@@ -117,7 +118,7 @@ async def test_a_flow_opens_on_its_steps_its_decisions_and_its_first_call() -> N
 def without_at(log: Path) -> None:
     """Make ``log`` and its agents' runs as a writer before ``at`` wrote them: durations
     only (each file resealed), the log without its folded runs (read from beside it)."""
-    log.write_bytes(without_folded_runs(log.read_bytes()))
+    log.write_bytes(without_folded_runs(runs_beside(log).read_bytes()))
     for file in [log, *(log.parent / log.stem).glob("*.jsonl")]:
         lines = []
         for raw in file.read_bytes().splitlines(keepends=True):
@@ -405,7 +406,8 @@ async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> No
         await pilot.press("right", "left", "o", "w")  # nothing to scrub: nothing breaks
         await pilot.pause()
     # Cut in the middle of the agent step's start: the rest is shown, the tear said.
-    shutil.copytree(ROUTER.with_suffix(""), tmp_path / "flow-router")
+    shutil.copy(ROUTER, tmp_path / "flow-router.jsonl")
+    runs_beside(tmp_path / "flow-router.jsonl")  # as a flow killed mid-way leaves them
     lines = ROUTER.read_bytes().splitlines(keepends=True)
     at = next(i for i, b in enumerate(lines) if b.startswith(b'{"t":"step_start","path":"route/'))
     (tmp_path / "flow-router.jsonl").write_bytes(b"".join(lines[:at]) + lines[at][:30])
@@ -446,3 +448,223 @@ async def test_the_debate_example_scrubs_both_sides_then_the_judge() -> None:
         text = screen_text(app)
         assert "⤶ merge pro=ok con=ok" in text
         assert "PRO: Yes: traffic on the old bridge" in text  # what the judge was given
+
+
+# -- a Lens open while the flow runs: its folder of runs goes when it ends ----------------------
+
+
+class Gate:
+    """Where a running flow waits for the test: ``reached`` once it waits, until ``open``."""
+
+    def __init__(self) -> None:
+        self.reached, self.open = threading.Event(), threading.Event()
+
+    def wait(self) -> None:
+        self.reached.set()
+        assert self.open.wait(GUARD), "the test never let the flow go on"
+
+
+def _held_flow(folder: Path, in_tool: Gate | None, after: Gate | None) -> Sequence:
+    """An agent whose tool waits at ``in_tool`` (its run half written), a function that
+    waits at ``after`` (the first run whole, the flow not ended), a second agent."""
+
+    def check(args: dict[str, Any], ctx: Any) -> str:
+        if in_tool is not None:
+            in_tool.wait()
+        return "checked"
+
+    tool = define_tool("check", "Check it.", {"type": "object"}, check)
+    first = (
+        Agent.create(
+            provider=mock(replies=[{"tool_calls": [{"id": "t", "name": "check"}]}, "it is fine"]),
+            model="mock",
+            name="checker",
+        )
+        .tool(tool)
+        .build()
+    )
+    then = Agent.create(provider=mock(reply="Thanks."), model="mock", name="thanker").build()
+    return (
+        Sequence.create("held", record=RecordingConfig(dir=folder, run_id="held"))
+        .step("check", first)
+        .step("wait", lambda s: after.wait() if after is not None else None)
+        .step("thank", then)
+        .build()
+    )
+
+
+def _finish(gate: Gate, ran: threading.Thread, runs: Path) -> None:
+    from afcore.recording import wait_for_syncs
+
+    gate.open.set()
+    ran.join(GUARD)
+    assert not ran.is_alive()
+    wait_for_syncs()
+    assert not runs.exists()  # the flow ended: one file, its runs folded into its log
+
+
+async def test_a_lens_following_a_flow_s_agent_run_reads_its_end_from_the_log(
+    tmp_path: Path,
+) -> None:
+    gate = Gate()
+    ran = threading.Thread(target=_held_flow(tmp_path, gate, None).run, args=("go",))
+    ran.start()
+    try:
+        assert gate.reached.wait(GUARD)
+        run = tmp_path / "held" / "001-check.jsonl"
+        async with lens(run, follow=True) as (app, pilot):
+            assert "call 1/1" in position(app)
+            assert "following: the run is still going" in screen_text(app)
+            _finish(gate, ran, run.parent)
+            # The rest of the run (its last call, its end) is read from the flow's log.
+            await until(pilot, lambda: "call 2/2" in position(app), "the run's last call")
+            await until(pilot, lambda: "it is fine" in screen_text(app), "the answer")
+            assert "still going" not in screen_text(app)
+    finally:
+        gate.open.set()
+        ran.join(GUARD)
+
+
+async def test_a_flow_s_lens_opened_while_it_ran_works_once_its_runs_are_folded(
+    tmp_path: Path,
+) -> None:
+    gate = Gate()
+    ran = threading.Thread(target=_held_flow(tmp_path, None, gate).run, args=("go",))
+    ran.start()
+    try:
+        assert gate.reached.wait(GUARD)
+        async with lens(tmp_path / "held.jsonl") as (app, pilot):
+            assert "unfinished: no flow_end" in screen_text(app)
+            assert where(app).startswith("call 1/2 · check (checker) call 1/2")
+            _finish(gate, ran, tmp_path / "held")
+            await pilot.press("right")
+            await pilot.pause()
+            assert where(app).startswith("call 2/2 · check (checker) call 2/2")
+            assert "it is fine" in screen_text(app)
+            await pilot.press("o")  # its run, from the copy in the log now
+            await until(pilot, lambda: isinstance(app.screen, AgentRunScreen), "the run")
+            await until(pilot, lambda: "call 2/2" in position(app), "its call")
+            await pilot.press("b")
+            await pilot.pause()
+            assert isinstance(app.screen, FlowScreen)
+            await pilot.press("slash")
+            await pilot.press(*"fine")
+            await until(pilot, lambda: "check (checker)" in screen_text(app), "a match")
+    finally:
+        gate.open.set()
+        ran.join(GUARD)
+
+
+# -- / searches the flow's own log ------------------------------------------------------------
+
+HOSTILE = "[bold red]boom[/] \x1b[31mred\x1b[0m \x1b]0;title\x07 the needle "
+
+
+def _hostile_flow(folder: Path) -> Path:
+    """A flow whose function step gives hostile text (markup, escape sequences, a line of
+    200,000 characters), a decision reading it, and an agent answering on it."""
+    from tests.conftest import fixed_recording
+
+    def fetch(s: Any) -> str:
+        return HOSTILE + "x" * 200_000
+
+    answerer = Agent.create(
+        provider=mock(reply="done with the needle"), model="mock", name="answerer"
+    ).build()
+    flow = (
+        Sequence.create("hostile", record=fixed_recording(folder, "hostile"))
+        .step("fetch", fetch)
+        .step(
+            "route",
+            Conditional.create("route")
+            .when("sharp", lambda s: "needle" in s["fetch"], answerer)
+            .build(),
+        )
+        .build()
+    )
+    # Run on a thread of its own: a pilot test's event loop is running on this one.
+    ran = threading.Thread(target=flow.run, args=("find [i]the needle[/i]",))
+    ran.start()
+    ran.join(GUARD)
+    assert flow.last_result is not None and flow.last_result.recording is not None
+    return flow.last_result.recording
+
+
+async def test_slash_searches_the_flow_s_own_log_and_a_match_names_its_step(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import OptionList
+
+    from tests.tui.test_lens import _searched
+    from tui.screens.search import LogMatch, SearchScreen
+    from tui.widgets.item_list import ItemList
+
+    async with lens(_hostile_flow(tmp_path)) as (app, pilot):
+        await pilot.press("slash")
+        await pilot.pause()
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await pilot.press(*"needle")
+        await until(pilot, lambda: _searched(search, "needle"), "the search ended")
+        found = list(search.matches.values())
+        logged = [(m.text.step, m.text.what) for m in found if isinstance(m, LogMatch)]
+        # The flow's input, the function's output, the decision that read it, the agent's
+        # answer, the flow's answer: each named by its step.
+        assert logged == [
+            ("", "input"),
+            ("fetch", "output"),
+            ("route", "decision"),
+            ("route/sharp", "output"),
+            ("", "answer"),
+        ]
+        assert any(not isinstance(m, LogMatch) for m in found)  # the agent's run too
+        text = screen_text(app)
+        assert "fetch · output · the flow's log" in text
+        assert "route · decision · the flow's log" in text
+        assert "route/sharp (answerer) · call 1" in text
+        # Markup shown as text, not applied; escape sequences shown as their escapes.
+        assert "red]boom[/] \\x1b[31mred\\x1b[0m \\x1b]0;title\\x07 the needle" in text
+        assert "\x1b" not in text and "\x07" not in text
+        # Enter on the function's output: its step's row in the tree.
+        results = search.query_one(ItemList)
+        await pilot.press("enter")
+        results.highlighted = logged.index(("fetch", "output"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowScreen)
+        screen = flow_screen(app)
+        steps = screen.query_one("#steps", OptionList)
+        assert steps.has_focus and steps.highlighted is not None
+        assert screen.rows_of[steps.highlighted] == ("fetch", None)
+        # On the decision: its row (w asks why of it from there).
+        await pilot.press("slash")
+        await pilot.pause()
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await until(pilot, lambda: _searched(search, "needle"), "the search ended")
+        await pilot.press("enter")
+        search.query_one(ItemList).highlighted = logged.index(("route", "decision"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.rows_of[steps.highlighted] == ("route", "decision:route#1")
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, FlowWhyScreen)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "wide"])
+def test_the_flow_s_search_with_hostile_text(
+    snap_compare: Callable[..., bool], size: tuple[int, int], tmp_path: Path
+) -> None:
+    from tests.tui.test_lens import _searched
+    from tui.app import make_lens_app
+
+    log = _hostile_flow(tmp_path)
+
+    async def searched(pilot: Any) -> None:
+        await pilot.press("slash", *"needle")
+        await until(pilot, lambda: _searched(pilot.app.screen, "needle"), "the search")
+        await pilot.press("enter")  # to the results: no blinking cursor in the picture
+        await pilot.pause()
+
+    assert snap_compare(make_lens_app(log), run_before=searched, terminal_size=size)

@@ -64,7 +64,7 @@ FLOW_KEYS: list[tuple[str, str]] = [
     ("Enter", "on a step: go to its first call; in the slots or events: open the item"),
     ("w", "why: of a call's item, as in any run; of a step or a decision, what produced it"),
     ("o", "open the selected call's agent run in a Lens of its own (b comes back)"),
-    ("/", "search every text of every agent's run; Enter on a match goes to its call"),
+    ("/", "search the flow's log and every agent's run; Enter goes to the step or the call"),
     ("?", "this help"),
     ("q", "quit"),
 ]
@@ -516,12 +516,17 @@ class FlowScreen(Screen[None]):
 
         if not self.timeline.calls:
             return
+        from afcore.recording import folded_run
+
         call = self.timeline.calls[self.index]
-        assert call.run.file is not None
+        file = call.run.file
+        assert file is not None
+        if not file.exists():  # opened while the flow ran; ended since, the run is in the log
+            file = folded_run(file) or file
         try:
-            rec = open_recording(call.run.file)
+            rec = open_recording(file)
         except (RecordingError, OSError) as e:
-            self.notify(f"cannot open {call.run.file.name}: {e}", severity="error", markup=False)
+            self.notify(f"cannot open {file.name}: {e}", severity="error", markup=False)
             return
         screen = AgentRunScreen(rec, follow=False)
         self.app.push_screen(screen)
@@ -567,26 +572,41 @@ class FlowScreen(Screen[None]):
         self.app.push_screen(FlowWhyScreen(self.flow, self.timeline, key), chosen)
 
     def action_search(self) -> None:
-        """Search every agent's run of the flow; a match chosen goes to its call."""
-        from tui.screens.search import Match, SearchScreen, Source
+        """Search the flow's own log and every agent's run of it: a match in the log goes
+        to its step's row in the tree (its decision's, its merge's), one in a run to its
+        call."""
+        from afcore.readmodel import flow_texts
+        from tui.screens.search import LogMatch, Match, SearchScreen, Source
 
         runs = [r for r in self.timeline.runs if r.rec is not None]
-        if not runs:
-            self.notify("no agent's run to search in this flow", severity="warning")
-            return
         sources = []
         for run in runs:
             assert run.rec is not None
             # As the position line names a call's run: its step, then its agent.
             sources.append(Source(run.rec, run.timeline, f"{run.step.path} ({run.agent})"))
-        screen = SearchScreen(sources, self._last_search)
+        screen = SearchScreen(sources, self._last_search, flow_texts(self.flow))
 
-        def chosen(match: Match | None) -> None:
+        def chosen(match: Match | LogMatch | None) -> None:
             self._last_search = screen.query_text
-            if match is not None:
+            if isinstance(match, LogMatch):
+                self._show_row(match.text.step, match.text.key)
+            elif match is not None:
                 self._go_to(runs[match.source], match.place.call, match.place.item)
 
         self.app.push_screen(screen, chosen)
+
+    def _show_row(self, path: str, key: str | None) -> None:
+        """The tree's row of the step at ``path`` (with ``key``: of its decision or merge)
+        highlighted and focused."""
+        rows = self.rows_of
+        at = next((i for i, row in enumerate(rows) if row == (path, key)), None)
+        if at is None:
+            at = next((i for i, (p, k) in enumerate(rows) if p == path and k is None), None)
+        if at is None:
+            return
+        steps = self.query_one("#steps", OptionList)
+        steps.highlighted = at
+        steps.focus()
 
     def action_help(self) -> None:
         from tui.screens.help import Help

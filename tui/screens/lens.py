@@ -43,7 +43,7 @@ from tui.widgets.item_list import Item, ItemList
 from tui.widgets.scrubber import Scrubber
 
 if TYPE_CHECKING:
-    from tui.screens.search import Match
+    from tui.screens.search import LogMatch, Match
 
 
 @runtime_checkable
@@ -169,17 +169,33 @@ class LensScreen(Screen[None]):
     # -- the file ------------------------------------------------------------------------
 
     def _look(self) -> None:
-        if self.indexing is None and self.rec.grown():
+        if self.indexing is not None:
+            return
+        if self.rec.grown():
             self.indexing = 0.0
             self.reindex()
+        elif not self.rec.path.exists():
+            # A flow's agent run: the flow ended, its log took the run whole and the file
+            # beside it went. What was written since the last look is read from the log.
+            from afcore.recording import folded_run
+
+            copy = folded_run(self.rec.path)
+            if copy is not None:
+                self.indexing = 0.0
+                self.reindex(copy)
 
     @work(thread=True, exclusive=True, group="index")
-    def reindex(self) -> None:
-        """Index the file as it is now, whole, off the screen's thread; then show it."""
+    def reindex(self, copy: Path | None = None) -> None:
+        """Index the file as it is now, whole, off the screen's thread; then show it.
+        ``copy``: the same run read from elsewhere (its copy in its flow's log)."""
         worker = get_current_worker()
         try:
-            rec = self.rec.reopen()
-        except RecordingError as e:
+            if copy is None:
+                rec = self.rec.reopen()
+            else:
+                rec = open_recording(copy)
+                rec.origin = self.rec.origin
+        except (OSError, RecordingError) as e:
             self.app.call_from_thread(self._failed, str(e))
             return
         timeline = Timeline()
@@ -549,15 +565,15 @@ class LensScreen(Screen[None]):
         self.app.push_screen(WhyScreen(self.rec, key, at), chosen)
 
     def action_search(self) -> None:
-        from tui.screens.search import SearchScreen, Source
+        from tui.screens.search import Match, SearchScreen, Source
 
-        def chosen(match: Match | None) -> None:
-            if match is not None:
+        def chosen(match: Match | LogMatch | None) -> None:
+            if isinstance(match, Match):
                 self.go_to(match.place.call, match.place.item)
 
         screen = SearchScreen([Source(self.rec, self.timeline)], self._last_search)
 
-        def remember(match: Match | None) -> None:
+        def remember(match: Match | LogMatch | None) -> None:
             self._last_search = screen.query_text
             chosen(match)
 

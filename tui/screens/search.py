@@ -1,16 +1,19 @@
 """``/``: search every text in the recording, messages, segments, tool specs and results,
 decisions, events, and list where each match is shown; Enter on one goes there. A flow's
-screen searches every agent's run of the flow, in the order the agents started, each match
-named by its step and agent.
+screen searches the flow's own log first (each step's input, output, the state it wrote and
+read, its error, each decision with its evidence, each merge, the answer: a match names its
+step), then every agent's run of the flow, in the order the agents started, each match named
+by its step and agent.
 
 The file is scanned in chunks for the text as JSON writes it (case ignored for ASCII), off the
-screen's thread, without mapping the file into memory; each line that matches is then parsed
-to keep only matches in a string (not in a key or a hash) and to cut a snippet around it.
+screen's thread, through the recording's own mapping (a file removed since it was opened, a
+flow's run folded into its log, is searched still), its pages let go after each chunk; each
+line that matches is then parsed to keep only matches in a string (not in a key or a hash)
+and to cut a snippet around it.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -29,13 +32,13 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from afcore.errors import RecordingError
-from afcore.readmodel import Timeline, safe
+from afcore.readmodel import FlowText, Timeline, safe
 from afcore.readmodel import line as one_line
 from afcore.recording import Recording
 from tui.locate import Place, locate
 from tui.widgets.item_list import Item, ItemList
 
-__all__ = ["Match", "SearchScreen", "Source", "search"]
+__all__ = ["LogMatch", "Match", "SearchScreen", "Source", "search", "search_texts"]
 
 CHUNK = 8 * 1024 * 1024
 RESULTS = 500
@@ -49,6 +52,14 @@ class Match:
     snippet: str
     source: int = 0
     """Which of the searched recordings it is in (its index among them)."""
+
+
+@dataclass(frozen=True)
+class LogMatch:
+    """A match in a flow's own log: the value of a step that holds it."""
+
+    text: FlowText
+    snippet: str
 
 
 @dataclass(frozen=True)
@@ -83,30 +94,59 @@ def search(
     size = rec.indexed_bytes
     found = 0
     last = 0
-    with open(rec.path, "rb") as f:
-        fd = f.fileno()
-        pos = 0
-        while pos < size and found < limit and not stop():
-            chunk = os.pread(fd, min(CHUNK, size - pos), pos)
-            if not chunk:
-                break
-            end = chunk.rfind(b"\n") + 1 if pos + len(chunk) < size else len(chunk)
-            if end <= 0:
-                end = len(chunk)  # one line longer than a chunk: scanned in pieces
-            batch: list[Match] = []
-            for hit in pattern.finditer(chunk, 0, end):
-                line = rec.line_at(pos + hit.start())
-                if line <= last or line > rec.line_count:
-                    continue
-                last = line
-                match = _match(rec, timeline, line, wanted)
-                if match is not None:
-                    batch.append(match)
-                    found += 1
-                    if found >= limit:
-                        break
-            pos += end
-            yield min(pos / max(size, 1), 1.0), batch
+    pos = 0
+    while pos < size and found < limit and not stop():
+        chunk = rec.read(pos, min(CHUNK, size - pos))
+        rec.release_pages()  # a big file is not held in memory by a search through it
+        if not chunk:
+            break
+        end = chunk.rfind(b"\n") + 1 if pos + len(chunk) < size else len(chunk)
+        if end <= 0:
+            end = len(chunk)  # one line longer than a chunk: scanned in pieces
+        batch: list[Match] = []
+        for hit in pattern.finditer(chunk, 0, end):
+            line = rec.line_at(pos + hit.start())
+            if line <= last or line > rec.line_count:
+                continue
+            last = line
+            match = _match(rec, timeline, line, wanted)
+            if match is not None:
+                batch.append(match)
+                found += 1
+                if found >= limit:
+                    break
+        pos += end
+        yield min(pos / max(size, 1), 1.0), batch
+
+
+def search_texts(texts: Sequence[FlowText], query: str, limit: int = RESULTS) -> list[LogMatch]:
+    """The values of a flow's log that hold ``query`` (case ignored), ``limit`` at most: in
+    a string or a number they hold, not in a key."""
+    wanted = query.lower()
+    found: list[LogMatch] = []
+    if not wanted:
+        return found
+    for text in texts:
+        if len(found) >= limit:
+            break
+        snippet = _snippet(_numbers_as_text(text.value), wanted)
+        if snippet is not None:
+            found.append(LogMatch(text, snippet))
+    return found
+
+
+def _numbers_as_text(value: Any) -> Any:
+    """A step's value with its numbers as the text it shows (an invoice number searched
+    for is found)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict):
+        return [_numbers_as_text(v) for v in value.values()]
+    if isinstance(value, list | tuple):
+        return [_numbers_as_text(v) for v in value]
+    return value
 
 
 def _match(rec: Recording, timeline: Timeline, line: int, wanted: str) -> Match | None:
@@ -141,23 +181,31 @@ def _snippet(value: Any, wanted: str) -> str | None:
     return None
 
 
-class SearchScreen(ModalScreen[Match | None]):
+class SearchScreen(ModalScreen[Match | LogMatch | None]):
     BINDINGS = [Binding("escape", "dismiss", "Back", id="search.back")]
 
-    def __init__(self, sources: Sequence[Source], query: str = "") -> None:
+    def __init__(
+        self, sources: Sequence[Source], query: str = "", texts: Sequence[FlowText] = ()
+    ) -> None:
+        """``texts``: a flow's own values (:func:`afcore.readmodel.flow_texts`), searched
+        before ``sources``."""
         super().__init__()
         self.sources = list(sources)
+        self.texts = list(texts)
         self.query_text = query
-        self.matches: dict[str, Match] = {}
+        self.matches: dict[str, Match | LogMatch] = {}
         self._pending: Timer | None = None
 
     def compose(self) -> ComposeResult:
+        runs = f"{len(self.sources)} agents' runs" if len(self.sources) != 1 else "agent's run"
         with Vertical():
             yield Input(
                 value=self.query_text,
-                placeholder="search every text in the recording"
+                placeholder=f"search the flow's log and its {runs}"
+                if self.texts
+                else "search every text in the recording"
                 if len(self.sources) == 1
-                else f"search every text of the {len(self.sources)} agents' runs",
+                else f"search every text of the {runs}",
                 id="query",
             )
             yield Static(Text("type to search · Enter: the results · Esc: back"), id="status")
@@ -192,7 +240,10 @@ class SearchScreen(ModalScreen[Match | None]):
     def _scan(self, query: str) -> None:
         worker = get_current_worker()
         many = len(self.sources)
-        found = 0
+        logged = search_texts(self.texts, query)
+        found = len(logged)
+        if logged:
+            self.app.call_from_thread(self._add, query, logged, 0.0 if many else 1.0)
         for k, source in enumerate(self.sources):
             scanned = search(
                 source.rec, source.timeline, query, lambda: worker.is_cancelled, RESULTS - found
@@ -209,13 +260,22 @@ class SearchScreen(ModalScreen[Match | None]):
         if not worker.is_cancelled:
             self.app.call_from_thread(self._add, query, [], 1.0)
 
-    def _add(self, query: str, batch: list[Match], done: float) -> None:
+    def _add(self, query: str, batch: Sequence[Match | LogMatch], done: float) -> None:
         if query != self.query_text:
             return
         results = self.query_one(ItemList)
         for m in batch:
             item = Item(f"r{len(self.matches)}")
             self.matches[item.id] = m
+            if isinstance(m, LogMatch):
+                # A value of the flow's own log: its step, and what of it holds the text.
+                text = Text(f"{safe(m.text.step) or '(the flow)'} · ", style="bold")
+                text.append(safe(m.text.what), style="bold magenta")
+                text.append(" · the flow's log\n", style="dim")
+                text.append(m.snippet)
+                results.items[item.id] = item
+                results.add_option(Option(text, id=item.id))
+                continue
             name = self.sources[m.source].name
             text = Text(f"{safe(name)} · " if name else "", style="bold")
             text.append(f"call {m.place.call}", style="bold cyan")
