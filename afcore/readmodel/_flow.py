@@ -22,7 +22,7 @@ from typing import Any
 
 from afcore.errors import RecordingError
 from afcore.readmodel._timeline import Mark, Timeline, build
-from afcore.recording import FlowLogStep, FlowRecording, Recording, open_recording
+from afcore.recording import FlowLogStep, FlowRecording, Recording, dump, open_recording
 
 __all__ = [
     "AgentRun",
@@ -237,7 +237,7 @@ def flow_texts(flow: FlowRecording) -> list[FlowText]:
             if end.error is not None:
                 out.append(FlowText(path, "error", f"{end.error.kind}: {end.error.message}"))
         for k, d in enumerate(step.decisions, 1):
-            said = d.model_dump(mode="json", exclude={"t", "path"}, exclude_none=True)
+            said = dump(d, mode="json", exclude={"t", "path"}, exclude_none=True)
             out.append(FlowText(path, "decision", said, f"decision:{path}#{k}"))
         before = step.start.input
         for child in step.steps:
@@ -245,7 +245,7 @@ def flow_texts(flow: FlowRecording) -> list[FlowText]:
             if step.kind in ("sequence", "loop") and child.end is not None:
                 before = child.end.output
         if step.merge is not None:
-            said = step.merge.model_dump(mode="json", exclude={"t", "path"}, exclude_none=True)
+            said = dump(step.merge, mode="json", exclude={"t", "path"}, exclude_none=True)
             out.append(FlowText(path, "merge", said, f"merge:{path}"))
 
     if flow.top is not None:

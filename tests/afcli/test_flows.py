@@ -706,6 +706,8 @@ def test_a_paused_flow_s_log_alone_writes_the_step_s_run_back_for_af_resume(
 ) -> None:
     import shutil
 
+    from afcore.recording import wait_for_syncs
+
     file = tmp_path / "pausing.py"
     file.write_text(PAUSING)
     ran = invoke("run", file, "refund me", "--out", tmp_path / "runs", "--json")
@@ -713,6 +715,7 @@ def test_a_paused_flow_s_log_alone_writes_the_step_s_run_back_for_af_resume(
     log = Path(ran.json()["recording"])
     own = log.with_suffix("") / "001-refund.jsonl"
     kept = own.read_bytes()
+    wait_for_syncs()  # the flow's own tidying of its folder, on the sync thread, is done
     shutil.rmtree(own.parent)
     refused = invoke("resume", log, "--approve")
     assert refused.code == 2

@@ -810,6 +810,7 @@ def test_what_a_writer_does_after_closing_waits_for_its_file_to_be_durable(
     import threading
 
     from afcore.recording import _writer
+    from afcore.recording._flows import FlowEnd
     from afcore.recording._models import UsageInfo
     from afcore.secrets import Redaction
 
@@ -824,7 +825,7 @@ def test_what_a_writer_does_after_closing_waits_for_its_file_to_be_durable(
 
     monkeypatch.setattr(_writer.os, "fsync", fsync)
     w = _writer.Recorder(tmp_path / "f.jsonl", run_id="f", redactor=Redaction().compile())
-    w.event(rec.FlowEnd(status="answer", usage=UsageInfo()))
+    w.event(FlowEnd(status="answer", usage=UsageInfo()))
     w.close(then=lambda: seen.append(threading.current_thread().name))
     rec.wait_for_syncs()
     assert seen == (["fsync"] if fails else ["fsync", "af-recording-sync"])
