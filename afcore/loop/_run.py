@@ -137,6 +137,7 @@ from afcore.recording._writer import (
     usage_line,
     watcher_name,
 )
+from afcore.secrets import Redactor
 from afcore.tools._assume import Assumed, assumed_note, fill_assumed
 from afcore.tools._ceiling import ceiling_refusal, over_ceiling, truncation
 from afcore.tools._envelope import RequireInstruction
@@ -184,7 +185,7 @@ _clock_read = line(ClockRead)
 _config = trusted(RunConfig)
 _contract_end = trusted(ContractEnd)
 _error = line(ErrorEvent)
-_header = line(Header)
+_header: Any = line(Header, plain=True)
 _redaction = trusted(RedactionInfo)
 _reply_tool_call = line(ReplyToolCall)
 _run_end: Any = line(RunEnd, plain=True)
@@ -423,25 +424,7 @@ async def _start(run: RunState, message: str) -> None:
         if run.conversation is not None:
             inputs["history"] = [m.to_json() for m in run.conversation.history]
         redactor.learn(inputs)
-        config, provider, redaction = _header_parts(run)
-        rec.header(
-            _header(
-                run_id=run.run_id,
-                started_at=agent.recording.now().isoformat(timespec="milliseconds")
-                if agent.recording
-                else "",
-                af_version=__version__,
-                python=".".join(map(str, sys.version_info[:3])),
-                agent=_agent_info(name=agent.name, source=agent.source),
-                provider=provider,
-                model=agent.model,
-                config=config,
-                redaction=redaction,
-                session=_session_link(run),
-                seed=run.sources.seed if run.sources is not None else None,
-                replay_of=None if agent.replayer is None else agent.replayer.link,
-            )
-        )
+        rec.header(_header_line(run), screened=True)
         for t in agent.tools.values():
             rec.tool_ref(t.spec)
     if agent.window is not None:
@@ -479,18 +462,53 @@ async def _start(run: RunState, message: str) -> None:
         run.keep = conversation.keep
 
 
-def _header_parts(run: RunState) -> tuple[RunConfig, Any, RedactionInfo]:
-    """The header's parts that are the agent's (its config, its provider, the redaction
-    policy), made once for the runs of an agent whose redactor replaces the same."""
+def _header_line(run: RunState) -> Line:
+    """The header, every value in it screened: the run's own fields (its id, start, session,
+    seed, replay) at each run, the agent's through :func:`_header_fixed`. Screened apart
+    they are redacted as the header whole would be: a secret the agent's fields name is
+    replaced in the run's own (they are screened again), and one the run's own name is in
+    the redactor's shape, which :func:`_header_fixed` is looked up by."""
+    agent, redactor = run.agent, run.rec.redactor
+    config, replayer, link = agent.recording, agent.replayer, _session_link(run)
+    own: dict[str, Any] = {
+        "run_id": run.run_id,
+        "started_at": config.now().isoformat(timespec="milliseconds") if config else "",
+        "session": link,
+        "seed": run.sources.seed if run.sources is not None else None,
+        "replay_of": None if replayer is None else replayer.link,
+    }
+    count = redactor.count
+    screened = _screened(redactor, own)
+    shape = redactor.shape
+    fixed, replaced = _header_fixed(run)
+    if redactor.shape != shape:  # the agent's fields named a secret the run's may hold
+        redactor.count = count
+        screened = _screened(redactor, own)
+    redactor.count += replaced
+    header: Line = _header(**screened, **fixed)
+    return header
+
+
+def _screened(redactor: Redactor, fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` as the header's screen leaves them (as they are when it finds nothing)."""
+    raw = orjson.dumps(fields, default=as_json)
+    return redactor.redact(orjson.loads(raw)) if redactor.screen(raw) else fields
+
+
+def _header_fixed(run: RunState) -> tuple[dict[str, Any], int]:
+    """The header's fields that are the agent's (its name, provider, model, config, the
+    redaction policy), screened and serialized (each an ``orjson.Fragment``, written as it
+    is), and how many values screening them replaced. Made once for the runs of an agent
+    whose redactor replaces the same: building, serializing and screening them again cost
+    a short run more than the rest of its header."""
     agent, rec = run.agent, run.rec
     redactor = rec.redactor
     frames = rec.frames
-    key = (redactor.shape, agent.watchers.observers)
+    key = (redactor.shape, agent.watchers.observers, agent.name, agent.model)
     if frames is not None:
         hit = frames.header.get(key)
         if hit is not None:
-            redactor.count += hit[3]  # the same replacements, in this header too
-            return hit[0], hit[1], hit[2]
+            return hit
     count = redactor.count
     engine, governance = agent.engine, agent.governance
     config = _config(
@@ -518,15 +536,29 @@ def _header_parts(run: RunState) -> tuple[RunConfig, Any, RedactionInfo]:
         repeated_call_nudge=agent.repeated_call_nudge,
         limits_travel=agent.limits_travel,
     )
-    provider = redactor.redact(agent.provider.describe())
     redaction = _redaction(
         fields=list(redactor.policy.fields),
         patterns=redactor.pattern_names,
         env=redactor.env_names,
     )
+    fields = _screened(
+        redactor,
+        {
+            "af_version": __version__,
+            "python": ".".join(map(str, sys.version_info[:3])),
+            "agent": _agent_info(name=agent.name, source=agent.source),
+            "provider": redactor.redact(agent.provider.describe()),
+            "model": agent.model,
+            "config": config,
+            "redaction": redaction,
+        },
+    )
+    fixed = {k: orjson.Fragment(orjson.dumps(v, default=as_json)) for k, v in fields.items()}
+    made = (fixed, redactor.count - count)
+    redactor.count = count
     if frames is not None and redactor.shape == key[0]:  # it learned nothing on the way
-        frames.keep(frames.header, key, (config, provider, redaction, redactor.count - count))
-    return config, provider, redaction
+        frames.keep(frames.header, key, made)
+    return made
 
 
 def read_sources(sources: Sources, turn: TurnState) -> None:

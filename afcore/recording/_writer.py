@@ -186,8 +186,9 @@ class Frames:
         """(id of a spec, redactor shape) -> (the spec, its id, its blob line, count)"""
         self.decisions: dict[tuple[Any, ...], tuple[InjectionDecisions, str, bytes]] = {}
         """(id of an iteration's decisions, redactor shape) -> (them, their id, blob line)"""
-        self.header: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-        """(redactor shape, watchers) -> the header's config, provider, redaction, count"""
+        self.header: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}
+        """(redactor shape, watchers, name, model) -> the header's fields that are the
+        agent's, screened and serialized, and how many values screening them replaced"""
 
     def keep(self, table: dict[Any, Any], key: Any, value: Any) -> None:
         if len(table) >= self.LIMIT:
@@ -473,9 +474,10 @@ class Recorder:
 
     # -- records -------------------------------------------------------------------------
 
-    def header(self, header: Line | Header | FlowHeader) -> None:
-        """The first line, screened whole: the agent's name, the provider's URL, the params."""
-        self.event(header, flush=False)
+    def header(self, header: Line | Header | FlowHeader, *, screened: bool = False) -> None:
+        """The first line, screened whole: the agent's name, the provider's URL, the params.
+        ``screened``: every value in it went through the redactor already."""
+        self.event(header, flush=False, trusted=screened)
 
     def tool_ref(self, spec: ToolSpec) -> str:
         cached = self._spec_refs.get(id(spec))
@@ -1450,7 +1452,7 @@ class NullRecorder(Recorder):
     def _emit(self, record: Mapping[str, Any] | Record) -> None:
         pass
 
-    def header(self, header: Line | Header | FlowHeader) -> None:
+    def header(self, header: Line | Header | FlowHeader, *, screened: bool = False) -> None:
         pass
 
     def message(
