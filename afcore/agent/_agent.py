@@ -344,6 +344,7 @@ class Agent:
                 watchers=self.watchers,
                 frames=runner._frames,
                 origin=config.origin,
+                fresh=config.run_id is None,
             )
         runner._claim(run_id)
         try:

@@ -28,7 +28,7 @@ from afcore.recording._flows import (
     VerdictInfo,
 )
 from afcore.recording._models import RedactionInfo
-from afcore.recording._paths import SUFFIX, default_dir, new_run_id
+from afcore.recording._paths import SUFFIX, default_dir, new_run_id, started_at
 from afcore.recording._writer import Recorder, error_info, forget_folder, usage_info
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class FlowLog:
         self.rec.header(
             FlowHeader(
                 run_id=self.run_id,
-                started_at=config.now().isoformat(timespec="milliseconds"),
+                started_at=started_at(config.now()),
                 af_version=__version__,
                 python=".".join(map(str, sys.version_info[:3])),
                 flow=composition,

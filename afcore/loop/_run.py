@@ -129,6 +129,7 @@ from afcore.recording._models import (
     line,
     trusted,
 )
+from afcore.recording._paths import started_at
 from afcore.recording._writer import (
     Recorder,
     error_info,
@@ -472,7 +473,7 @@ def _header_line(run: RunState) -> Line:
     config, replayer, link = agent.recording, agent.replayer, _session_link(run)
     own: dict[str, Any] = {
         "run_id": run.run_id,
-        "started_at": config.now().isoformat(timespec="milliseconds") if config else "",
+        "started_at": started_at(config.now()) if config else "",
         "session": link,
         "seed": run.sources.seed if run.sources is not None else None,
         "replay_of": None if replayer is None else replayer.link,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from afcore.errors import RunNotFoundError
 
-__all__ = ["SUFFIX", "default_dir", "is_flow", "new_run_id", "resolve_run"]
+__all__ = ["SUFFIX", "default_dir", "is_flow", "new_run_id", "resolve_run", "started_at"]
 
 SUFFIX = ".jsonl"
 ENV_DIR = "AF_RECORDINGS"
@@ -24,6 +24,17 @@ def default_dir() -> Path:
 
 _last_ms = 0
 _id_lock = threading.Lock()
+_stamp: tuple[int, str] = (-1, "")
+"""The last second a run id named, as its id writes it (runs a second apart are rare)."""
+_suffixes: list[str] = []
+"""Random suffixes drawn ahead (one read of the system's random source serves many runs)."""
+
+
+def _forked() -> None:
+    _suffixes.clear()  # a child draws its own: never the same suffixes as its parent
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -31,17 +42,41 @@ def new_run_id(now: datetime | None = None) -> str:
     millisecond, then random hex so that runs of different processes never collide). Within
     one process ids strictly increase: a run started in the same millisecond as the one
     before it takes the next millisecond."""
-    global _last_ms
+    global _last_ms, _stamp
     now = now or datetime.now(UTC)
     ms = int(now.timestamp() * 1000)
     with _id_lock:
         ms = _last_ms = max(ms, _last_ms + 1)
-    seconds, milli = divmod(ms, 1000)
-    # time.strftime of the UTC tuple: a fifth of what formatting a datetime costs a run
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds))
-    # os.urandom is what secrets.token_hex reads; importing secrets (hmac, its hashes) cost
-    # every read command that finds a run by its id a millisecond or two.
-    return f"{stamp}-{milli:03d}-{os.urandom(3).hex()}"
+        seconds, milli = divmod(ms, 1000)
+        if _stamp[0] != seconds:
+            # time.strftime of the UTC tuple: a fifth of what formatting a datetime costs
+            _stamp = (seconds, time.strftime("%Y%m%d-%H%M%S", time.gmtime(seconds)))
+        stamp = _stamp[1]
+        if not _suffixes:
+            # os.urandom is what secrets.token_hex reads; importing secrets (hmac, its hashes)
+            # cost every read command that finds a run by its id a millisecond or two.
+            pool = os.urandom(192).hex()
+            _suffixes.extend(pool[i : i + 6] for i in range(0, len(pool), 6))
+        suffix = _suffixes.pop()
+    return f"{stamp}-{milli:03d}-{suffix}"
+
+
+_iso_second: tuple[datetime | None, str] = (None, "")
+
+
+def started_at(now: datetime) -> str:
+    """``now`` as a header's ``started_at`` writes it: ISO 8601 to the millisecond
+    (``now.isoformat(timespec="milliseconds")``). The second's part is kept for the runs
+    that start within it: formatting a datetime costs a short run more than its id."""
+    global _iso_second
+    if now.tzinfo is not UTC:
+        return now.isoformat(timespec="milliseconds")
+    milli = now.microsecond // 1000
+    second = now.replace(microsecond=0)
+    last = _iso_second
+    if last[0] != second:
+        last = _iso_second = (second, second.isoformat()[:19])
+    return f"{last[1]}.{milli:03d}+00:00"
 
 
 def resolve_run(ref: str, folder: Path | None = None) -> Path:

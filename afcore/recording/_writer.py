@@ -220,11 +220,16 @@ class Recorder:
         fd: int | None = None,
         frames: Frames | None = None,
         origin: float | None = None,
+        fresh: bool = False,
     ) -> None:
         """``path`` None: records go to the observers only (an agent that does not record
         but is watched). ``fd``: the file opened already (see :meth:`continuing`).
         ``frames``: the agent's, shared by its runs. ``origin``: a reading of ``clock``
-        from which each call's ``at`` is counted (a flow's agents' runs); None writes none."""
+        from which each call's ``at`` is counted (a flow's agents' runs); None writes none.
+        ``fresh``: the run id was made for this run (:func:`new_run_id`), so no file is
+        looked for at ``path`` first; a name chosen by the caller is refused here when a
+        recording has it. Either way the file is named without replacing another (a link),
+        and a name taken meanwhile is refused then."""
         self.path = path
         self._origin = origin
         self._frames = frames
@@ -251,7 +256,7 @@ class Recorder:
         else:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
             try:
-                if path.exists():
+                if not fresh and path.exists():
                     raise FileExistsError(path)
                 folder = os.path.abspath(path.parent)
                 self._fd = _SPARES.take(folder)

@@ -114,13 +114,16 @@ class Redaction:
         return Redactor(self, provider_secrets)
 
 
-def _env_literals() -> tuple[tuple[str, str], ...]:
-    """The secrets the environment holds, read at each run: worked out again only when
-    the environment changed (reading it through ``os.environ`` costs a run ~30 us)."""
-    data = getattr(os.environ, "_data", None)  # what os.environ is a view of, as stored
-    if not isinstance(data, dict):
-        return _env_secrets(tuple(os.environ.items()))
-    return _env_secrets(tuple(data.items()))
+def _environ() -> Mapping[Any, Any]:
+    """The environment as ``os.environ`` stores it (reading it through ``os.environ``
+    decodes every name and value: ~30 us a run)."""
+    data = getattr(os.environ, "_data", None)
+    return data if isinstance(data, dict) else dict(os.environ)
+
+
+def _env_literals(environ: Mapping[Any, Any]) -> tuple[tuple[str, str], ...]:
+    """The secrets the environment holds: worked out again only when it changed."""
+    return _env_secrets(tuple(environ.items()))
 
 
 @functools.lru_cache(maxsize=8)
@@ -168,16 +171,36 @@ def _compiled(policy: Redaction, literals: tuple[tuple[str, str], ...]) -> _Comp
     return _Compiled(policy, literals)
 
 
+_LAST: dict[int, tuple[Redaction, tuple[str, ...], dict[Any, Any] | None, _Compiled]] = {}
+"""id of a policy -> it, the provider secrets and the environment (a copy) it was last
+compiled with, and the compiled part."""
+
+
+def _base(policy: Redaction, provider_secrets: Iterable[str]) -> _Compiled:
+    """The compiled part for a run of ``policy``: the last one while the policy is the same
+    object, the provider's secrets equal and the environment equal to what it was (one
+    comparison of two dicts, where working out its secrets again hashes every variable).
+    A variable set, changed or removed since is read at the next run, as at the first."""
+    secrets = tuple(provider_secrets)
+    environ = _environ() if policy.environment else None
+    last = _LAST.get(id(policy))
+    if last is not None and last[0] is policy and last[1] == secrets and last[2] == environ:
+        return last[3]
+    literals = _env_literals(environ) if environ is not None else ()
+    literals += tuple(("secret", v) for v in (*policy.secrets, *secrets) if len(v) >= _MIN_SECRET)
+    base = _compiled(policy, literals)
+    if len(_LAST) >= 32:
+        _LAST.clear()
+    _LAST[id(policy)] = (policy, secrets, None if environ is None else dict(environ), base)
+    return base
+
+
 class Redactor:
     """A compiled policy for one run. ``redact(value)`` returns the value with every match
     replaced; ``count`` says how many replacements were made."""
 
     def __init__(self, policy: Redaction, provider_secrets: Iterable[str] = ()) -> None:
-        literals = _env_literals() if policy.environment else ()
-        literals += tuple(
-            ("secret", v) for v in (*policy.secrets, *provider_secrets) if len(v) >= _MIN_SECRET
-        )
-        self._base = _compiled(policy, literals)
+        self._base = _base(policy, provider_secrets)
         self.policy = policy
         self.count = 0
         self.env_names = self._base.env_names

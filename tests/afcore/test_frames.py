@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from afcore import Agent, RecordingConfig, define_tool, mock
 from afcore import recording as rec
@@ -162,3 +163,36 @@ def _run_checked(agent: Agent, **kwargs: Any) -> Path:
         report = rec.verify(r)
         assert report.ok and report.calls == report.verified == 5, report.problems
     return path
+
+
+def _header(path: Path) -> dict[str, Any]:
+    header: dict[str, Any] = orjson.loads(path.read_bytes().split(b"\n", 1)[0])
+    return header
+
+
+def test_a_secret_set_in_the_environment_between_runs_is_caught_in_the_next_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The header's agent fields are made once per agent and redactor: a redactor that
+    # replaces more (the environment holds a new secret) makes them again.
+    agent = _agent(tmp_path)
+    agent.name = f"bot-{SECRET}"
+    plain = _run(agent)
+    assert _header(plain)["agent"]["name"] == f"bot-{SECRET}"
+    monkeypatch.setenv("BOT_SERVICE_TOKEN", SECRET)
+    caught = _run(agent)
+    assert SECRET.encode() not in caught.read_bytes()
+    assert _header(caught)["agent"]["name"] == "bot-[redacted:env:BOT_SERVICE_TOKEN]"
+    assert "BOT_SERVICE_TOKEN" in _header(caught)["redaction"]["env"]
+    monkeypatch.delenv("BOT_SERVICE_TOKEN")
+    assert _stored(_run(agent)) == _stored(plain)
+
+
+def test_the_runs_own_header_fields_are_screened_with_what_the_run_learned(
+    tmp_path: Path,
+) -> None:
+    agent = _agent(tmp_path)
+    _run(agent)  # the agent's header fields are made, by a redactor that learned nothing
+    agent.recording = RecordingConfig(dir=tmp_path, run_id=f"run-{SECRET}")
+    header = _header(_run(agent, state={"password": SECRET}))
+    assert header["run_id"] == "run-[redacted:field:password]"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from afcore.recording import _paths
-from afcore.recording._paths import new_run_id
+from afcore.recording._paths import new_run_id, started_at
 
 
 @pytest.fixture(autouse=True)
@@ -30,3 +31,33 @@ def test_run_ids_of_one_process_strictly_increase_even_within_a_millisecond() ->
     assert stamps == sorted(stamps) and len(set(stamps)) == 3
     # The next millisecond after 23:59:59.999 is the next day's first.
     assert stamps[1] == "20320101-000000-000", stamps
+
+
+def test_a_header_writes_its_start_as_isoformat_does() -> None:
+    instants = [
+        datetime(2030, 1, 2, 3, 4, 5, 999_999, tzinfo=UTC),
+        datetime(2030, 1, 2, 3, 4, 5, 1_000, tzinfo=UTC),  # the same second, kept
+        datetime(2030, 1, 2, 3, 4, 6, tzinfo=UTC),
+        datetime(987, 6, 5, 4, 3, 2, 1, tzinfo=UTC),
+        datetime(2030, 1, 2, 3, 4, 5, 500, tzinfo=timezone(timedelta(hours=2))),
+        datetime(2030, 1, 2, 3, 4, 5, 500),  # naive: as the clock gave it
+    ]
+    for at in instants:
+        assert started_at(at) == at.isoformat(timespec="milliseconds")
+
+
+def test_a_forked_child_draws_its_own_run_id_suffixes() -> None:
+    new_run_id()  # the parent has suffixes drawn ahead
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its ids, through the pipe
+        os.close(read)
+        os.write(write, " ".join(new_run_id() for _ in range(8)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        child = f.read().decode().split()
+    os.waitpid(pid, 0)
+    parent = [new_run_id() for _ in range(8)]
+    assert len(child) == 8
+    assert not {i.rsplit("-", 1)[1] for i in child} & {i.rsplit("-", 1)[1] for i in parent}
