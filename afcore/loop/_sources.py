@@ -17,8 +17,8 @@ are not recorded: a replay differs where they are used.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
-import secrets
 import threading
 from collections import deque
 from collections.abc import Callable, MutableMapping
@@ -27,9 +27,25 @@ from datetime import UTC, datetime
 __all__ = ["Sources", "new_seed", "reader_seed"]
 
 
+_seeds: list[int] = []
+"""Seeds drawn ahead: one read of the system's random source serves many runs."""
+_seeds_lock = threading.Lock()
+
+
+def _forked() -> None:
+    _seeds.clear()  # a child draws its own: never its parent's next seeds
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def new_seed() -> int:
     """A fresh seed for a run's random source (63 bits: a JSON integer any reader holds)."""
-    return secrets.randbits(63)
+    with _seeds_lock:
+        if not _seeds:
+            pool = os.urandom(256)
+            _seeds.extend(int.from_bytes(pool[i : i + 8], "big") >> 1 for i in range(0, 256, 8))
+        return _seeds.pop()
 
 
 def reader_seed(seed: int, by: str) -> int:

@@ -411,7 +411,7 @@ class Recorder:
                 raise self._write_failed(e) from None
             now = self._written = _monotonic()
             if self._unnamed is not None:
-                self._name()
+                self._name(written=True)
         elif self._boundary:
             now = _monotonic()
         else:
@@ -1170,16 +1170,18 @@ class Recorder:
         write per iteration fewer than writing it now."""
         self._boundary = True
 
-    def _name(self) -> None:
-        """Give the file its own name (never over another's): once its header is in it."""
+    def _name(self, *, written: bool = False) -> None:
+        """Give the file its own name (never over another's): once its header is in it.
+        ``written``: lines were just written whole (no need to ask the file whether it
+        holds any)."""
         unnamed, self._unnamed = self._unnamed, None
         if unnamed is None or self.path is None:
             return
         if unnamed is _SPARE:
-            self._name_spare(self.path)
+            self._name_spare(self.path, written)
             return
         try:
-            if os.fstat(self._fd).st_size > 0:
+            if written or os.fstat(self._fd).st_size > 0:
                 os.link(unnamed, self.path)
         except FileExistsError:
             raise UsageError(
@@ -1188,12 +1190,11 @@ class Recorder:
         finally:
             unnamed.unlink(missing_ok=True)
 
-    def _name_spare(self, path: Path) -> None:
+    def _name_spare(self, path: Path, written: bool) -> None:
         """Name a file made ahead (it has none: a run killed before leaves nothing). Where
         the system cannot link it (no /proc), its lines are copied into a file made now."""
         fd = self._fd
-        size = os.fstat(fd).st_size
-        if not size:
+        if not written and not os.fstat(fd).st_size:
             return
         try:
             try:
@@ -1215,7 +1216,7 @@ class Recorder:
             raise UsageError(
                 f"a recording already exists at {path}; choose another run id"
             ) from None
-        data = os.pread(fd, size, 0)
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
         while data:
             data = data[os.write(named, data) :]
         os.close(fd)
