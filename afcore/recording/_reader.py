@@ -853,8 +853,10 @@ class Recording:
             except InvalidRecord as e:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
-        # Lines not indexed yet come from the file as the index takes them in.
-        for i, raw, kind, data in self._scan(recent=not blobs):
+        # Lines not indexed yet come from the file as the index takes them in. A walk that
+        # hands out no blob values keeps the last blob lines it passed: the records after
+        # them name them (a checking walk reads slot lists and folds by their ref).
+        for i, raw, kind, data in self._scan(recent=blobs is not True):
             if kind in skip:
                 continue
             if starts[i] > release:  # values read by ref come through the map

@@ -11,10 +11,11 @@ rebuilt from the file as a reader would, so its verdict is the same either way.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import sys
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from afcore.recording._hashing import Scheme, request_digest, seal, short_id, unseal
 from afcore.recording._reader import (
@@ -45,7 +46,7 @@ from afcore.recording._structs import (
     UnknownRecord,
 )
 from afcore.recording._typed import typed
-from afcore.recording._window_check import WindowReplay
+from afcore.recording._window_check import WindowReplay, _number
 
 __all__ = ["VerifyReport", "verify"]
 
@@ -78,12 +79,30 @@ def verify(rec: Recording) -> VerifyReport:
     """Rebuild every call and check its hash; check sequence numbers, reads, refs and blobs,
     and that each call's window is the one the folds before it left. ``rec`` may be opened
     with ``index=False``: the check is then the one walk that indexes it."""
+    # The walk makes a few objects per line that never form cycles and keeps many of them
+    # (the keys each seq wrote, the blobs seen): the cycle collector would walk them again
+    # and again, an eighth of the time on a big file.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _verify(rec)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _verify(rec: Recording) -> VerifyReport:
     report = VerifyReport()
-    hashes = _CallHashes(rec)
-    window = WindowReplay(rec.value, hashes.ref)
+    values = _Values(rec)
+    blob = values.blob
+    hashes = _CallHashes(rec, values)
+    message = hashes.message
+    good, bad = hashes.good, hashes.bad
+    window = WindowReplay(values.value, hashes.ref)
     problems = report.problems
-    written: dict[int, set[str]] = {}
-    """seq -> keys that commit wrote"""
+    written: dict[int, tuple[str, ...]] = {}
+    """seq -> the keys that commit wrote, and "messages" when one of them was a message or a
+    fold (a read of messages is of any of those)"""
     blobs: set[str] = set()
     lists_ok: set[str] = set()
     """slot lists whose every ref was stored before a call that named them"""
@@ -109,9 +128,7 @@ def verify(rec: Recording) -> VerifyReport:
                 problems.append(
                     Problem(line, f"reads {key} at seq {version}, not an earlier commit")
                 )
-            elif key not in keys and not (
-                key == "messages" and any(k.startswith(("message:", "fold:")) for k in keys)
-            ):
+            elif key not in keys:
                 problems.append(
                     Problem(line, f"reads {key} at seq {version}, which did not write it")
                 )
@@ -119,15 +136,15 @@ def verify(rec: Recording) -> VerifyReport:
     def check_list(line: int, ref: str, model: type[Segment] | type[CallTool]) -> None:
         """The refs in a slot list were stored before the call naming it. Of a delta whose
         base checked, only the entries it adds are checked."""
-        value = rec.blob(ref)
+        value = blob(ref)
         entries: Any = None
         if isinstance(value, dict) and isinstance(value.get("base"), str):
             check_ref(line, value["base"], "the list a delta extends")
             if value["base"] in lists_ok:
-                expand_list(value, rec.blob)  # its shape, as a reader takes it
+                expand_list(value, blob)  # its shape, as a reader takes it
                 entries = value["then"]
-        for raw in rec.listed(ref) if entries is None else entries:
-            entry = typed(model, raw)
+        for raw in expand_list(value, blob) if entries is None else entries:
+            entry = values.entry(raw, model)
             what = "a system segment" if isinstance(entry, Segment) else f"tool {entry.name}"
             check_ref(line, entry.ref, what)
 
@@ -137,19 +154,38 @@ def verify(rec: Recording) -> VerifyReport:
             problems.append(Problem(line, f"seq {seq} follows seq {last_seq}"))
         last_seq = seq
 
-    def note_writes(line: int, seq: int, writes: list[Any], extra: tuple[str, ...] = ()) -> None:
+    def note_writes(
+        line: int, seq: int, writes: list[Any], extra: tuple[str, ...] = ()
+    ) -> list[int]:
+        """Check a record's writes and take them in; the numbers of the messages it wrote
+        (as the window check reads their keys)."""
         nonlocal messages
-        keys = set(extra)
+        keys = [*extra]
+        numbers: list[int] = []
+        history = False
         for w in writes:
-            keys.add(w.key)
-            check_ref(line, w.ref, f"write of {w.key}")
-            if w.key.startswith("message:"):
+            key = w.key
+            keys.append(key)
+            if w.ref is not None and w.ref not in blobs:
+                check_ref(line, w.ref, f"write of {key}")
+            if key.startswith("message:"):
+                history = True
                 messages += 1
-                if w.key != f"message:{messages}":
-                    problems.append(
-                        Problem(line, f"writes {w.key} where message:{messages} was due")
-                    )
-        written[seq] = keys
+                if key != f"message:{messages}":
+                    problems.append(Problem(line, f"writes {key} where message:{messages} was due"))
+                digits = key[8:]
+                if digits.isdecimal():
+                    n = int(digits)
+                    numbers.append(n)
+                    message(n, w)
+                elif (other := _number(key)) is not None:  # "+5", " 5": the window's
+                    numbers.append(other)
+            elif key.startswith("fold:"):
+                history = True
+        if history:
+            keys.append("messages")
+        written[seq] = tuple(keys)
+        return numbers
 
     # The types are compared by identity (every record is an instance of its model, never of
     # a subclass), most frequent first: this loop runs once per line of the file.
@@ -165,19 +201,27 @@ def verify(rec: Recording) -> VerifyReport:
             problems.append(Problem(line, "a resume record that follows no paused run_end"))
         if kind is CheckedBlob:
             assert isinstance(record, CheckedBlob)
-            if not record.intact:
-                problems.append(Problem(line, f"blob {record.id[:12]} does not hash to its id"))
-            blobs.add(record.id)
-            hashes.blob(record.id, record.intact)
-        elif kind in _UNCHECKED:
-            continue  # nothing to check beyond their fields (seals: below, on the bytes)
+            ref = record.id
+            blobs.add(ref)
+            if record.intact:
+                good.add(ref)
+            else:
+                problems.append(Problem(line, f"blob {ref[:12]} does not hash to its id"))
+                bad.add(ref)
         elif kind is Commit:
             assert isinstance(record, Commit)
             check_seq(line, record.seq)
             check_reads(line, record.seq, record.reads)
-            note_writes(line, record.seq, record.writes)
-            hashes.writes(record.writes)
-            problems.extend(Problem(line, p) for p in window.commit(record))
+            numbers = note_writes(line, record.seq, record.writes)
+            if wrongs := window.commit(record, numbers):
+                problems.extend(Problem(line, p) for p in wrongs)
+        elif kind is ContextEvicted:
+            assert isinstance(record, ContextEvicted)
+            wrong = window.evicted(record)
+            if wrong is not None:
+                problems.append(Problem(line, wrong))
+        elif kind in _UNCHECKED:
+            continue  # nothing to check beyond their fields (seals: below, on the bytes)
         elif kind is Call:
             assert isinstance(record, Call)
             check_seq(line, record.seq)
@@ -207,7 +251,7 @@ def verify(rec: Recording) -> VerifyReport:
                     problems.append(
                         Problem(line, f"window range [{a}, {b}] is outside messages 1..{messages}")
                     )
-            written[record.seq] = {f"call:{record.call}"}
+            written[record.seq] = (f"call:{record.call}",)
             differs = window.call(record)
             if differs is not None:
                 problems.append(Problem(line, f"call {record.call}: {differs}"))
@@ -225,9 +269,8 @@ def verify(rec: Recording) -> VerifyReport:
         elif kind is Reply:
             assert isinstance(record, Reply)
             check_seq(line, record.seq)
-            note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
-            hashes.writes(record.writes)
-            window.reply(record)
+            numbers = note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
+            window.reply(record, numbers)
             if record.call != calls:
                 problems.append(
                     Problem(line, f"reply to call {record.call} while call {calls} is open")
@@ -238,11 +281,6 @@ def verify(rec: Recording) -> VerifyReport:
             paused = record.status == "paused"
             if record.answer is not None:
                 check_ref(line, record.answer.ref, "the answer")
-        elif kind is ContextEvicted:
-            assert isinstance(record, ContextEvicted)
-            wrong = window.evicted(record)
-            if wrong is not None:
-                problems.append(Problem(line, wrong))
         elif kind is Header:
             if line != 1:
                 problems.append(Problem(line, "a second header"))
@@ -269,6 +307,58 @@ def verify(rec: Recording) -> VerifyReport:
     return report
 
 
+class _Values:
+    """The blob values the pass read last, by id. A call's slot lists are read by the check
+    of the refs in them and again by the call's hash, and a walk that checks blobs hands
+    each value it passed to the first read only, uncached (most are read once)."""
+
+    _KEEP = 64
+
+    def __init__(self, rec: Recording) -> None:
+        self._read = rec.blob
+        self._last: dict[str, Any] = {}
+        self._entries: dict[tuple[int, type], tuple[Any, Any]] = {}
+        """(id of a list entry as read, model) -> (the entry as read, validated): a list
+        entry is validated once for its refs' check and the call's hash"""
+
+    def blob(self, ref: str) -> Any:
+        last = self._last
+        if type(ref) is str and ref in last:
+            return last[ref]
+        value = self._read(ref)
+        if len(last) >= self._KEEP:
+            last.clear()
+        last[ref] = value
+        return value
+
+    @overload
+    def entry(self, raw: Any, model: type[Segment]) -> Segment: ...
+    @overload
+    def entry(self, raw: Any, model: type[CallTool]) -> CallTool: ...
+    @overload
+    def entry(self, raw: Any, model: type[Segment] | type[CallTool]) -> Segment | CallTool: ...
+
+    def entry(self, raw: Any, model: type[Segment] | type[CallTool]) -> Segment | CallTool:
+        """An entry of a slot list validated as ``model``."""
+        entries = self._entries
+        key = (id(raw), model)
+        hit = entries.get(key)
+        if hit is not None and hit[0] is raw:  # the entry it holds keeps the id its own
+            return cast("Segment | CallTool", hit[1])
+        entry = typed(model, raw)
+        if len(entries) >= 4 * self._KEEP:
+            entries.clear()
+        entries[key] = (raw, entry)
+        return entry
+
+    def value(self, write: Any) -> Any:
+        """A write's value, its ref resolved (as :meth:`Recording.value`)."""
+        ref = write.get("ref") if isinstance(write, dict) else getattr(write, "ref", None)
+        if ref:
+            return self.blob(ref)
+        return write.get("value") if isinstance(write, dict) else getattr(write, "value", None)
+
+
 _UNCHECKED = frozenset({ToolStart, ToolProgress, ArgsInvalid, Pause, Resume, ObserverError, Seal})
 
 
@@ -278,12 +368,15 @@ class _CallHashes:
     _LISTS = 256
     """Slot lists remembered (calls with the same segments or tools share one)."""
 
-    def __init__(self, rec: Recording) -> None:
-        self._rec = rec
+    def __init__(self, rec: Recording, values: _Values) -> None:
+        self._blob = values.blob
+        self._entry = values.entry
+        self._texts: dict[str, str] = {}
+        """the ids of inline segments' texts, by text (most are the same from call to call)"""
         self._scheme: Scheme = rec.scheme
-        self._good: set[str] = set()
-        """ids of the blobs seen so far whose value hashes to their id"""
-        self._bad: set[str] = set()
+        self.good: set[str] = set()
+        """ids of the blobs seen so far whose value hashes to their id (the pass adds them)"""
+        self.bad: set[str] = set()
         """ids under which a blob that does not hash to it was stored"""
         self._refs: list[str | None] = [None]
         """message n -> the hash it was written under (None: not seen)"""
@@ -292,29 +385,22 @@ class _CallHashes:
         """up to two (window, running sha256 over its messages' hashes): the last call's
         whole window, and the same without its last range (injected messages come last)"""
 
-    def blob(self, ref: str, good: bool) -> None:
-        (self._good if good else self._bad).add(ref)
-
-    def writes(self, writes: list[Any]) -> None:
+    def message(self, n: int, write: Any) -> None:
+        """Message ``n`` was written (``write``): the id it stands for, from its first write."""
         refs = self._refs
-        for w in writes:
-            key = w.key
-            if not key.startswith("message:") or not key[8:].isdigit():
-                continue
-            n = int(key[8:])
-            if n >= len(refs):
-                if n > len(refs) + 1_000_000:
-                    continue  # a hostile number: the slow path rebuilds what names it
-                refs.extend([None] * (n + 1 - len(refs)))
-            if refs[n] is not None:
-                continue  # the first write of a message is the one read
-            if isinstance(w.ref, str):
-                refs[n] = w.ref
-            elif w.value is not None:
-                # Written inline (1.1): its id is that of its canonical JSON, checked here.
-                ref = self._scheme.content(w.value)
-                self._good.add(ref)
-                refs[n] = ref
+        if n >= len(refs):
+            if n > len(refs) + 1_000_000:
+                return  # a hostile number: the slow path rebuilds what names it
+            refs.extend([None] * (n + 1 - len(refs)))
+        if refs[n] is not None:
+            return  # the first write of a message is the one read
+        if isinstance(write.ref, str):
+            refs[n] = write.ref
+        elif write.value is not None:
+            # Written inline (1.1): its id is that of its canonical JSON, checked here.
+            ref = self._scheme.content(write.value)
+            self.good.add(ref)
+            refs[n] = ref
 
     def ref(self, n: int) -> str | None:
         """The id message ``n`` was written under, as far as the pass has seen."""
@@ -358,9 +444,9 @@ class _CallHashes:
         if ref in self._lists:
             return self._lists[ref]
         out: list[str] | None = None
-        if ref in self._good and ref not in self._bad:
+        if ref in self.good and ref not in self.bad:
             try:
-                value = self._rec.blob(ref)
+                value = self._blob(ref)
                 base = self._base(value, slot)
                 if base is not None:
                     # A delta of a list already hashed: only its new entries are hashed.
@@ -390,20 +476,29 @@ class _CallHashes:
         return hashes if 0 <= keep <= len(hashes) else None
 
     def _checked_blob(self, ref: str) -> Any:
-        if ref not in self._good or ref in self._bad:
+        if ref not in self.good or ref in self.bad:
             raise KeyError(ref)
-        return self._rec.blob(ref)
+        return self._blob(ref)
 
     def _entry_hash(self, entry: Any, slot: str) -> str:
         """An entry's hash as the reader's request() takes it (see Recording.request)."""
         if slot == "system":
-            segment = typed(Segment, entry)
+            segment = self._entry(entry, Segment)
             if segment.ref is None:
-                return self._scheme.content({"text": segment.text})
+                text = segment.text
+                if text is None:
+                    return self._scheme.content({"text": None})
+                texts = self._texts
+                ref = texts.get(text)
+                if ref is None:
+                    if len(texts) >= self._LISTS:
+                        texts.clear()
+                    ref = texts[text] = self._scheme.content({"text": text})
+                return ref
             ref = segment.ref
         else:
-            ref = typed(CallTool, entry).ref
-        if ref not in self._good or ref in self._bad:
+            ref = self._entry(entry, CallTool).ref
+        if ref not in self.good or ref in self.bad:
             raise KeyError(ref)
         return ref
 
@@ -415,7 +510,7 @@ class _CallHashes:
                 return None
         start, h = self._resume(window)
         marks: list[tuple[list[tuple[int, int]], Any]] = []
-        good, bad = self._good, self._bad
+        good, bad = self.good, self.bad
         for k in range(len(window)):
             a, b = window[k]
             if k < len(start):

@@ -34,8 +34,10 @@ class WindowReplay:
         self.folds: dict[int, set[int]] = {}
         """fold -> the messages it removed and no evicted event named yet"""
 
-    def commit(self, record: Commit) -> list[str]:
-        numbers = [n for n in (_number(w.key) for w in record.writes) if n is not None]
+    def commit(self, record: Commit, numbers: list[int] | None = None) -> list[str]:
+        """``numbers``: of the messages it writes, when the caller has read them already."""
+        if numbers is None:
+            numbers = _numbers(record.writes)
         if record.stage == "inject":
             self.injected.update(numbers)
         elif record.stage == "window":
@@ -48,11 +50,11 @@ class WindowReplay:
         self.live.extend(numbers)
         _runs(self._runs, numbers)
 
-    def reply(self, record: Reply) -> None:
+    def reply(self, record: Reply, numbers: list[int] | None = None) -> None:
         # An answer a reliability rule refused is kept in the file but joins no window.
         kept = record.decision is None or record.decision.verb == "ok"
         if kept and record.rsid.startswith("call-llm#"):
-            self._join([n for n in (_number(w.key) for w in record.writes) if n is not None])
+            self._join(_numbers(record.writes) if numbers is None else numbers)
 
     def call(self, record: Call) -> str | None:
         """Why the call's window is not the live window (None when it is)."""
@@ -90,6 +92,8 @@ class WindowReplay:
         if pending is None or record.message not in pending:
             return f"message {record.message} was not folded by fold {record.fold}"
         pending.discard(record.message)
+        if not pending:  # all accounted for: its set's memory goes, the verdicts stay
+            self.folds[record.fold] = _NONE_LEFT
         ref = self._ref(record.message)
         if ref is not None and ref != record.hash:
             return (
@@ -134,6 +138,15 @@ class WindowReplay:
         self._runs = _runs([], self.live)
         self.folds[fold] = gone
         return problems
+
+
+_NONE_LEFT: set[int] = set()
+"""Shared by the folds all of whose messages were accounted for: never added to (a message is
+discarded only when it is in the set)."""
+
+
+def _numbers(writes: list[Any]) -> list[int]:
+    return [n for n in (_number(w.key) for w in writes) if n is not None]
 
 
 def _number(key: str) -> int | None:
