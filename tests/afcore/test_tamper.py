@@ -300,3 +300,36 @@ def test_a_paused_run_of_the_unreleased_1_3_is_refused_in_a_sentence(tmp_path: P
     agent, _ = _paused(tmp_path / "other")
     with pytest.raises(UsageError, match="format 1.3"):
         agent.resume(path, approve=True)
+
+
+def test_a_read_or_an_eviction_that_names_the_wrong_commit_is_told_in_words(
+    tmp_path: Path,
+) -> None:
+    """Resealed, so that the chain does not hide them: a read of the messages at a commit
+    that wrote a fold is a read of them; at one that wrote no message, or at a later one, it
+    is named; an eviction of a message its fold already let go of is named too."""
+    from tests.conftest import reseal
+
+    lines = (ROOT / "recordings" / "sample-sliding.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"commit","seq":18,'))
+    assert b'"reads":[["messages",17]]' in lines[at]
+
+    def problems(edited: list[bytes]) -> list[str]:
+        report = _report(reseal(b"".join(edited)), tmp_path)
+        assert report is not None
+        return [str(p) for p in report.problems]
+
+    def reading(seq: int) -> list[str]:
+        read = lines[at].replace(b'["messages",17]', f'["messages",{seq}]'.encode())
+        return problems([*lines[:at], read, *lines[at + 1 :]])
+
+    assert problems(lines) == []
+    assert reading(13) == []  # seq 13 wrote fold:1: the messages changed there
+    assert reading(2) == [f"line {at + 1}: reads messages at seq 2, which did not write it"]
+    assert reading(18) == [f"line {at + 1}: reads messages at seq 18, not an earlier commit"]
+    last = max(i for i, x in enumerate(lines) if x.startswith(b'{"t":"context_evicted"'))
+    again = [*lines[: last + 1], lines[last], *lines[last + 1 :]]
+    said = orjson.loads(lines[last])
+    assert problems(again) == [
+        f"line {last + 2}: message {said['message']} was not folded by fold {said['fold']}"
+    ]
