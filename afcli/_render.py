@@ -45,12 +45,20 @@ class Line:
     __slots__ = ("pieces", "style")
 
     def __init__(self, *pieces: str | tuple[str, str], style: str = "") -> None:
+        # An empty piece is left out: ``p[0]`` is a piece's text, or a string's first letter.
         self.pieces: list[tuple[str, str]] = [
             (p, "") if isinstance(p, str) else p
             for p in pieces
-            if p and (isinstance(p, str) or p[0])
+            if p and p[0]
         ]
         self.style = style
+
+    def copied(self) -> Line:
+        """A copy to append to, this one left as it is."""
+        out = Line.__new__(Line)
+        out.pieces = self.pieces.copy()
+        out.style = self.style
+        return out
 
     def append(self, text: str, style: str = "") -> Line:
         if text:
@@ -71,7 +79,7 @@ class Line:
 
     @property
     def plain(self) -> str:
-        return "".join(t for t, _ in self.pieces)
+        return "".join([t for t, _ in self.pieces])
 
     def __len__(self) -> int:
         return sum(len(t) for t, _ in self.pieces)
@@ -113,6 +121,8 @@ _UNCOUNTED = re.compile(f"[^\x20-\x7e{_NARROW}·–…←→⇢⏎─┈▸▾�
 
 def cells(text: str) -> int:
     """How many terminal cells ``text`` takes."""
+    if text.isascii() and text.isprintable():
+        return len(text)
     return cell_len(text) if _UNCOUNTED.search(text) else len(text)
 
 
@@ -135,7 +145,7 @@ def fit(head: Line | Text, tail: str, width: int, *, total: int | None = None) -
         text = head.copy()
         text.append(cut)
         return text
-    return Line(*head.pieces, style=head.style).append(cut)
+    return head.copied().append(cut)
 
 
 def columns(
@@ -177,7 +187,8 @@ class Printer:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.width = console.width
-        self._plain = console.color_system is None
+        self.plain = console.color_system is None
+        """Without colour: a line is written as its text."""
         self._color = COLOR_SYSTEMS.get(console.color_system or "")
         self._styles: dict[tuple[str, str], tuple[str, str]] = {}
         self._out: list[str] = []
@@ -195,20 +206,29 @@ class Printer:
         return codes
 
     def print(self, text: Printable = "", *, style: str = "", soft_wrap: bool = False) -> None:
-        if isinstance(text, str):
-            text = Line(text)
         if style:
+            if isinstance(text, str):
+                text = Line(text)
             text = (
                 Line(*text.pieces, style=style)
                 if isinstance(text, Line) and not text.style
                 else Text.assemble(text.text() if isinstance(text, Line) else text, style=style)
             )
-        plain = text.plain
-        if "\n" in plain or cells(plain) > self.width:
+        if isinstance(text, str):
+            plain = text
+        else:
+            plain = "".join([t for t, _ in text.pieces]) if text.__class__ is Line else text.plain
+        if plain.isascii() and plain.isprintable():  # most lines: one cell a character
+            fits = len(plain) <= self.width
+        else:
+            fits = "\n" not in plain and cells(plain) <= self.width
+        if not fits:
             self.flush()
+            if isinstance(text, str):
+                text = Line(text)
             self.console.print(text.text() if isinstance(text, Line) else text, soft_wrap=soft_wrap)
             return
-        if self._plain:
+        if self.plain or isinstance(text, str):  # an unstyled string is written as it is
             out = plain
         elif isinstance(text, Line):
             if not text.style and all(not s for _, s in text.pieces):
@@ -326,6 +346,14 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
             one.rstrip()
             console.print(Text(" " * indent) + one, soft_wrap=True)
         return
+    if isinstance(console, Printer) and console.plain and isinstance(text, Line):
+        if not _WIDE.search(plain) and "\t" not in plain:
+            # Without colour the lines are cut from the text where _split would cut them.
+            edges = [0, *_breaks(plain, room), len(plain)]
+            for i in range(len(edges) - 1):
+                cut = plain[edges[i] : edges[i + 1]].rstrip()
+                console.print(" " * (indent + (more if i else 0)) + cut, soft_wrap=True)
+            return
     for i, wrapped in enumerate(_wrapped(console, text, room)):
         pad = indent + (more if i else 0)
         if isinstance(wrapped, Line):
@@ -336,7 +364,12 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
 
 
 def _print_one(console: Console | Printer, text: Line, indent: int) -> None:
-    line = Line(" " * indent).extend(Line(*text.flat().pieces).rstrip())
+    if isinstance(console, Printer) and console.plain:
+        # Without colour a line is its text: the same bytes, no pieces to copy.
+        console.print(" " * indent + text.plain.rstrip(), soft_wrap=True)
+        return
+    line = Line(" " * indent)
+    line.pieces += text.flat().copied().rstrip().pieces
     console.print(line if isinstance(console, Printer) else line.text(), soft_wrap=True)
 
 

@@ -224,13 +224,14 @@ def _print_run_parts(out: Printer, rec: Recording, *, head: bool = True) -> None
     from afcore.readmodel import run_view
 
     calls = 0
+    folder = Path(rec.path).parent
     for part in run_view(rec):
         if part.kind == "header":
             if head:
                 _print_head(out, part.data)
         elif part.kind == "call":
             calls += 1
-            _print_call_line(out, part.data, Path(rec.path).parent)
+            _print_call_line(out, part.data, folder)
         elif part.kind == "fold":
             _print_fold(out, part.data)
         else:

@@ -58,7 +58,8 @@ def _escape(match: re.Match[str]) -> str:
 def safe(text: str) -> str:
     """``text`` with every control character but newline and tab replaced by a visible escape
     (ESC becomes ``\\x1b``), so no escape sequence can style, move or control the terminal."""
-    return _UNSAFE.sub(_escape, text)
+    # Every character _UNSAFE names is unprintable to str: most text is checked in C alone.
+    return text if text.isprintable() else _UNSAFE.sub(_escape, text)
 
 
 def more_text(n: int) -> str:
@@ -78,7 +79,7 @@ def line(text: str, limit: int = 100, *, total: int | None = None) -> str:
     size = len(text) if total is None else max(total, len(text))
     # Only a head is ever escaped: a 50 MB value costs no more than a short one.
     head = text[: limit + 1]
-    flat = _flat(safe(head))
+    flat = head if head.isprintable() else _flat(safe(head))
     if size <= limit and len(flat) <= limit:
         return flat
     room = limit - len(more_text(size))
@@ -159,23 +160,26 @@ def ms_text(ms: float | None) -> str:
 
 
 def status_style(status: str) -> str:
-    return {
-        "ok": "green",
-        "answer": "green",
-        "rejected": "yellow",
-        "max_iterations": "yellow",
-        "incomplete": "yellow",
-        "interrupted": "yellow",
-        "paused": "cyan",
-        "withheld": "yellow",
-        "denied": "yellow",
-        "success": "green",
-        "absent": "green",
-        "partial": "yellow",
-        "pending": "cyan",
-        "invalid": "yellow",
-        "failure": "red",
-    }.get(status, "red")
+    return _STATUS_STYLES.get(status, "red")
+
+
+_STATUS_STYLES = {
+    "ok": "green",
+    "answer": "green",
+    "rejected": "yellow",
+    "max_iterations": "yellow",
+    "incomplete": "yellow",
+    "interrupted": "yellow",
+    "paused": "cyan",
+    "withheld": "yellow",
+    "denied": "yellow",
+    "success": "green",
+    "absent": "green",
+    "partial": "yellow",
+    "pending": "cyan",
+    "invalid": "yellow",
+    "failure": "red",
+}
 
 
 def params_text(schema: Any) -> str:
