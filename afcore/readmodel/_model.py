@@ -70,7 +70,11 @@ class Decision:
         """The decision carried over to a later iteration: a read of the iteration reads
         that one."""
         if self.reads is not None and "iteration" in self.reads:
-            return replace(self, reads={**self.reads, "iteration": iteration})
+            # Built whole: dataclasses.replace costs more than the rest of an inject stage.
+            reads = {**self.reads, "iteration": iteration}
+            return Decision(
+                self.id, self.flavor, self.trigger, self.fired, self.reason, reads, self.error
+            )
         return self
 
     def worded(self) -> Decision:

@@ -255,14 +255,15 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                         ),
                         None,
                     )
+                    message = as_dict(message)
                     target.results.append(
                         ToolResult(
                             name=record.tool.name,
                             call_id=record.tool.call_id,
                             status=record.tool.status,
                             ms=record.tool.ms,
-                            content=as_dict(message).get("content"),
-                            is_error=as_dict(message).get("is_error") is True,
+                            content=message.get("content"),
+                            is_error=message.get("is_error") is True,
                             missing=missing,
                             result_status=record.tool.result_status,
                             shown=shown_status(outcome),

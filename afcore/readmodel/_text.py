@@ -262,6 +262,8 @@ def result_notes(tool: Mapping[str, Any], limits: Any = None) -> list[str]:
     tool comes from, a refusal over its ceiling, a cut, the nudge, the effects, the run an
     agent called as a tool made, and the limits the result declared (``limits``: the value
     of its ``limits:`` write)."""
+    if limits is None and tool.keys().isdisjoint(_NOTED):
+        return []  # most results: nothing became of them
     out: list[str] = []
     source = tool.get("source")
     if isinstance(source, str):
@@ -311,6 +313,10 @@ def result_notes(tool: Mapping[str, Any], limits: Any = None) -> list[str]:
             f"({how})"
         )
     return out
+
+
+_NOTED = frozenset({"source", "ceiling", "truncated", "repeat", "effects", "run"})
+"""The keys of a tool's outcome that :func:`result_notes` has words for."""
 
 
 def _n(value: Any) -> str:

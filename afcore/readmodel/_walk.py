@@ -289,19 +289,29 @@ def response_of(resolver: Resolver, reply: Reply) -> Response:
     """A reply, its message read for its text, tool calls and thinking."""
     message, missing = resolver.value(reply.writes[0]) if reply.writes else (None, None)
     content = as_dict(message).get("content")
-    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    texts: list[str] = []
+    tool_calls: list[ToolCall] = []
+    thinking_chars = redacted = 0
+    opaque: list[str] = []
+    for b in content if isinstance(content, list) else ():
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            texts.append(as_text(b.get("text")))
+        elif kind == "tool_call":
+            tool_calls.append(ToolCall(b.get("id"), b.get("name"), b.get("args")))
+        elif kind == "thinking":
+            if b.get("redacted"):
+                redacted += 1
+            else:
+                thinking_chars += len(as_text(b.get("thinking")))
+        elif kind == "opaque":
+            opaque.append(block_text(b))
     return Response(
-        text="".join(as_text(b.get("text")) for b in blocks if b.get("type") == "text"),
-        tool_calls=[
-            ToolCall(b.get("id"), b.get("name"), b.get("args"))
-            for b in blocks
-            if b.get("type") == "tool_call"
-        ],
-        thinking_chars=sum(
-            len(as_text(b.get("thinking")))
-            for b in blocks
-            if b.get("type") == "thinking" and not b.get("redacted")
-        ),
+        text="".join(texts),
+        tool_calls=tool_calls,
+        thinking_chars=thinking_chars,
         stop_reason=reply.stop_reason,
         usage=reply.usage,
         model=reply.model,
@@ -310,10 +320,8 @@ def response_of(resolver: Resolver, reply: Reply) -> Response:
         missing=missing,
         response_id=reply.response_id,
         unsent_params=list(reply.unsent_params),
-        redacted_thinking=sum(
-            1 for b in blocks if b.get("type") == "thinking" and b.get("redacted")
-        ),
-        opaque=[block_text(b) for b in blocks if b.get("type") == "opaque"],
+        redacted_thinking=redacted,
+        opaque=opaque,
     )
 
 
