@@ -18,6 +18,7 @@ import typer
 
 __all__ = [
     "EXIT_FAILED",
+    "EXIT_CLOSED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -34,6 +35,9 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 """Bad arguments, a missing file, an agent that does not load."""
 EXIT_INTERRUPTED = 130
+EXIT_CLOSED = 141
+"""Whoever read the output went away (``af show RUN | head``): 128 + SIGPIPE, as a shell
+reports a program the closed pipe stopped."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -106,6 +110,11 @@ def command(fn: Callable[P, R]) -> Callable[P, R]:
         except Exception as e:
             from afcore.errors import AfError
 
+            if isinstance(e, BrokenPipeError) and _reader_gone():
+                # Nothing to say, and nobody to say it to: stop quietly.
+                _quiet_stdout()
+                raise typer.Exit(EXIT_CLOSED) from None
+
             if "KeyboardInterrupt" in f"{type(e.__context__).__name__} {e}":
                 # pydantic-core reports an interrupt inside its validator build as its own
                 # error: it is the Ctrl-C all the same.
@@ -124,3 +133,30 @@ def command(fn: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(_code_for(e)) from None
 
     return wrapper
+
+
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return False
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no file behind stdout (a test's capture)
+        return False
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device: what is still buffered is dropped, where flushing
+    it at exit would fail once more, with a message on stderr."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 from afcore import recording
 from afcore.recording import canonical, content_hash
@@ -231,3 +234,23 @@ def test_a_glob_pattern_names_no_run(invoke: Invoke, demo: dict[str, Any]) -> No
         ran = invoke("show", ref, env=env)
         assert ran.code == 2, ref
         assert "no recording named" in ran.err
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_show_stops_quietly_when_its_reader_goes_away(tmp_path: Path, json_output: bool) -> None:
+    """``af show big.jsonl | head``: the output's reader closes the pipe after a few lines;
+    af stops at once, says nothing, and exits as a program the pipe stopped does."""
+    from bench._af_loop import build_agent, run_once
+
+    agent = build_agent(400, record=tmp_path)
+    run_once(agent, 400)
+    assert agent.last_recording is not None
+    command = [sys.executable, "-c", "from afcli import main; main()", "show"]
+    command += [str(agent.last_recording), *(["--json"] if json_output else [])]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline()  # then the reader is gone, the output far from written
+        process.stdout.close()
+        said = process.stderr.read()
+        assert process.wait(timeout=60) == 141
+    assert said == b""
