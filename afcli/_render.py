@@ -47,9 +47,7 @@ class Line:
     def __init__(self, *pieces: str | tuple[str, str], style: str = "") -> None:
         # An empty piece is left out: ``p[0]`` is a piece's text, or a string's first letter.
         self.pieces: list[tuple[str, str]] = [
-            (p, "") if isinstance(p, str) else p
-            for p in pieces
-            if p and p[0]
+            (p, "") if isinstance(p, str) else p for p in pieces if p and p[0]
         ]
         self.style = style
 
@@ -123,7 +121,13 @@ def cells(text: str) -> int:
     """How many terminal cells ``text`` takes."""
     if text.isascii() and text.isprintable():
         return len(text)
-    return cell_len(text) if _UNCOUNTED.search(text) else len(text)
+    odd = _UNCOUNTED.findall(text)
+    if not odd:
+        return len(text)
+    if "\u200d" in text or "\ufe0f" in text:
+        return cell_len(text)  # a joined emoji or a variation: Rich measures the sequence
+    # Rich adds up each character's cells (cached by character): the others take one each.
+    return len(text) - len(odd) + sum(map(cell_len, odd))
 
 
 @overload

@@ -76,12 +76,19 @@ def test_cells_counts_as_rich_does() -> None:
 
     for text in ["plain", "a · b → c ← d ✓ ✗ ⏎ – … ─ ┈ ▸ ▾ ⇢", "日本語", "e\u0301", "tab\tx", ""]:
         assert cells(text) == cell_len(text), text
+    # Sequences Rich measures whole: joined emoji, variation selectors, flags, skin tones.
+    joined = ["👨\u200d👩\u200d👧 family", "❤\ufe0f ok", "🇵🇹 flag", "👍🏽 東京 😀", "\u200b\u2028x"]
+    for text in joined:
+        assert cells(text) == cell_len(text), text
     # Every character counted without Rich, one at a time and among wide ones.
     for code in range(0x20, 0x600):
         text = chr(code)
         assert cells(text) == cell_len(text), hex(code)
         assert cells(f"smörgåsbord {text} данные") == cell_len(f"smörgåsbord {text} данные")
         assert cells(f"東京 {text}") == cell_len(f"東京 {text}"), hex(code)
+    for code in range(0x600, 0x30000, 5):  # wide, zero-width and combining ones added up
+        text = f"東京 {chr(code)} à {chr(code + 2)}"
+        assert cells(text) == cell_len(text), hex(code)
 
 
 def test_wrapping_breaks_lines_where_rich_does() -> None:
