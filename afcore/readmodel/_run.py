@@ -361,7 +361,10 @@ def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:
     person's answer, output checks."""
     out: list[Governed] = []
     writes = commit.writes
-    if not any(w.key.startswith(("govern:", "approval:", "output:")) for w in writes):
+    for w in writes:
+        if w.key.startswith(("govern:", "approval:", "output:")):
+            break
+    else:
         return out  # most commits: checked without the import below
     from afcore.governance._words import decision_words
 
