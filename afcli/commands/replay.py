@@ -10,7 +10,6 @@ import typer
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
 from afcli._params import RunArg
-from afcore.recording import dump
 
 if TYPE_CHECKING:
     from afcore import Agent
@@ -246,6 +245,8 @@ def _flow_source(flow: FlowRecording) -> str:
             sources.add(str(node.get("source") or ""))
         for child in node.get("steps") or ():
             walk(child)
+
+    from afcore.recording import dump
 
     walk(dump(flow.header.flow))
     if len(sources) == 1:

@@ -6,9 +6,11 @@ came from, why it is there, and what changed since the call before.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from msgspec.structs import replace
 
 from afcore.errors import RecordingError, RecordingFormatError
 from afcore.readmodel._folds import SUMMARIZER

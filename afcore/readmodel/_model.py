@@ -9,8 +9,10 @@ result's content, arguments, a tool's spec) stay JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from afcore.readmodel._text import evidence_text, usage_json
 from afcore.recording._typed import dump
@@ -51,8 +53,7 @@ def _decision_json(decision: AttemptDecision | None) -> dict[str, Any] | None:
 # -- decisions ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(Struct, frozen=True):
     """One injection's decision at an iteration: whether it fired, and why."""
 
     id: str
@@ -99,8 +100,7 @@ class Decision:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Decisions:
+class Decisions(Struct, frozen=True):
     """An iteration's injections: every one evaluated, those that fired, those skipped."""
 
     evaluated: int
@@ -118,8 +118,7 @@ class Decisions:
 # -- attempts, responses, what followed a call -------------------------------------------
 
 
-@dataclass(slots=True)
-class Attempt:
+class Attempt(Struct):
     """Which attempt at its iteration's model call a call is (agents with reliability
     rules), of how many, and where it went."""
 
@@ -148,8 +147,7 @@ class Attempt:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(Struct, frozen=True):
     """A tool call a reply asked for."""
 
     id: Any
@@ -160,8 +158,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "args": self.args}
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(Struct, frozen=True):
     """A model's reply to a call."""
 
     text: str
@@ -209,8 +206,7 @@ class Response:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class CallError:
+class CallError(Struct, frozen=True):
     """An error event: what failed and, for an attempt at a model call, what came next."""
 
     kind: str
@@ -252,8 +248,7 @@ class CallError:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+class ToolResult(Struct, frozen=True):
     """What a tool answered to one of a reply's tool calls."""
 
     name: str
@@ -295,8 +290,7 @@ class ToolResult:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class InvalidArgs:
+class InvalidArgs(Struct, frozen=True):
     """A tool call whose arguments broke its schema."""
 
     name: str
@@ -314,8 +308,7 @@ class InvalidArgs:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Governed:
+class Governed(Struct, frozen=True):
     """A governance step after a call: a middleware chain's decision (``rules``), the run
     pausing for a person (``pause``), a person's answer (``resume``), a check of the answer
     against the output schema (``check``)."""
@@ -347,8 +340,7 @@ class Governed:
 # -- a run, call by call -----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class RunHead:
+class RunHead(Struct, frozen=True):
     """What ran."""
 
     run_id: str
@@ -372,8 +364,7 @@ class RunHead:
         }
 
 
-@dataclass(slots=True)
-class CallSummary:
+class CallSummary(Struct):
     """One call of a run as the overview shows it: its slots' sizes, the decisions that
     shaped it, its reply, and the tool results and errors that followed it."""
 
@@ -433,8 +424,7 @@ class CallSummary:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(Struct, frozen=True):
     """Messages old enough to leave the window that stayed, and why."""
 
     reason: str
@@ -451,8 +441,7 @@ class Refusal:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class FoldView:
+class FoldView(Struct, frozen=True):
     """A fold of the live window, each field of its type (a field the file does not hold
     as it should is None, or ``?`` for a word)."""
 
@@ -488,8 +477,7 @@ class FoldView:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class FoldPart:
+class FoldPart(Struct, frozen=True):
     """A fold of the window as the overview gives it, after the call it follows."""
 
     view: FoldView
@@ -508,8 +496,7 @@ class FoldPart:
         return out | {"after_call": self.after_call}
 
 
-@dataclass(frozen=True, slots=True)
-class RunOutcome:
+class RunOutcome(Struct, frozen=True):
     """How the run ended, and what reading the file met."""
 
     status: str
@@ -556,8 +543,7 @@ class RunOutcome:
 # -- one call as sent --------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Provenance:
+class Provenance(Struct, frozen=True):
     """Where a piece of context came from and, for an injection, why it is there."""
 
     source: str | None
@@ -601,8 +587,7 @@ Change = Literal["new", "changed"] | None
 """``new`` (not in the call before), ``changed`` (there, different), or None."""
 
 
-@dataclass(frozen=True, slots=True)
-class SystemEntry:
+class SystemEntry(Struct, frozen=True):
     """A system segment as sent."""
 
     position: int
@@ -619,8 +604,7 @@ class SystemEntry:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class MessageEntry:
+class MessageEntry(Struct, frozen=True):
     """A message of the window as sent."""
 
     n: int
@@ -656,8 +640,7 @@ class MessageEntry:
         return out | {"change": self.change}
 
 
-@dataclass(frozen=True, slots=True)
-class ToolEntry:
+class ToolEntry(Struct, frozen=True):
     """A tool as the model saw it."""
 
     name: str
@@ -690,8 +673,7 @@ class ToolEntry:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Gone:
+class Gone(Struct, frozen=True):
     """Something the call before was sent that this one was not: a segment (``text``), a
     message (``n``) or a tool (``name``)."""
 
@@ -714,8 +696,7 @@ class Gone:
         return {"source": self.source, "id": self.id, "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
-class Removed:
+class Removed(Struct, frozen=True):
     """What the call before was sent that this one was not."""
 
     system: list[Gone]
@@ -730,8 +711,7 @@ class Removed:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Seam:
+class Seam(Struct, frozen=True):
     """Where a call's window shows a fold."""
 
     fold: FoldView

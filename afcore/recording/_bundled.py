@@ -11,9 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
 import threading
-import zipfile
 from pathlib import Path
 
 from afcore.errors import RecordingFormatError
@@ -56,6 +54,8 @@ def recording_path(path: str | os.PathLike[str]) -> Path:
 
 
 def _extract(bundle: Path, target: Path) -> None:
+    import zipfile  # a bundle's alone: every read of a plain recording comes through here
+
     try:
         with zipfile.ZipFile(bundle) as z:
             try:
@@ -81,6 +81,8 @@ def _extract(bundle: Path, target: Path) -> None:
 def _workdir() -> Path:
     global _folder
     if _folder is None:
+        import tempfile
+
         _folder = Path(tempfile.mkdtemp(prefix="af-bundle-"))
         atexit.register(shutil.rmtree, _folder, True)
     return _folder

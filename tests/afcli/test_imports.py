@@ -213,3 +213,39 @@ def test_reading_a_line_af_would_not_write_asks_the_model(tmp_path: Path) -> Non
     assert probe("show", str(odd))["out"] == probe("show", str(SAMPLE))["out"].replace(
         str(SAMPLE), str(odd)
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("show", str(SAMPLE)), ("why", str(SAMPLE), "answer")],
+    ids=lambda a: a[0],
+)
+def test_reading_a_run_loads_no_other_command_s_library(args: tuple[str, ...]) -> None:
+    # Each command imports what its body needs inside it: af show does not load af replay's,
+    # af diff's or af why's library, af why not af show's read model, and neither loads what
+    # only a bundle (a zip, extracted to a temporary folder) or a flow's replay takes.
+    held = held_at_exit(*args)
+    assert "afcore.recording._bundled" in held, "the probe read no run"
+    assert not {"afcore.replay", "afcore.readmodel._diff", "zipfile", "tempfile"} & held
+    if args[0] == "show":
+        assert not {"afcore.why", "afcore.why._slice"} & held
+    else:
+        assert "afcore.readmodel._model" not in held
+
+
+def test_the_read_model_s_types_are_made_without_dataclasses() -> None:
+    # dataclass() writes and execs the methods of each class it makes (about 0.4 ms a class,
+    # 9 ms of af show's start-up for the read model's types); a Struct's are built in C.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import dataclasses, afcore.readmodel._model as m\n"
+            "print([n for n in m.__all__ if dataclasses.is_dataclass(getattr(m, n))])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"

@@ -202,3 +202,32 @@ def test_the_run_is_given_call_by_call_as_the_file_is_read(generated: list[Path]
         whole = overview(rec)
         assert len(whole["calls"]) == kinds.count("call") == len(rec.call_numbers)
         assert len(whole["folds"]) == kinds.count("fold") > 0
+
+
+def test_the_read_model_s_values_are_values() -> None:
+    # What the front ends rely on: keyword and positional construction, defaults (a fresh list
+    # for each), equality and hashing by value, frozen types that refuse assignment, and
+    # replace() for a changed copy.
+    from msgspec.structs import replace
+
+    from afcore.readmodel import CallSummary, Gone, Provenance
+
+    a = Provenance("injection", "rules", trigger="always")
+    b = Provenance(source="injection", id="rules", trigger="always")
+    assert a == b and hash(a) == hash(b) and a.reason is None and a.turn is None
+    assert a != replace(a, turn=2) and replace(a, turn=2).turn == 2 and a.turn is None
+    with pytest.raises(AttributeError):
+        a.turn = 3  # type: ignore[misc]
+    assert Gone(n=1) != Gone(n=2) and Gone() == Gone()
+
+    one = CallSummary(
+        1, 1, "call#1", "m", 2, "agent", None, None, None, 3, [], None, [], [], None, None
+    )
+    two = CallSummary(
+        1, 1, "call#1", "m", 2, "agent", None, None, None, 3, [], None, [], [], None, None
+    )
+    assert one == two and one.results == [] and one.results is not two.results
+    one.results.append(None)  # type: ignore[arg-type]
+    assert one != two
+    with pytest.raises(TypeError):
+        hash(one)  # a mutable summary is not hashable, as before
