@@ -5,8 +5,8 @@ Exit codes: 0 ok, 1 the run or the check failed, 2 usage error, 130 interrupted.
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable
 from typing import Annotated, Any, get_type_hints
 
 import typer
@@ -14,26 +14,57 @@ from typer._completion_classes import completion_init
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, say_error, settings
 from afcli._help import Command, Group, reflow
-from afcli.commands import (
-    chat,
-    diff,
-    export,
-    lens,
-    ls,
-    replay,
-    report,
-    resume,
-    run,
-    schema,
-    sessions,
-    show,
-    verify,
-    why,
-)
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
+# Each command's module, named as the command, defines a function of the same name. In the
+# order of af --help.
+COMMANDS = (
+    "run",
+    "resume",
+    "chat",
+    "ls",
+    "show",
+    "verify",
+    "schema",
+    "why",
+    "lens",
+    "sessions",
+    "replay",
+    "diff",
+    "export",
+    "report",
+)
+
+
+class _App(typer.Typer):
+    """The app, whose commands are registered when typer first reads them (it builds the
+    group then): all of them, or for the console script running a named command, that one
+    alone. A command's module, its imports and its signature cost ~0.5 ms of every start."""
+
+    _pending: tuple[str, ...] = ()
+    _commands: list[Any]
+
+    @property
+    def registered_commands(self) -> list[Any]:
+        if self._pending:
+            names, self._pending = self._pending, ()
+            for name in names:
+                _add(name)
+        return self._commands
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[Any]) -> None:
+        self._commands = value
+        self._pending = COMMANDS
+
+    def only(self, name: str) -> None:
+        """Register ``name`` alone, if no command is registered yet."""
+        if self._pending == COMMANDS:
+            self._pending = (name,)
+
+
+app = _App(
     name="af",
     # Rich markup, not Markdown: typer's Markdown pulls in a parser the help never needs.
     rich_markup_mode="rich",
@@ -118,31 +149,18 @@ def _root(
     settings.debug = debug
 
 
-def _add(name: str, fn: Callable[..., Any]) -> None:
+def _add(name: str) -> None:
+    fn = getattr(importlib.import_module(f"afcli.commands.{name}"), name)
     # typer reads each signature six times per start and compiles every string annotation
     # each time (``from __future__ import annotations``): resolved once here, they are not.
     fn.__annotations__.update(get_type_hints(fn, include_extras=True))
     app.command(name, cls=Command, help=reflow(fn.__doc__))(fn)
 
 
-_add("run", run.run)
-_add("resume", resume.resume)
-_add("chat", chat.chat)
-_add("ls", ls.ls)
-_add("show", show.show)
-_add("verify", verify.verify)
-_add("schema", schema.schema)
-_add("why", why.why)
-_add("lens", lens.lens)
-_add("sessions", sessions.sessions)
-_add("replay", replay.replay)
-_add("diff", diff.diff)
-_add("export", export.export)
-_add("report", report.report)
-
-
 def main() -> None:
     """The console script: run the app and turn anything that escapes into an exit code."""
+    if len(sys.argv) > 1 and sys.argv[1] in COMMANDS:
+        app.only(sys.argv[1])
     try:
         app(prog_name="af")
     except KeyboardInterrupt:

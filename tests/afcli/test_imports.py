@@ -221,16 +221,20 @@ def test_reading_a_line_af_would_not_write_asks_the_model(tmp_path: Path) -> Non
     ids=lambda a: a[0],
 )
 def test_reading_a_run_loads_no_other_command_s_library(args: tuple[str, ...]) -> None:
-    # Each command imports what its body needs inside it: af show does not load af replay's,
+    # The console script running a command loads that command's module alone, and the
+    # command imports what its body needs inside it: af show does not load af replay's,
     # af diff's or af why's library, af why not af show's read model, and neither loads what
-    # only a bundle (a zip, extracted to a temporary folder) or a flow's replay takes.
+    # only a bundle (a zip, extracted to a temporary folder) takes.
     held = held_at_exit(*args)
     assert "afcore.recording._bundled" in held, "the probe read no run"
+    assert f"afcli.commands.{args[0]}" in held
+    others = {f"afcli.commands.{c}" for c in ("run", "chat", "replay", "diff", "ls", "verify")}
+    assert not others & held
     assert not {"afcore.replay", "afcore.readmodel._diff", "zipfile", "tempfile"} & held
     if args[0] == "show":
-        assert not {"afcore.why", "afcore.why._slice"} & held
+        assert not {"afcli.commands.why", "afcore.why", "afcore.why._slice"} & held
     else:
-        assert "afcore.readmodel._model" not in held
+        assert not {"afcli.commands.show", "afcore.readmodel._model"} & held
 
 
 def test_the_read_model_s_types_are_made_without_dataclasses() -> None:
