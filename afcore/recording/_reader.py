@@ -16,6 +16,7 @@ import os
 import re
 import threading
 from array import array
+from binascii import a2b_base64
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -131,7 +132,11 @@ _KIND_CODES = {
     "seal": ord("s"),
 }
 _OTHER, _BAD, _BLANK = ord("o"), ord("!"), ord(" ")
-_KIND_NAMES = {code: name for name, code in _KIND_CODES.items()}
+_UNINDEXED = KNOWN_TYPES - _KIND_CODES.keys()
+"""Records the index keeps only the kind of (context_evicted, args_invalid, ...)."""
+_SEALED = ord("S")
+"""A seal as af writes it, taken by its bytes (a malformed one is indexed as "seal")."""
+_KIND_NAMES = {code: name for name, code in _KIND_CODES.items()} | {_SEALED: "seal"}
 _BLOB_PREFIX = b'{"t":"blob","id":"'
 _REPLY_HEAD = re.compile(
     rb'\{"t":"reply","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d{1,18}),'
@@ -147,6 +152,8 @@ _FAST = {
     b'{"t":"call",': ord("C"),
     b'{"t":"reply"': ord("r"),
 }
+SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
+"""A seal as af writes it: taken by its bytes, unparsed (a file holds one per write)."""
 _PIECE = 1024 * 1024
 """A line longer than this is read in pieces of this size."""
 _LINE_BITS = 27
@@ -159,6 +166,9 @@ def _prefix(ref: bytes | str, size: int) -> int:
     if size == 64:
         return int(ref[:9], 16)
     head = ref[:6].encode() if isinstance(ref, str) else bytes(ref[:6])
+    if len(head) == 6 and not head.translate(None, _B64_DIGITS):
+        # In C: the six digits and two zero digits decoded as 48 bits, the last 12 dropped.
+        return int.from_bytes(a2b_base64(head.translate(_B64_STD) + b"AA"), "big") >> 12
     value = 0
     for c in head:
         digit = _B64.get(c)
@@ -168,9 +178,9 @@ def _prefix(ref: bytes | str, size: int) -> int:
     return value
 
 
-_B64 = {
-    c: i for i, c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-}
+_B64_DIGITS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_B64 = {c: i for i, c in enumerate(_B64_DIGITS)}
+_B64_STD = bytes.maketrans(b"-_", b"+/")
 
 
 class _Index:
@@ -446,6 +456,7 @@ class Recording:
         starts, kinds = idx.starts, idx.kinds
         blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
         blank, bad = _BLANK, _BAD
+        sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
         commits, put = idx.commits, _put_next
@@ -496,6 +507,11 @@ class Recording:
                     )
                     kinds.append(bad)
                     yield i, raw, bad, None
+                    continue
+                if size == 42 and raw[-1] == 10 and seal_line(raw, 0, 41):
+                    seals.append(i)
+                    kinds.append(sealed)
+                    yield i, raw, sealed, None
                     continue
                 fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
                 if fast is not None and v11 and fast != blob:
@@ -569,6 +585,8 @@ class Recording:
             self.problems.append(Problem(i + 1, 'not a record (a JSON object with a string "t")'))
             return _BAD
         t: str = data["t"]
+        if t in _UNINDEXED:
+            return _OTHER
         messages = idx.messages
         _add = _put_next
         try:
@@ -773,25 +791,30 @@ class Recording:
 
     @overload
     def records(
-        self, lines: Iterable[int] | None = None, *, blobs: bool = True
+        self, lines: Iterable[int] | None = None, *, blobs: bool = True, seals: bool = True
     ) -> Iterator[tuple[int, Record | UnknownRecord]]: ...
 
     @overload
     def records(
-        self, lines: None = None, *, blobs: Literal["checked"]
+        self, lines: None = None, *, blobs: Literal["checked"], seals: bool = True
     ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]: ...
 
     def records(
-        self, lines: Iterable[int] | None = None, *, blobs: bool | Literal["checked"] = True
+        self,
+        lines: Iterable[int] | None = None,
+        *,
+        blobs: bool | Literal["checked"] = True,
+        seals: bool = True,
     ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]:
         """Every readable record with its line number, or those on ``lines`` (from 1, in
         order): a reader that knows which records it needs reads only those. ``blobs=False``:
         all but the blobs (a reader that takes values by their ref reads each when it needs
         it); ``"checked"``: each blob as a :class:`CheckedBlob`, its value hashed as it lies
-        in the file and parsed only when that differs from its id. Lines that are not valid
-        records were reported in :attr:`problems` when the file was indexed, or are reported
-        here. A walk of the whole file hands the pages it
-        read back as it goes, so memory stays flat however big the file; a walk that meets
+        in the file and parsed only when that differs from its id. ``seals=False``: all but
+        the well-formed seals (a reader that checks them on the bytes, :attr:`seal_lines`).
+        Lines that are not valid records were reported in :attr:`problems` when the file was
+        indexed, or are reported here. A walk of the whole file hands the pages it read back
+        as it goes, so memory stays flat however big the file; a walk that meets
         lines not indexed yet (``index=False``) indexes them as it goes, parsing each once."""
         if lines is not None:
             for line in lines:
@@ -806,6 +829,8 @@ class Recording:
             return
         blob = _KIND_CODES["blob"]
         skip = {_BAD, _BLANK} if blobs else {_BAD, _BLANK, blob}
+        if not seals:
+            skip.add(_SEALED)
         checked = blobs == "checked"
         check = self._checked_blob
         # The hot loop of every walk (verify reads each line once): kept flat.
