@@ -601,7 +601,7 @@ async def test_slash_searches_the_flow_s_own_log_and_a_match_names_its_step(
 
     async with lens(_hostile_flow(tmp_path)) as (app, pilot):
         await pilot.press("slash")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search opened")
         search = app.screen
         assert isinstance(search, SearchScreen)
         await pilot.press(*"needle")
@@ -630,26 +630,26 @@ async def test_slash_searches_the_flow_s_own_log_and_a_match_names_its_step(
         await pilot.press("enter")
         results.highlighted = logged.index(("fetch", "output"))
         await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowScreen)
+        await until(pilot, lambda: isinstance(app.screen, FlowScreen), "back on the flow")
         screen = flow_screen(app)
         steps = screen.query_one("#steps", OptionList)
-        assert steps.has_focus and steps.highlighted is not None
+        await until(pilot, lambda: steps.has_focus, "the tree took the focus")
+        assert steps.highlighted is not None
         assert screen.rows_of[steps.highlighted] == ("fetch", None)
         # On the decision: its row (w asks why of it from there).
         await pilot.press("slash")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search opened")
         search = app.screen
         assert isinstance(search, SearchScreen)
         await until(pilot, lambda: _searched(search, "needle"), "the search ended")
         await pilot.press("enter")
         search.query_one(ItemList).highlighted = logged.index(("route", "decision"))
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: app.screen is screen, "back on the flow")
+        assert steps.highlighted is not None
         assert screen.rows_of[steps.highlighted] == ("route", "decision:route#1")
         await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowWhyScreen)
+        await until(pilot, lambda: isinstance(app.screen, FlowWhyScreen), "why opened")
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "wide"])
