@@ -157,7 +157,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     previous_tools: list[str] | None = None
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
-    for line, record in rec.records(blobs=False):
+    for line, record in rec.records(blobs=False, seals=False):
         kind = type(record)
         if kind is Call:
             assert isinstance(record, Call)

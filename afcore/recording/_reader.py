@@ -811,7 +811,8 @@ class Recording:
         all but the blobs (a reader that takes values by their ref reads each when it needs
         it); ``"checked"``: each blob as a :class:`CheckedBlob`, its value hashed as it lies
         in the file and parsed only when that differs from its id. ``seals=False``: all but
-        the well-formed seals (a reader that checks them on the bytes, :attr:`seal_lines`).
+        the well-formed seals, which hold only the chain (checked on the bytes by
+        :attr:`seal_lines`'s reader) and which a reader of the run has no use for.
         Lines that are not valid records were reported in :attr:`problems` when the file was
         indexed, or are reported here. A walk of the whole file hands the pages it read back
         as it goes, so memory stays flat however big the file; a walk that meets
