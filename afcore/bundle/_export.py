@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -34,6 +34,9 @@ from afcore.bundle._policy import ExportPolicy, FieldPath, luhn
 from afcore.errors import AfError
 from afcore.recording import BUNDLE_RECORDING, Leaf, content_leaves, rewrite
 from afcore.recording._typed import dump
+
+if TYPE_CHECKING:
+    from afcore.secrets import Hit
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -278,7 +281,7 @@ def prepare_export(
     """What an export writes, ready (see :func:`export_bundle`): for writing a bundle, a
     page, or both from one redaction."""
     from afcore.recording import is_flow, open_recording, recording_path, verify
-    from afcore.secrets import Hit, place, scan_recording
+    from afcore.secrets import place, scan_recording
 
     policy = policy or ExportPolicy()
     src = recording_path(recording)
@@ -304,39 +307,11 @@ def prepare_export(
         data = redacted.read_bytes()
 
         # Where each replacement was, named as the scanner names where a secret is.
-        located: list[Hit] = []
-        counts: list[int] = []
-        for rule, places in replacer.places.items():
-            for (line, record, path), count in places.items():
-                located.append(Hit(rule, path, line=line, record=record))
-                counts.append(count)
+        located, counts = _located(replacer)
         by_rule: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for h, count in zip(place(src, located), counts, strict=True):
-            entry = {
-                "line": h.line,
-                "record": h.record,
-                "call": h.call,
-                "slot": h.slot,
-                "message": h.message,
-                "path": h.path,
-                "count": count,
-            }
-            by_rule[h.rule].append({k: v for k, v in entry.items() if v is not None})
-        values = Counter(learner.rule_of.values())
-        rules: list[dict[str, Any]] = [
-            {
-                "rule": rule,
-                "values": values[rule],
-                "count": sum(e["count"] for e in entries),
-                "places": entries[:_PLACES_SHOWN],
-                **(
-                    {"places_left_out": len(entries) - _PLACES_SHOWN}
-                    if len(entries) > _PLACES_SHOWN
-                    else {}
-                ),
-            }
-            for rule, entries in sorted(by_rule.items())
-        ]
+            by_rule[h.rule].append(_place(h, count))
+        rules = _rules(by_rule, learner)
         report: dict[str, Any] = {
             "format": "af.redaction-report",
             "policy": policy.describe(),
@@ -393,7 +368,7 @@ def _prepare_flow(
         rewrite_flow,
         verify_flow,
     )
-    from afcore.secrets import Hit, place, scan_recording
+    from afcore.secrets import place, scan_recording
 
     flow = open_flow(src)
     runs = list(flow_runs(flow))
@@ -421,41 +396,12 @@ def _prepare_flow(
         files = {step: file for step, _, file in runs}
         by_rule: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for step, replacer in replacers.items():
-            located: list[Hit] = []
-            counts: list[int] = []
-            for rule, places in replacer.places.items():
-                for (line, record, path), count in places.items():
-                    located.append(Hit(rule, path, line=line, record=record))
-                    counts.append(count)
+            located, counts = _located(replacer)
             if step is not None:
                 located = place(files[step], located)
             for h, count in zip(located, counts, strict=True):
-                entry = {
-                    "step": step,
-                    "line": h.line,
-                    "record": h.record,
-                    "call": h.call,
-                    "slot": h.slot,
-                    "message": h.message,
-                    "path": h.path,
-                    "count": count,
-                }
-                by_rule[h.rule].append({k: v for k, v in entry.items() if v is not None})
-        values = Counter(learner.rule_of.values())
-        rules = [
-            {
-                "rule": rule,
-                "values": values[rule],
-                "count": sum(e["count"] for e in entries),
-                "places": entries[:_PLACES_SHOWN],
-                **(
-                    {"places_left_out": len(entries) - _PLACES_SHOWN}
-                    if len(entries) > _PLACES_SHOWN
-                    else {}
-                ),
-            }
-            for rule, entries in sorted(by_rule.items())
-        ]
+                by_rule[h.rule].append(_place(h, count, step))
+        rules = _rules(by_rule, learner)
         header = flow.header
         agents: list[dict[str, Any]] = []
         models: set[str] = set()
@@ -673,3 +619,50 @@ def read_bundle(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str,
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise RecordingFormatError(f"{path} is not an af bundle (no af.bundle manifest)")
     return manifest, report
+
+
+def _located(replacer: _Replacer) -> tuple[list[Hit], list[int]]:
+    """Each replacement's place, as the scanner names where a secret is, and its count."""
+    from afcore.secrets import Hit
+
+    located: list[Hit] = []
+    counts: list[int] = []
+    for rule, places in replacer.places.items():
+        for (line, record, path), count in places.items():
+            located.append(Hit(rule, path, line=line, record=record))
+            counts.append(count)
+    return located, counts
+
+
+def _place(h: Hit, count: int, step: str | None = None) -> dict[str, Any]:
+    """A replacement's place as the manifest lists it (what is unknown left out)."""
+    entry = {
+        "step": step,
+        "line": h.line,
+        "record": h.record,
+        "call": h.call,
+        "slot": h.slot,
+        "message": h.message,
+        "path": h.path,
+        "count": count,
+    }
+    return {k: v for k, v in entry.items() if v is not None}
+
+
+def _rules(by_rule: dict[str, list[dict[str, Any]]], learner: _Learner) -> list[dict[str, Any]]:
+    """The manifest's redaction rules: each with its values, count and first places."""
+    values = Counter(learner.rule_of.values())
+    return [
+        {
+            "rule": rule,
+            "values": values[rule],
+            "count": sum(e["count"] for e in entries),
+            "places": entries[:_PLACES_SHOWN],
+            **(
+                {"places_left_out": len(entries) - _PLACES_SHOWN}
+                if len(entries) > _PLACES_SHOWN
+                else {}
+            ),
+        }
+        for rule, entries in sorted(by_rule.items())
+    ]
