@@ -59,13 +59,17 @@ def build_agent(
         # number), as the peer does. Counting the tool results in the whole history would be the
         # same number at O(history) per call: ~0.01 ms per iteration at 200 iterations, a fifth
         # of af's unrecorded loop, charged to the script rather than to af. Injected messages
-        # come after the history: the walk steps back over them (none without injections).
+        # come after the history: the walk steps back over them (none without injections),
+        # by their class alone (two isinstance calls a message were ~5 us a call with 27
+        # injected messages, a tenth of what 200 injections add, charged to the script).
         done = 0
         for message in reversed(request.messages):
-            if isinstance(message, ToolResultMessage):
+            cls = message.__class__
+            if cls is UserMessage:
+                continue
+            if cls is ToolResultMessage:
                 done = int(message.tool_call_id)
-            if not isinstance(message, UserMessage):
-                break
+            break
         if done < iterations:
             n = done + 1
             return {"tool_calls": [{"id": str(n), "name": "echo", "args": {"n": n}}]}
