@@ -370,19 +370,8 @@ class InjectionEngine:
         """The slots for this iteration's call. When nothing was decided differently and the
         base prompt and the providers' tools are the same, the very Composition of the last
         iteration: its caller may take that as "nothing changed" without looking inside."""
-        view = RunView(
-            user_message=turn.user_message,
-            iteration=turn.iteration,
-            last_tool_results=turn.last_tool_results,
-            active_skills=frozenset(turn.active_skills),
-            history=turn.history,
-            state=turn.state,
-            clock=turn.clock,
-            random=turn.random,
-        )
         memo = turn.memo
-        decided = self._decide_all(memo, view, turn)
-        view._release()
+        decided = self._decide_all(memo, turn)
         provided = self._provided(turn)
         base_segments = self.base if base is None else base
         last = memo.last
@@ -477,14 +466,16 @@ class InjectionEngine:
         return system, messages, tools, cache
 
     def _decide_all(
-        self, memo: _Memo, view: RunView, turn: TurnState
+        self, memo: _Memo, turn: TurnState
     ) -> tuple[list[Decision], _Fired] | None:
         """Decide again what may have changed; carry the rest over. When the injections
         decided again put the same content in the slots, the slots are the last ones; when
         every one of them decided as before, None: the last iteration's decisions hold."""
         parts = memo.parts
         if memo.fired is None:  # the first iteration: decide everything
+            view = _view(turn)
             parts[:] = [self._evaluate(inj, view, turn) for inj in self._dynamic]
+            view._release()
             for i, part in enumerate(parts):
                 _index(memo, i, part)
             return self._gather(memo)
@@ -495,49 +486,71 @@ class InjectionEngine:
             for key in changed:
                 again.update(memo.by_key.get(key, ()))
             todo = memo.todo[changed] = sorted(again)
+        if not todo:
+            return None  # nothing any decision rests on moved: no view to make
+        view = _view(turn)
+        try:
+            return self._redecide(memo, view, turn, todo, changed)
+        finally:
+            view._release()
+
+    def _redecide(
+        self,
+        memo: _Memo,
+        view: RunView,
+        turn: TurnState,
+        todo: list[int],
+        changed: frozenset[str],
+    ) -> tuple[list[Decision], _Fired] | None:
+        """Decide the injections at ``todo`` again (``changed``: the keys that moved)."""
+        parts = memo.parts
         # Keys other than the iteration: a rule whose decision reads only that, and which
         # answers as before, stands (its evidence says `["iteration"]`, the stage's own).
         moved = _NOTHING if changed is _ITERATION else changed - _ITERATION
         dynamic, predicates = self._dynamic, self._predicates
         redone: list[int] = []
         same = True
+        raw = view._reads
         for i in todo:
             old = parts[i]
             keys = old.keys
             if keys is not None:
                 # A pure rule that read only what `keys` names: the common case, run inline.
-                failure: Exception | None = None
+                # Its reads go to ``raw``, the view's notes, emptied in place after each rule
+                # that stands (replaced after one that does not: its part keeps them).
                 try:
                     verdict = predicates[i](view)
                 except Exception as e:  # a rule that raises is skipped and recorded
-                    verdict, failure = None, e
-                raw = view._reads
-                if (
-                    verdict is old.decision.fired
-                    and failure is None
-                    and keys == raw.keys()
-                    and (not moved or moved.isdisjoint(raw))
-                ):
-                    # The same verdict from the same evidence (the iteration aside); the
-                    # view's notes are emptied in place for the next rule.
-                    raw.clear()
-                    continue
-                view._reads = {}
+                    failure: Exception | None = e
+                    verdict = None
+                else:
+                    if (
+                        verdict is old.decision.fired
+                        and keys == raw.keys()
+                        and (not moved or moved.isdisjoint(raw))
+                    ):
+                        # The same verdict from the same evidence (the iteration aside).
+                        raw.clear()
+                        continue
+                    failure = None
+                reads, view._reads = raw, {}
                 prior = memo.prior.get(i)
                 if (
                     prior is not None
                     and verdict is prior.decision.fired
                     and failure is None
-                    and prior.keys == raw.keys()
-                    and prior.decision.reads == _evidence(raw)
+                    and prior.keys == reads.keys()
+                    and prior.decision.reads == _evidence(reads)
                 ):
                     # Decided as it was before its last change (a part with keys is a
                     # rule's plain verdict): that part again, no new decision made.
                     new = prior
                 else:
-                    new = self._rule_part(dynamic[i], view, turn, verdict, failure, raw)
+                    new = self._rule_part(dynamic[i], view, turn, verdict, failure, reads)
+                raw = view._reads
             else:
                 new = self._evaluate(dynamic[i], view, turn, old, moved)
+                raw = view._reads  # taken and replaced by the evaluation
                 if new is old:
                     continue
             if _same_content(old, new):
@@ -792,6 +805,20 @@ class InjectionEngine:
                     cached = self._provider_specs[key] = (t, spec)
                 out.append(cached)
         return out
+
+
+def _view(turn: TurnState) -> RunView:
+    """The view the rules of this iteration read (made only when one is to be decided)."""
+    return RunView(
+        user_message=turn.user_message,
+        iteration=turn.iteration,
+        last_tool_results=turn.last_tool_results,
+        active_skills=frozenset(turn.active_skills),
+        history=turn.history,
+        state=turn.state,
+        clock=turn.clock,
+        random=turn.random,
+    )
 
 
 def _not_a_rule(view: RunView) -> Any:
