@@ -174,6 +174,8 @@ class _Memo:
 
     parts: list[_Part] = field(default_factory=list)
     """By position in the engine's dynamic injections."""
+    ids: list[int] = field(default_factory=list)
+    """The ids of ``parts``, kept beside them: the key of what they gather to."""
     again: set[int] = field(default_factory=set)
     """Positions decided at every iteration."""
     by_key: dict[str, set[int]] = field(default_factory=dict)
@@ -475,6 +477,7 @@ class InjectionEngine:
         if memo.fired is None:  # the first iteration: decide everything
             view = _view(turn)
             parts[:] = [self._evaluate(inj, view, turn) for inj in self._dynamic]
+            memo.ids[:] = map(id, parts)
             view._release()
             for i, part in enumerate(parts):
                 _index(memo, i, part)
@@ -564,7 +567,9 @@ class InjectionEngine:
                 same = False
             memo.prior[i] = old
             parts[i] = new
-            _index(memo, i, new)
+            memo.ids[i] = id(new)
+            if new.keys is None or new.keys != old.keys:
+                _index(memo, i, new)  # else indexed under these keys already, as ``old`` was
             redone.append(i)
         if not redone:
             return None
@@ -578,7 +583,7 @@ class InjectionEngine:
 
     def _gather(self, memo: _Memo) -> tuple[list[Decision], _Fired]:
         """The decisions and what fired, from every part."""
-        key = tuple(map(id, memo.parts))
+        key = tuple(memo.ids)
         known = self._gathered.get(key)
         if known is not None:  # the very parts of an earlier iteration (kept alive there)
             memo.fired = known[2]
