@@ -467,9 +467,7 @@ class InjectionEngine:
         _check_unique(tools)
         return system, messages, tools, cache
 
-    def _decide_all(
-        self, memo: _Memo, turn: TurnState
-    ) -> tuple[list[Decision], _Fired] | None:
+    def _decide_all(self, memo: _Memo, turn: TurnState) -> tuple[list[Decision], _Fired] | None:
         """Decide again what may have changed; carry the rest over. When the injections
         decided again put the same content in the slots, the slots are the last ones; when
         every one of them decided as before, None: the last iteration's decisions hold."""
@@ -574,7 +572,7 @@ class InjectionEngine:
         if not redone:
             return None
         last = memo.last
-        if same and last is not None:
+        if same and last is not None and memo.fired is not None:
             decisions = list(last.decisions)
             for i in redone:
                 decisions[i] = parts[i].decision
