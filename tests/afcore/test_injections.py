@@ -603,3 +603,44 @@ def test_the_runs_of_an_agent_record_their_own_evidence_and_decisions(tmp_path: 
     assert seen["reads"] == [[["state.flag", v]] for v in (1, True, 1.0, 0, 1)]
     assert [type(r[0][1]) for r in seen["reads"]] == [int, bool, float, int, int]
     assert seen["fired"] == [True, True, True, False, True]
+
+
+def test_decisions_carried_over_equal_decisions_made_afresh_at_every_iteration() -> None:
+    """Rules on the iteration (flipping back and forth), on the state (which a tool changes
+    now and then), and on nothing that moves: the engine decides again only what may have
+    changed and takes earlier parts when a rule flips back; what it composes at every
+    iteration is what deciding every rule from scratch composes."""
+    from afcore.injections import InjectionEngine, TurnState, steering
+
+    injections = [steering("Be brief.", id="brief")]
+    for i in range(12):
+        slot: Any = "system" if i % 2 else "messages"
+        when: Any = (
+            (lambda s, k=i: s.iteration % (k % 3 + 2) == 0)
+            if i % 3 == 0
+            else (lambda s, k=i: s.state["mode"] == ("a", "b")[k % 2])
+            if i % 3 == 1
+            else (lambda s: "go" in s.user_message)
+        )
+        injections.append(instruction(f"Rule {i}.", id=f"r{i}", when=when, slot=slot))
+    engine = InjectionEngine(base=[], tools=[], injections=injections, providers=[])
+
+    def seen(turn: TurnState) -> Any:
+        comp = engine.compose(turn)
+        return (
+            [(s.text, s.source) for s in comp.system],
+            comp.messages,
+            [(d.injection.id, d.fired, d.reason, d.reads, d.error) for d in comp.decisions],
+            comp.cache,
+        )
+
+    state = {"mode": "a"}
+    carried = TurnState(user_message="go", iteration=1, history=[], state=state, identity=None)
+    for n in range(1, 40):
+        if n % 7 == 0:
+            state["mode"] = "b" if state["mode"] == "a" else "a"
+        carried.iteration = n
+        afresh = TurnState(
+            user_message="go", iteration=n, history=[], state=dict(state), identity=None
+        )
+        assert seen(carried) == seen(afresh), n
