@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from msgspec import Struct
 
 from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
 from afcli._params import complete_run
@@ -258,8 +258,7 @@ def _print_slice(console: Console, result: Slice, full: bool, indent: str) -> No
 why.__doc__ = inspect.cleandoc(why.__doc__ or "") + "\n\n" + KEYS_HELP
 
 
-@dataclass
-class _Origin:
+class _Origin(Struct):
     """Where a message a session's turn continued from was written: the turn, and the
     slice of the message in that turn's recording."""
 

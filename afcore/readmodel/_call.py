@@ -6,10 +6,10 @@ came from, why it is there, and what changed since the call before.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from afcore.errors import RecordingError, RecordingFormatError
@@ -49,8 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["CallDetail", "CallNotFoundError", "CallUnreadableError", "Verification", "call_detail"]
 
 
-@dataclass(frozen=True, slots=True)
-class Verification:
+class Verification(Struct, frozen=True):
     """A call rebuilt from the file and its hash compared with the one taken when it was sent."""
 
     hash: str
@@ -62,8 +61,7 @@ class Verification:
     """Why it does not verify."""
 
 
-@dataclass(slots=True)
-class CallDetail:
+class CallDetail(Struct):
     """One call as it was sent, with the provenance of every piece.
 
     The three slots (``system``, ``messages``, ``tools``) are None when the request cannot

@@ -14,8 +14,9 @@ every record, on every call of the samples).
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from afcore.errors import RecordingError
 from afcore.readmodel._call import (
@@ -37,8 +38,7 @@ EVENT_LIMIT = 2000
 _SUMMARIZER_EVENTS = {"fold", "evicted", "error", "end", "raw", "bad"}
 
 
-@dataclass
-class CallView:
+class CallView(Struct):
     mark: Mark
     detail: CallDetail | None
     """The call as af show --call shows it, or None when it could not be read (``problem``

@@ -7,8 +7,9 @@ Values are kept whole here; only a front end cuts them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+from msgspec import Struct
 
 from afcore.readmodel._model import (
     CallError,
@@ -71,8 +72,7 @@ AFTER_CALLS = (
 """The outcome's keys that come after the calls and folds in the JSON of a run."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunPart:
+class RunPart(Struct, frozen=True):
     """One part of a run as :func:`run_view` gives it: ``header`` (what ran, a
     :class:`RunHead`), a ``call`` (complete: its reply, the tool results and errors that
     followed it; a :class:`CallSummary`), a ``fold`` of the window (after the call it

@@ -13,11 +13,12 @@ the recording of that turn and the message there.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from afcore.recording._typed import dump
 
@@ -58,8 +59,7 @@ def history_source(source: dict[str, Any]) -> tuple[int | None, str | None]:
     return int(found.group(1)), found.group(2)
 
 
-@dataclass(frozen=True, slots=True)
-class TurnRun:
+class TurnRun(Struct, frozen=True):
     """One turn of a session, as its recording's header says."""
 
     turn: int
@@ -85,8 +85,7 @@ class TurnRun:
         return out
 
 
-@dataclass(slots=True)
-class SessionRuns:
+class SessionRuns(Struct):
     """A session's turns found in a folder, in order."""
 
     id: str
@@ -234,8 +233,7 @@ def user_message(rec: Recording) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryOrigin:
+class HistoryOrigin(Struct, frozen=True):
     """Where a message a turn continued from was written."""
 
     turn: int

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from afcore.errors import RecordingError
 from afcore.readmodel._folds import SUMMARIZER, checked, fold_number
@@ -30,8 +31,7 @@ _RELEASE_EVERY = 32 * 1024 * 1024
 """Bytes of the file read between two releases of its pages (see Recording)."""
 
 
-@dataclass(slots=True)
-class Mark:
+class Mark(Struct):
     """One model call as the scrubber shows it."""
 
     n: int
@@ -68,8 +68,7 @@ class Mark:
 _TROUBLE = {"": 0, "tool": 1, "rejected": 2, "error": 3}
 
 
-@dataclass(frozen=True, slots=True)
-class FoldMark:
+class FoldMark(Struct, frozen=True):
     """A fold of the window, as the seams of later calls count it."""
 
     line: int
@@ -81,8 +80,7 @@ class FoldMark:
     """the lowest message number it took out"""
 
 
-@dataclass
-class Timeline:
+class Timeline(Struct):
     marks: list[Mark] = field(default_factory=list)
     """Every call, in the order of the file."""
     position: dict[int, int] = field(default_factory=dict)

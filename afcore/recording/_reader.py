@@ -19,7 +19,6 @@ from array import array
 from binascii import a2b_base64
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar, overload
 
@@ -77,8 +76,7 @@ RELEASE_EVERY = 32 * 1024 * 1024
 SUPPORTED_MAJOR = int(FORMAT_VERSION.split(".")[0])
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     line: int
     """The 1-based line number the problem is on (0: the file as a whole)."""
     message: str
@@ -90,8 +88,7 @@ class Problem:
         return {"line": self.line, "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
-class TornTail:
+class TornTail(msgspec.Struct, frozen=True):
     line: int
     """The line number of the incomplete last line."""
     size: int
@@ -101,8 +98,7 @@ class TornTail:
         return {"line": self.line, "bytes": self.size}
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedBlob:
+class CheckedBlob(msgspec.Struct, frozen=True):
     """A blob line as a checking walk gives it (``records(blobs="checked")``): its id, and
     whether its value hashes to it. The value stays on disk (:meth:`Recording.blob`)."""
 
@@ -111,8 +107,7 @@ class CheckedBlob:
     """True when the value's canonical JSON hashes to the id."""
 
 
-@dataclass(frozen=True, slots=True)
-class CallCheck:
+class CallCheck(msgspec.Struct, frozen=True):
     call: int
     ok: bool
     recorded: str

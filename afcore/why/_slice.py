@@ -24,11 +24,11 @@ from __future__ import annotations
 import difflib
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+from msgspec import Struct, field
 
 from afcore.errors import AfError, UsageError
 from afcore.governance._words import decision_words
@@ -66,8 +66,7 @@ class UnknownPositionError(UsageError):
     """``at`` names no stage or call of the recording."""
 
 
-@dataclass
-class Node:
+class Node(Struct):
     rsid: str
     stage: str
     iteration: int
@@ -104,8 +103,7 @@ class Node:
         return out
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(Struct, frozen=True):
     source: str
     """The stage that produced the value (or the evidence)."""
     target: str
@@ -124,8 +122,7 @@ class Edge:
         }
 
 
-@dataclass
-class Slice:
+class Slice(Struct):
     key: str
     writer: str
     """The stage that wrote the key: the root of the slice."""
@@ -157,8 +154,7 @@ class Slice:
     rules read, ``state.<key>``, and the path of the flow's step that wrote it."""
 
 
-@dataclass(frozen=True)
-class Inner:
+class Inner(Struct, frozen=True):
     """The run a tool stage made, followed from its link."""
 
     run: dict[str, Any]
@@ -176,8 +172,7 @@ class Inner:
         return out
 
 
-@dataclass(frozen=True)
-class KeyInfo:
+class KeyInfo(Struct, frozen=True):
     key: str
     writer: str
     """The stage that (last) wrote it."""
@@ -188,8 +183,7 @@ class KeyInfo:
 # -- the walk ------------------------------------------------------------------------------
 
 
-@dataclass
-class _Ask:
+class _Ask(Struct):
     """Why a node is expanded: which injections' decisions matter there (None: those it
     recorded), and whether a call's tools are part of the question."""
 

@@ -5,8 +5,9 @@ style each line by its kind (``af why`` with Rich, the Lens's why popup with Tex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 from afcore.why._slice import Edge, Node, Slice
 
@@ -21,8 +22,7 @@ _READ_LINES = 14
 """The most inputs of the decisive call listed before the rest is counted."""
 
 
-@dataclass(frozen=True, slots=True)
-class SummaryLine:
+class SummaryLine(Struct, frozen=True):
     text: str
     """Untrusted text from the recording among af's words: make it safe before showing it."""
     kind: Kind

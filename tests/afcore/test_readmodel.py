@@ -231,3 +231,47 @@ def test_the_read_model_s_values_are_values() -> None:
     assert one != two
     with pytest.raises(TypeError):
         hash(one)  # a mutable summary is not hashable, as before
+
+
+def test_the_walks_values_are_values() -> None:
+    # The reader's, the slice's, the timeline's and the session's types, as Structs: what
+    # they were as dataclasses (defaults, a fresh list or dict for each, equality and hashing
+    # by value for the frozen ones, none for the mutable ones, frozen ones refusing
+    # assignment).
+    from msgspec.structs import replace
+
+    from afcore.readmodel import FoldMark, HistoryOrigin, Mark, TurnRun
+    from afcore.recording import CallCheck, Problem
+    from afcore.why import Edge, KeyInfo, Node, Slice
+
+    edges = {Edge("a#1", "b#2", "data", "k"), Edge("a#1", "b#2", "data", "k", "")}
+    assert len(edges) == 1 and next(iter(edges)).label == ""
+    assert Edge("a#1", "b#2", "data", "k") != Edge("a#1", "b#2", "control", "k")
+    assert KeyInfo("answer", "end#9", 12) == KeyInfo("answer", "end#9", 12, "")
+    assert Problem(3, "bad") == Problem(line=3, message="bad") and str(Problem(0, "x")) == "x"
+    assert CallCheck(1, True, "h", "h").problem is None
+    with pytest.raises(AttributeError):
+        Problem(3, "bad").line = 4  # type: ignore[misc]
+
+    one, two = Node("a#1", "a", 1, 2, ["k"]), Node("a#1", "a", 1, 2, ["k"])
+    assert one == two and one.decisions == [] and one.decisions is not two.decisions
+    one.value = "v"
+    assert one != two and one.label == "" and one.rest is None
+    with pytest.raises(TypeError):
+        hash(one)
+    whole = Slice("answer", "end#9", {}, [], {})
+    assert whole.inner == {} and whole.flow_state == {}
+    assert whole.inner is not Slice("answer", "end#9", {}, [], {}).inner
+
+    mark = Mark(1, 5, 1, "call-llm#2", 0, True)
+    assert (mark.replied, mark.stop, mark.ms, mark.at) == (False, "", 0.0, None)
+    mark.folds += 1
+    assert mark != Mark(1, 5, 1, "call-llm#2", 0, True)
+    fold = FoldMark(7, 1, "sliding", 2, 3, 1)
+    assert {fold, FoldMark(7, 1, "sliding", 2, 3, 1)} == {fold}
+    assert Timeline().marks == [] and Timeline().marks is not Timeline().marks
+
+    run = TurnRun(1, "r1", Path("r1.jsonl"), None)
+    origin = HistoryOrigin(1, None, run, None)
+    assert replace(origin, key="message:2").key == "message:2" and origin.key is None
+    assert hash(origin) == hash(HistoryOrigin(1, None, run, None))

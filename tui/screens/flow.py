@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import replace
 from itertools import chain
 from pathlib import Path
 
+from msgspec.structs import replace
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
