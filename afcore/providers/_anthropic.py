@@ -138,7 +138,10 @@ class AnthropicProvider(Provider):
         self._timeout = timeout
         self._max_retries = max_retries
         self._http_client = http_client
-        self._clients: PerLoop[sdk.AsyncAnthropic] = PerLoop(self._make_client)
+        # The SDK's client closes the HTTP client under it: one it was given is not af's.
+        self._clients: PerLoop[sdk.AsyncAnthropic] = PerLoop(
+            self._make_client, _close if http_client is None else None
+        )
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "base_url": redact_url(self.base_url)}
@@ -151,6 +154,12 @@ class AnthropicProvider(Provider):
 
     def secrets(self) -> list[str]:
         return [*([self._api_key] if self._api_key else []), *url_passwords(self.base_url)]
+
+    def close(self) -> None:
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
 
     def _make_client(self) -> sdk.AsyncAnthropic:
         import anthropic as sdk
@@ -298,6 +307,10 @@ class AnthropicProvider(Provider):
             provider=self.name,
             mid_stream=True,
         )
+
+
+async def _close(client: sdk.AsyncAnthropic) -> None:
+    await client.close()
 
 
 def _event_type(event: Any) -> str:

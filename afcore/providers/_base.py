@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from afcore.errors import MissingKeyError
 from afcore.messages import Request, Response
@@ -111,3 +111,27 @@ class Provider(ABC):
         """Values this provider authenticates with, so the recorder can keep them out of the
         file even when they turn up somewhere unexpected (a tool echoing its environment)."""
         return []
+
+    def close(self) -> None:  # noqa: B027 - a hook: most providers hold nothing open
+        """Close what this provider opened (its HTTP client, and the connections it keeps
+        between calls), on the event loop the client belongs to; an HTTP client it was given
+        stays open, its owner's to close. Safe to call twice; a later call opens a new client.
+        Inside a running event loop, await :meth:`aclose` instead. ``with provider:`` closes
+        it at the end of the block. A client made on a loop that has since closed (one
+        ``asyncio.run`` made) cannot be closed on it: close the provider before that loop
+        ends (``async with provider:``)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - a hook, as close()
+        """:meth:`close`, awaited: from async code (``async with provider:`` calls it)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

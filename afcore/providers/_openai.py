@@ -281,7 +281,9 @@ class OpenAICompatibleProvider(Provider):
         self._thinking = thinking
         self._timeout = timeout
         self._http_client = http_client
-        self._clients: PerLoop[httpx2.AsyncClient] = PerLoop(self._make_client)
+        self._clients: PerLoop[httpx2.AsyncClient] = PerLoop(
+            self._make_client, _close if http_client is None else None
+        )
         self._headers = {
             "content-type": "application/json",
             "accept": "application/json",
@@ -324,6 +326,12 @@ class OpenAICompatibleProvider(Provider):
                 "in the params where the server takes it)"
             )
         return ("thinking",) if self._thinking is None else ()
+
+    def close(self) -> None:
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
 
     def _make_client(self) -> httpx2.AsyncClient:
         import httpx2
@@ -583,6 +591,10 @@ class OpenAICompatibleProvider(Provider):
             provider=self.name,
             mid_stream=True,
         )
+
+
+async def _close(client: httpx2.AsyncClient) -> None:
+    await client.aclose()
 
 
 class _StreamState:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -45,10 +45,17 @@ class PerLoop(Generic[T]):
     """One client per event loop. An HTTP client's pooled connections belong to the loop
     that opened them: ``Agent.run`` on one thread reuses that thread's loop, and so the
     client and its connections; another thread, or an ``arun()`` on the caller's own loop,
-    gets a client of its own."""
+    gets a client of its own.
 
-    def __init__(self, make: Callable[[], T]) -> None:
+    ``close`` closes a client: given for the clients the provider makes, left out for one it
+    was handed (its owner's to close). :meth:`close` and :meth:`aclose` close the client held
+    now, on the loop it belongs to; the next :meth:`get` makes a new one."""
+
+    def __init__(
+        self, make: Callable[[], T], close: Callable[[T], Coroutine[Any, Any, None]] | None = None
+    ) -> None:
         self._make = make
+        self._close = close
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._value: T | None = None
 
@@ -58,6 +65,44 @@ class PerLoop(Generic[T]):
             self._value = self._make()
             self._loop = weakref.ref(loop)
         return self._value
+
+    def _take(self) -> tuple[T | None, asyncio.AbstractEventLoop | None]:
+        """The client held now and its loop, let go of (None when there is none to close)."""
+        value, loop = self._value, self._loop() if self._loop is not None else None
+        self._value, self._loop = None, None
+        return (value, loop) if self._close is not None else (None, None)
+
+    def close(self) -> None:
+        """Close the client held now on its loop: an idle loop (a thread's, kept between its
+        sync runs) is run for it, a loop running on another thread is handed the closing and
+        waited for. A loop that has ended took its connections' loop with it: the client is
+        let go. Inside a running event loop this refuses: await :meth:`aclose` there."""
+        if self._value is None:
+            return
+        if asyncio._get_running_loop() is not None:
+            raise UsageError(
+                "close() was called inside a running event loop; await aclose() instead"
+            )
+        value, loop = self._take()
+        if value is None or self._close is None or loop is None or loop.is_closed():
+            return
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(self._close(value), loop).result()
+        else:
+            loop.run_until_complete(self._close(value))
+
+    async def aclose(self) -> None:
+        """Close the client held now: awaited here when it belongs to this loop, else closed
+        as :meth:`close` does, from a worker thread."""
+        loop = self._loop() if self._loop is not None else None
+        if self._value is None:
+            return
+        if loop is not asyncio.get_running_loop():
+            await asyncio.to_thread(self.close)
+            return
+        value, _ = self._take()
+        if value is not None and self._close is not None:
+            await self._close(value)
 
 
 def reserved_params(provider: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -178,10 +178,9 @@ def test_a_providers_http_client_serves_two_sync_runs_on_one_connection(
     assert agent.run("two") == "hi"
     assert len(peers) == 2 and peers[0] == peers[1]
 
-    async def close() -> None:  # the pooled connection, on the loop it belongs to
-        await (client.aclose() if client is not None else provider._clients.get().close())
-
-    run_sync(close(), "close")
+    provider.close()  # the SDK's client it made, on the loop its connection belongs to
+    if client is not None:
+        run_sync(client.aclose(), "close")
 
 
 def test_a_sync_door_inside_a_running_loop_says_which_to_await_and_starts_nothing() -> None:
