@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any, get_type_hints
 
 import typer
-from typer._completion_classes import completion_init
 
 from afcli._errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, say_error, settings
 from afcli._help import Command, Group, reflow
@@ -88,9 +88,22 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-# typer's shells, as its scripts call them back (_AF_COMPLETE=complete_bash); add_completion
-# would register them.
-completion_init()
+def _typer_completion() -> Callable[[], str | None]:
+    """typer's completion as af uses it, without ``add_completion``: its shells registered
+    with the click it carries, as its scripts call them back (``_AF_COMPLETE=complete_bash``),
+    and the function that names the shell its install picks (None: none found).
+
+    typer makes neither public (up to 0.26; click's own ``add_completion_class`` fills click's
+    registry, not that of the click typer vendors), so this is af's one use of typer's private
+    modules: tests/afcli/test_new_user.py fails, naming what moved, when typer changes them."""
+    from typer._completion_classes import completion_init
+    from typer._completion_shared import _get_shell_name
+
+    completion_init()
+    return _get_shell_name
+
+
+_shell_name = _typer_completion()
 _SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
 
 
@@ -98,9 +111,7 @@ def _completion(ctx: typer.Context, param: Any, value: bool) -> None:
     """typer's completion install or script, for the shell af runs in, once there is one."""
     if not value or ctx.resilient_parsing:
         return
-    from typer._completion_shared import _get_shell_name
-
-    shell = _get_shell_name()  # the shell typer's install would pick
+    shell = _shell_name()  # the shell typer's install would pick
     if shell not in _SHELLS:
         found = (
             f"af runs in {shell}, which it cannot complete in"

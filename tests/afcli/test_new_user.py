@@ -108,6 +108,38 @@ def test_completion_with_no_shell_to_complete_in_says_what_to_do(
     assert tab.stdout.split() == ["verify"], tab.stderr
 
 
+def test_the_names_af_takes_from_typers_private_modules_are_as_af_uses_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # afcli.app._typer_completion is af's one use of typer's private modules: typer offers no
+    # public way to register its shells without add_completion, nor to name the shell its
+    # install picks. When a typer release moves them, this says which.
+    import shellingham
+    import typer._completion_shared as shared
+    from typer._click.shell_completion import get_completion_class
+
+    from afcli.app import _SHELLS, _typer_completion
+
+    shell_name = _typer_completion()
+    assert set(_SHELLS) == {s.value for s in shared.Shells}, "typer's shells changed"
+    for shell in _SHELLS:
+        cls = get_completion_class(shell)
+        assert cls is not None and cls.__module__ == "typer._completion_classes", (
+            f"typer's completion_init() no longer registers its {shell} class"
+        )
+    assert "_get_shell_name" in shared.install.__code__.co_names, (
+        "typer's install() no longer picks the shell with _get_shell_name()"
+    )
+
+    def failing() -> tuple[str, str]:
+        raise shellingham.ShellDetectionFailure()
+
+    monkeypatch.setattr(shellingham, "detect_shell", lambda: ("zsh", "/bin/zsh"))
+    assert shell_name() == "zsh", "typer's _get_shell_name() no longer asks shellingham"
+    monkeypatch.setattr(shellingham, "detect_shell", failing)
+    assert shell_name() is None, "typer's _get_shell_name() no longer says None for no shell"
+
+
 # -- naming runs -----------------------------------------------------------------------------
 
 
