@@ -168,6 +168,13 @@ are blobs, so that a reader indexing the file skips them unparsed."""
 DELTA_MIN = 16
 """A slot list sharing at least this many first entries with the last full one is stored
 as a delta of it."""
+_NO_MESSAGES = "-" * 22
+"""Stands for a call's messages' hash where a digest is cut around it (its length is all
+that counts)."""
+_Parts = tuple[str, str, dict[str, Any], int, bytes, bytes, list[dict[str, Any]]]
+"""What frames a call: its system and tools refs, its params as written and the values
+redacting them replaced, its request digest before and after the messages' hash, and its
+cache breakpoints as written."""
 
 
 class Frames:
@@ -186,6 +193,11 @@ class Frames:
         """(id of a spec, redactor shape) -> (the spec, its id, its blob line, count)"""
         self.decisions: dict[tuple[Any, ...], tuple[InjectionDecisions, str, bytes]] = {}
         """(id of an iteration's decisions, redactor shape) -> (them, their id, blob line)"""
+        self.calls: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        """(model, ids of the first call's system, tools, params and cache, redactor shape)
+        -> (those objects, the blobs stored before it, the blob lines it wrote, the values
+        it replaced, what it added to the recorder's tables, its frame): the first call a
+        run writes in full (see :meth:`Recorder._first_frame`)"""
         self.header: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}
         """(redactor shape, watchers, name, model) -> the header's fields that are the
         agent's, screened and serialized, and how many values screening them replaced"""
@@ -905,34 +917,23 @@ class Recorder:
             versions[f"call:{call}"] = seq
             self.flush()
             return digest_hash
-        segment_hashes, system_ref = self._slot(system, self._system_slot)
-        tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
-        known = self._params.get(id(params))
-        if known is None or known[0] is not params:
-            count = self.redactor.count
-            written = self.redactor.redact(dict(params))
-            if len(self._params) >= 8:
-                self._params.clear()
-            known = self._params[id(params)] = (params, written, self.redactor.count - count)
-        else:
-            self.redactor.count += known[2]  # the same replacements, in this line too
-        before, after = self._digest_parts(
-            model, segment_hashes, messages_hash.decode(), tool_hashes, known[1], cache
-        )
-        digest_hash = short_id(_sha256(before + messages_hash + after).digest())
-        self._same = (system, tools, params, cache, model, known[2], before, after)
-        self.seq += 1
         frame = self._frame
+        if frame is None and self._frames is not None and attempt is None:
+            parts = self._first_frame(self._frames, model, system, tools, params, cache)
+        else:
+            parts = self._frame_parts(model, system, tools, params, cache)
+        system_ref, tools_ref, written, replaced, before, after, cache_json = parts
+        digest_hash = short_id(_sha256(before + messages_hash + after).digest())
+        self._same = (system, tools, params, cache, model, replaced, before, after)
+        self.seq += 1
         if frame is not None and frame[4] is cache:
             cache_json = frame[5]
-        else:
-            cache_json = [c.to_json() for c in cache]
         if (
             frame is not None
             and frame[1] == system_ref
             and frame[2] == tools_ref
             and frame[0] == model
-            and (frame[3] is known[1] or frame[3] == known[1])
+            and (frame[3] is written or frame[3] == written)
             and frame[5] == cache_json
         ):
             # The same as the call before: left out, the reader takes them from there.
@@ -948,7 +949,7 @@ class Recorder:
                 at=at,
             )
         else:
-            self._frame = (model, system_ref, tools_ref, known[1], cache, cache_json)
+            self._frame = (model, system_ref, tools_ref, written, cache, cache_json)
             record = _call(
                 seq=self.seq,
                 rsid=rsid,
@@ -959,7 +960,7 @@ class Recorder:
                 system=system_ref,
                 window=window,
                 tools=tools_ref,
-                params=known[1],
+                params=written,
                 cache=cache_json,
                 hash=digest_hash,
                 attempt=None if attempt is None else as_json(self._screened(attempt)),
@@ -969,6 +970,106 @@ class Recorder:
         self.versions[f"call:{call}"] = self.seq
         self.flush()
         return digest_hash
+
+    def _frame_parts(
+        self,
+        model: str,
+        system: Sequence[SystemSegment],
+        tools: Sequence[ToolSpec],
+        params: Mapping[str, Any],
+        cache: Sequence[CacheBreakpoint],
+    ) -> _Parts:
+        """What frames a call (its slots stored, its params redacted, its request digest
+        around the messages' hash, its cache breakpoints as written), worked out."""
+        segment_hashes, system_ref = self._slot(system, self._system_slot)
+        tool_hashes, tools_ref = self._slot(tools, self._tools_slot)
+        known = self._params.get(id(params))
+        if known is None or known[0] is not params:
+            count = self.redactor.count
+            written = self.redactor.redact(dict(params))
+            if len(self._params) >= 8:
+                self._params.clear()
+            known = self._params[id(params)] = (params, written, self.redactor.count - count)
+        else:
+            self.redactor.count += known[2]  # the same replacements, in this line too
+        cache_json = [c.to_json() for c in cache]
+        before, after = self._digest_parts(
+            model, segment_hashes, _NO_MESSAGES, tool_hashes, known[1], cache
+        )
+        return (system_ref, tools_ref, known[1], known[2], before, after, cache_json)
+
+    def _first_frame(
+        self,
+        frames: Frames,
+        model: str,
+        system: Sequence[SystemSegment],
+        tools: Sequence[ToolSpec],
+        params: Mapping[str, Any],
+        cache: Sequence[CacheBreakpoint],
+    ) -> _Parts:
+        """:meth:`_frame_parts` for the first call a run writes in full: taken from the
+        agent's frames when an earlier run sent the very same slot and params objects with
+        a redactor of the same shape, from a recorder in the same state (every blob that
+        run had stored before its first call stored in this one too). What working it out
+        did to the recorder is done again: its blob lines written (unless stored), its
+        replacements counted, the slot lists, spec refs, params and digests it made known
+        to the recorder's own tables."""
+        shape = self.redactor.shape
+        key = (model, id(system), id(tools), id(params), id(cache), shape)
+        hit = frames.calls.get(key)
+        fresh = self._same is None and not self._list_bases and not self._slot_cache
+        if (
+            hit is not None
+            and fresh
+            and hit[0][0] is system
+            and hit[0][1] is tools
+            and hit[0][2] is params
+            and hit[0][3] is cache
+            and hit[1] <= self._blobs
+        ):
+            _, _, lines, count, tables, parts = hit
+            for ref, line in lines:
+                self._put_blob(ref, line)
+            self.redactor.count += count
+            for own, table in zip(tables, self._frame_tables(), strict=True):
+                table.update(own)
+            taken: _Parts = parts
+            return taken
+        if not fresh:
+            return self._frame_parts(model, system, tools, params, cache)
+        stored = frozenset(self._blobs)
+        mark, count = len(self._pending), self.redactor.count
+        mine = self._frame_tables()
+        known = [set(table) for table in mine]
+        parts = self._frame_parts(model, system, tools, params, cache)
+        made = self._pending[mark:]
+        if self.redactor.shape == shape and all(line.startswith(_BLOB_OPEN) for line in made):
+            lines = tuple((line[_BLOB_ID].decode(), line) for line in made)
+            tables = tuple(
+                {k: v for k, v in table.items() if k not in had}
+                for table, had in zip(mine, known, strict=True)
+            )
+            entry = (
+                (system, tools, params, cache),  # kept: their ids stay theirs
+                stored,
+                lines,
+                self.redactor.count - count,
+                tables,
+                parts,
+            )
+            frames.keep(frames.calls, key, entry)
+        return parts
+
+    def _frame_tables(self) -> tuple[dict[Any, Any], ...]:
+        """The recorder's own tables that working out a call's frame adds to."""
+        return (
+            self._slot_cache,
+            self._slot_last,
+            self._list_bases,
+            self._spec_refs,
+            self._params,
+            self._digests,
+        )
 
     def _digest_parts(
         self,
@@ -1248,10 +1349,9 @@ class Recorder:
             finally:
                 if self._locked:  # the next process may continue the run as soon as this returns
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
-                if self._folder is not None:
-                    # Asked with the close, which wakes the sync thread anyway; made first.
-                    _SYNCER.spare(self._folder)
-                _SYNCER.put(self._fd, close=True, then=then)
+                # The next run's file is asked for with the close: one job, one wake of the
+                # sync thread (each wake makes the loop's thread wait on it for the GIL).
+                _SYNCER.put(self._fd, close=True, then=then, spare=self._folder)
 
     @classmethod
     def continuing(
@@ -1587,8 +1687,9 @@ class _Spares:
 _SPARES = _Spares()
 
 
-_Job = tuple[int, bool, Callable[[], None] | None]
-"""A file to sync (and close), and what to call once it is durable."""
+_Job = tuple[int, bool, Callable[[], None] | None, str | None]
+"""A file to sync (and close), what to call once it is durable, and the folder to make the
+next run's file in first (None: none)."""
 
 
 class _Syncer:
@@ -1602,21 +1703,25 @@ class _Syncer:
     sync only guards against the machine itself going down."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[_Job | str | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._queued = 0
         self._idle = threading.Condition(self._lock)
 
-    def put(self, fd: int, *, close: bool, then: Callable[[], None] | None = None) -> None:
-        self._put((fd, close, then))
+    def put(
+        self,
+        fd: int,
+        *,
+        close: bool,
+        then: Callable[[], None] | None = None,
+        spare: str | None = None,
+    ) -> None:
+        """Sync ``fd`` (and close it); ``spare``: first make a file in that folder for the
+        next run there, unless one is."""
+        self._put((fd, close, then, spare if spare is not None and _SPARES.wanted(spare) else None))
 
-    def spare(self, folder: str) -> None:
-        """Have a file made in ``folder`` for the next run there, unless one is."""
-        if _SPARES.wanted(folder):
-            self._put(folder)
-
-    def _put(self, job: _Job | str) -> None:
+    def _put(self, job: _Job) -> None:
         with self._lock:
             self._queued += 1
             if self._thread is None or not self._thread.is_alive():
@@ -1632,10 +1737,10 @@ class _Syncer:
             if job is None:
                 return
             try:
-                if isinstance(job, str):
-                    _SPARES.make(job)
-                else:
-                    self._sync(*job)
+                fd, close, then, spare = job
+                if spare is not None:
+                    _SPARES.make(spare)
+                self._sync(fd, close, then)
             finally:
                 with self._lock:
                     self._queued -= 1

@@ -12,8 +12,13 @@ import pytest
 
 from afcore import Agent, RecordingConfig, define_tool, mock
 from afcore import recording as rec
+from afcore.messages import SystemSegment
 
 SECRET = "Zq8vN3xLp2Wd7Ry5"
+_POLICY = rec.Redaction()
+_SYSTEM = (SystemSegment("You echo."),)
+_PARAMS: dict[str, Any] = {}
+_CACHE: list[Any] = []
 
 
 def _agent(folder: Path) -> Agent:
@@ -196,3 +201,114 @@ def test_the_runs_own_header_fields_are_screened_with_what_the_run_learned(
     agent.recording = RecordingConfig(dir=tmp_path, run_id=f"run-{SECRET}")
     header = _header(_run(agent, state={"password": SECRET}))
     assert header["run_id"] == "run-[redacted:field:password]"
+
+
+# -- the first call's frame, taken from the runs before -----------------------------------
+
+
+def _same_as_fresh(agent: Agent, fresh: Agent, **kwargs: Any) -> list[Any]:
+    """The records of a run of ``agent`` (whose runs before made its frames), checked
+    against those of the same run of ``fresh`` (whose frames are its own)."""
+    path, new = _run(agent, **kwargs), _run(fresh, **kwargs)
+    assert _records(path) == _records(new)
+    return _records(path)
+
+
+def test_every_record_of_a_run_is_what_a_fresh_agent_writes(tmp_path: Path) -> None:
+    agent = _agent(tmp_path / "a")
+    runs = [_same_as_fresh(agent, _agent(tmp_path / f"b{i}")) for i in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    calls = [r for r in runs[0] if r["t"] == "call"]
+    assert "system" in calls[0] and "system" not in calls[1]  # the second refers to the first
+
+
+def test_a_changed_system_prompt_model_or_params_makes_its_own_first_call(tmp_path: Path) -> None:
+    agent = _agent(tmp_path / "a")
+    _run(agent)
+    agent.system = (*agent.system, *_agent(tmp_path).system)  # a prompt of two segments
+    fresh = _agent(tmp_path / "b")
+    fresh.system = agent.system
+    two = _same_as_fresh(agent, fresh)
+    agent.model = fresh.model = "m2"
+    other = _same_as_fresh(agent, fresh)
+    agent.params = fresh.params = {"temperature": 0.5}
+    tuned = _same_as_fresh(agent, fresh)
+    first = [next(r for r in run if r["t"] == "call") for run in (two, other, tuned)]
+    assert first[0]["model"] == "m" and first[1]["model"] == first[2]["model"] == "m2"
+    assert "params" not in first[1] and first[2]["params"] == {"temperature": 0.5}
+    assert len({call["hash"] for call in first}) == 3
+
+
+def _first_call_lines(
+    folder: Path, frames: Any, tools: list[Any], n: int, *, specs_first: bool = False
+) -> list[Any]:
+    """The lines a recorder sharing ``frames`` (None: its own) writes for its first call,
+    made with ``tools`` (the same system prompt, params and cache each time).
+    ``specs_first``: the tools' specs are stored before the call, as a run stores its
+    agent's."""
+    from afcore.recording._writer import Recorder
+
+    path = folder / f"r{n}.jsonl"
+    recorder = Recorder(path, run_id=path.stem, redactor=_POLICY.compile(), frames=frames)
+    if specs_first:
+        for spec in tools:
+            recorder.tool_ref(spec)
+    recorder.call(
+        "call-llm#0", 1, 1, model="m", system=_SYSTEM, window=None, tools=tools,
+        params=_PARAMS, cache=_CACHE,
+    )  # fmt: skip
+    recorder.close()
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_a_changed_tool_set_makes_its_own_first_call(tmp_path: Path) -> None:
+    from afcore.recording._writer import Frames
+
+    echo, extra = (
+        define_tool(name, f"The {name} tool.", {"type": "object"}, lambda a, c: "x").spec
+        for name in ("echo", "extra")
+    )
+    one, two = [echo], [echo, extra]
+    frames = Frames()
+    lines = [
+        _first_call_lines(tmp_path, frames, tools, n)
+        for n, tools in enumerate([one, one, two, two, one])
+    ]
+    fresh = [_first_call_lines(tmp_path, None, tools, 10 + n) for n, tools in enumerate([one, two])]
+    assert lines[0] == lines[1] == lines[4] == fresh[0]
+    assert lines[2] == lines[3] == fresh[1]
+    assert lines[0][-2]["tools"] != lines[2][-2]["tools"]
+
+
+@pytest.mark.parametrize("how", ["policy", "environment"])
+def test_a_secret_the_redaction_names_after_a_run_is_caught_in_the_next_first_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    agent = _agent(tmp_path)
+    agent.params = {"note": f"for {SECRET}"}
+    plain = _run(agent)
+    assert SECRET.encode() in plain.read_bytes()
+    if how == "policy":
+        policy = rec.Redaction(secrets=(SECRET,))
+        agent.recording = RecordingConfig(dir=tmp_path, redaction=policy)
+    else:
+        monkeypatch.setenv("FRAME_SERVICE_TOKEN", SECRET)
+    caught = _run(agent)
+    assert SECRET.encode() not in caught.read_bytes()
+    first = next(r for r in _records(caught) if r["t"] == "call")
+    assert first["params"]["note"].startswith("for [redacted:")
+    assert _stored(caught)[1] > _stored(plain)[1]
+
+
+def test_a_first_call_taken_from_frames_needs_what_it_refers_to_stored(tmp_path: Path) -> None:
+    # A run that stored the tools' specs before its first call made the frame; one that did
+    # not cannot take it (its file would refer to blobs it does not hold): it makes its own.
+    from afcore.recording._writer import Frames
+
+    tools = [define_tool("echo", "Echo.", {"type": "object"}, lambda a, c: "x").spec]
+    frames = Frames()
+    before = _first_call_lines(tmp_path, frames, tools, 0, specs_first=True)
+    after = _first_call_lines(tmp_path, frames, tools, 1)
+    assert after == _first_call_lines(tmp_path, None, tools, 2)
+    assert len([r for r in after if r["t"] == "blob"]) == 3  # the spec, system, tools lists
+    assert before[0]["t"] == "blob" and before[0] in after
