@@ -310,6 +310,7 @@ class Agent:
         (in place of the agent's own choice)."""
         conversation = as_conversation(history)
         config = recording if recording is not None else self.recording
+        started = None
         # The loop reads the agent's recording config (its clocks): the one in effect. A
         # flow's step runs a copy, which is an instance of its own (one run at a time each).
         runner = self
@@ -333,7 +334,9 @@ class Agent:
             rec = NullRecorder()
             run_id = new_run_id()
         else:
-            run_id = config.run_id or new_run_id(config.now())
+            # One reading of the wall clock names the run and says when it started.
+            started = config.now()
+            run_id = config.run_id or new_run_id(started)
             folder = config.dir or default_dir()
             rec = Recorder(
                 folder / f"{run_id}{SUFFIX}",
@@ -359,6 +362,7 @@ class Agent:
                     stream,
                     conversation,
                     typed=typed,
+                    started=started,
                 )
         finally:
             runner._in_flight = None

@@ -207,13 +207,16 @@ async def run_loop(
     conversation: Conversation | None = None,
     *,
     typed: bool = False,
+    started: datetime | None = None,
 ) -> tuple[RunResult, BaseException | None]:
     """Run one turn of ``agent`` on ``message``, writing to ``rec``; close ``rec``. Returns
     how the run ended, and the exception to raise for it (None when it ended without one):
     the loop raises nothing itself, so its caller learns how the run ended whatever
     happened. ``stream`` sees each agent call's reply as it arrives. ``conversation``: the
     messages the turn continues from (None: it starts from ``message`` alone). ``typed``:
-    the caller wants a typed answer (the output schema's fallback tiers may run)."""
+    the caller wants a typed answer (the output schema's fallback tiers may run).
+    ``started``: the wall clock's reading the run was named by, which its header gives as
+    its start (None: the clock is read for it)."""
     run = RunState(
         agent=agent,
         rec=rec,
@@ -227,6 +230,7 @@ async def run_loop(
         conversation=conversation,
         typed=typed,
         repeats=RepeatedCalls() if agent.repeated_call_nudge else None,
+        started=started,
     )
     return await drive(run, _turn(run, message))
 
@@ -473,7 +477,7 @@ def _header_line(run: RunState) -> Line:
     config, replayer, link = agent.recording, agent.replayer, _session_link(run)
     own: dict[str, Any] = {
         "run_id": run.run_id,
-        "started_at": started_at(config.now()) if config else "",
+        "started_at": started_at(run.started or config.now()) if config else "",
         "session": link,
         "seed": run.sources.seed if run.sources is not None else None,
         "replay_of": None if replayer is None else replayer.link,

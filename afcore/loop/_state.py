@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -260,6 +261,8 @@ class RunState:
     """For a continued run: the recording as the pause left it (a reader's Recording)."""
     repeats: RepeatedCalls | None = None
     """The repeated-call tally of this turn (None: the nudge is off)."""
+    started: datetime | None = None
+    """When the run started, as the reading that named it (None: not read yet)."""
     declared: list[tuple[str, str, Limits]] = field(default_factory=list)
     """``(tool, call id, limits)``: every limit a tool declared this run, in order."""
     assumed: list[Assumed] = field(default_factory=list)

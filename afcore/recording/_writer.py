@@ -270,7 +270,7 @@ class Recorder:
             try:
                 if not fresh and path.exists():
                     raise FileExistsError(path)
-                folder = os.path.abspath(path.parent)
+                folder = os.path.abspath(os.path.dirname(path))  # not pathlib's: ~5 us a run
                 self._fd = _SPARES.take(folder)
                 if self._fd >= 0:
                     self._unnamed = _SPARE
