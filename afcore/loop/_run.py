@@ -310,7 +310,9 @@ async def drive(
         output=output,
         answer_coverage=answer_coverage(
             run.declared, [(a.tool, a.argument, a.value) for a in run.assumed]
-        ),
+        )
+        if run.declared or run.assumed
+        else None,
     )
     return result, raised
 
