@@ -404,8 +404,9 @@ class Recorder:
             pending.append(b"")
             batch = b"\n".join(pending)  # every line, each ending with its newline
             pending.clear()
-            # = seal(chain, batch), made in place
-            chain = self._chain = _sha256(self._chain + batch).digest()[:16]
+            h = _sha256(self._chain)  # = seal(chain, batch), made in place
+            h.update(batch)
+            chain = self._chain = h.digest()[:16]
             sealed = batch + _SEAL_LINE + _b64(chain)[:22].translate(_URLSAFE) + b'"}\n'
             try:
                 done = os.write(self._fd, sealed)
