@@ -440,7 +440,7 @@ class Recorder:
         longer than that, so it is on disk before the tools it asked for run (a process
         killed inside one leaves it); the iterations of a scripted loop, microseconds each,
         share one write."""
-        if self._pending and time.monotonic() - self._written >= HOLD:
+        if self._pending and _monotonic() - self._written >= HOLD:
             self.flush()
 
     def _store(self, value: Any, *, screened: bool = False) -> str:
