@@ -15,15 +15,22 @@ Run: ``python -m bench.recording_parts``.
 from __future__ import annotations
 
 import argparse
+import binascii
 import gc
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import orjson
+
 import afcore.recording._writer as writer
+from afcore.messages import AssistantMessage, ToolCall, ToolResultMessage
 from afcore.recording._models import Line
+from afcore.secrets import Redaction
 from bench._af_loop import build_agent, recordings_dir, run_once
 from bench._report import print_table
 
@@ -100,6 +107,51 @@ PARTS: dict[str, Callable[[], Any]] = {
 }
 
 
+def _floor(iterations: int, folder: Path) -> float:
+    """Seconds for what recording an iteration cannot do without, done alone for the same
+    iterations: the canonical JSON of its two messages, their screen and ids, the window's
+    and the call's hashes, its three records (orjson, the messages inside as fragments),
+    the seal's hash and one write. No Python glue beyond this loop's own."""
+    redactor = Redaction().compile()
+    screen = redactor.screen
+    tool_calls = [ToolCall(str(n), "echo", {"n": n}) for n in range(1, iterations + 1)]
+    replies = [AssistantMessage((c,)) for c in tool_calls]
+    results = [ToolResultMessage(c.id, "echo", f"ok {c.id}") for c in tool_calls]
+    sha256, b64, urlsafe = hashlib.sha256, binascii.b2a_base64, bytes.maketrans(b"+/", b"-_")
+    dumps, fragment, canonical = orjson.dumps, orjson.Fragment, orjson.OPT_SORT_KEYS
+    before, after = b'{"messages":"', b'","model":"mock","system":[],"tools":[]}'
+    path = folder / "floor.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        gc.collect()
+        start = time.thread_time()
+        history, chain = sha256(), b""
+        for n in range(iterations):
+            ids = []
+            for message in (replies[n], results[n]):
+                raw = dumps(message.to_json(), option=canonical)
+                screen(raw)
+                ids.append(raw)
+                hashed = b64(sha256(raw).digest()[:16])[:22].translate(urlsafe)
+                history.update(hashed)
+            window = b64(history.copy().digest()[:16])[:22].translate(urlsafe)
+            call = b64(sha256(before + window + after).digest()[:16])[:22].translate(urlsafe)
+            lines = [
+                dumps({"t": "reply", "seq": n, "writes": [fragment(ids[0])], "ms": 0.01}),
+                dumps({"t": "commit", "seq": n, "writes": [fragment(ids[1])], "ms": 0.01}),
+                dumps({"t": "call", "seq": n, "window": [(1, n)], "hash": call.decode()}),
+                b"",
+            ]
+            batch = b"\n".join(lines)
+            chain = sha256(chain + batch).digest()[:16]
+            seal = b64(chain)[:22].translate(urlsafe)
+            os.write(fd, batch + b'{"t":"seal","h":"' + seal + b'"}\n')
+        return time.thread_time() - start
+    finally:
+        os.close(fd)
+        path.unlink()
+
+
 def _timed(agent: Any, iterations: int) -> float:
     gc.collect()
     start = time.thread_time()
@@ -111,23 +163,25 @@ def _timed(agent: Any, iterations: int) -> float:
     return elapsed
 
 
-def measure(iterations: int, rounds: int) -> tuple[float, float, dict[str, float]]:
-    """Best seconds per run: recording on, off, and on without each part."""
+def measure(iterations: int, rounds: int) -> tuple[float, float, float, dict[str, float]]:
+    """Best seconds per run: recording on, off, the floor alone, and on without each part."""
     with recordings_dir() as folder:
         on = build_agent(iterations, record=folder)
         off = build_agent(iterations, record=None)
         run_once(on, iterations)
         run_once(off, iterations)
-        best_on = best_off = float("inf")
+        _floor(iterations, folder)
+        best_on = best_off = best_floor = float("inf")
         without = dict.fromkeys(PARTS, float("inf"))
         for r in range(rounds):
             best_off = min(best_off, _timed(off, iterations))
+            best_floor = min(best_floor, _floor(iterations, folder))
             names = list(PARTS) if r % 2 == 0 else list(reversed(PARTS))
             for name in names:
                 with PARTS[name]():
                     without[name] = min(without[name], _timed(on, iterations))
             best_on = min(best_on, _timed(on, iterations))
-    return best_on, best_off, without
+    return best_on, best_off, best_floor, without
 
 
 def main() -> None:
@@ -136,7 +190,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     n = args.iterations
-    on, off, without = measure(n, args.rounds)
+    on, off, floor, without = measure(n, args.rounds)
 
     def us(seconds: float) -> str:
         return f"{seconds / n * 1e6:.2f}"
@@ -150,6 +204,9 @@ def main() -> None:
             ("loop, record=False", us(off)),
             ("loop, recording on", us(on)),
             ("added by recording", us(on - off)),
+            ("ratio on / off", f"{on / off:.2f}"),
+            ("the floor: what cannot be left out", us(floor)),
+            ("ratio at the floor (off + floor) / off", f"{(off + floor) / off:.2f}"),
             ("-- saved by taking out --", ""),
             *rows,
         ],

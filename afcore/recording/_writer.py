@@ -29,7 +29,15 @@ import orjson
 from pydantic import BaseModel
 
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
-from afcore.messages import CacheBreakpoint, Message, Source, SystemSegment, ToolSpec, Usage
+from afcore.messages import (
+    CacheBreakpoint,
+    Message,
+    Source,
+    SystemSegment,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+)
 from afcore.recording._format import CALL_FRAME
 from afcore.recording._hashing import V11, canonical, request_digest, short_id, unseal
 from afcore.recording._lossless import lossless
@@ -136,13 +144,15 @@ _dumps = orjson.dumps
 _Fragment = orjson.Fragment
 _id = V11.of
 _ID_SIZE = V11.size
-_SEAL_OPEN = len(b'{"t":"seal","h":"')
+_SEAL_LINE = b'{"t":"seal","h":"'
 _BLOB_OPEN = b'{"t":"blob","id":"'
 _BLOB_ID = slice(len(_BLOB_OPEN), len(_BLOB_OPEN) + 22)
 """Where a blob line (as :meth:`Recorder._store_raw` makes it) holds its id."""
 _b64 = binascii.b2a_base64
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _monotonic = time.monotonic
+_MESSAGE_KEY = "message:"
+_CALL_KEY = "call:"
 
 # The records of every iteration are made as lines of plain JSON, what they hold included:
 # orjson writes them without calling back into Python.
@@ -405,14 +415,13 @@ class Recorder:
             if self._fd < 0 or self._broken:  # watched, not recorded; or a write failed
                 pending.clear()
                 return
-            pending.append(b'{"t":"seal","h":"')
-            batch = b"\n".join(pending)
+            pending.append(b"")
+            batch = b"\n".join(pending)  # every line, each ending with its newline
             pending.clear()
-            # = seal(chain, batch up to the seal's line), made in place
-            h = _sha256(self._chain)
-            h.update(memoryview(batch)[: len(batch) - _SEAL_OPEN])
+            h = _sha256(self._chain)  # = seal(chain, batch), made in place
+            h.update(batch)
             chain = self._chain = h.digest()[:16]
-            sealed = batch + _b64(chain)[:22].translate(_URLSAFE) + b'"}\n'
+            sealed = batch + _SEAL_LINE + _b64(chain)[:22].translate(_URLSAFE) + b'"}\n'
             try:
                 done = os.write(self._fd, sealed)
                 if done < len(sealed):  # a short write (a disk filling up): on where it stopped
@@ -445,7 +454,7 @@ class Recorder:
         longer than that, so it is on disk before the tools it asked for run (a process
         killed inside one leaves it); the iterations of a scripted loop, microseconds each,
         share one write."""
-        if self._pending and time.monotonic() - self._written >= HOLD:
+        if self._pending and _monotonic() - self._written >= HOLD:
             self.flush()
 
     def _store(self, value: Any, *, screened: bool = False) -> str:
@@ -545,7 +554,23 @@ class Recorder:
         message is written in the write itself, a long one as a blob it refers to; either
         way its id is that of its canonical JSON."""
         try:
-            raw = _dumps(message.to_json(), option=_SORTED)
+            if (
+                type(message) is ToolResultMessage
+                and not message.is_error
+                and type(message.content) is str
+            ):
+                # = to_json() with its keys in sorted order, nothing nested to sort (a
+                # tool's result, one each iteration)
+                raw = _dumps(
+                    {
+                        "content": message.content,
+                        "name": message.name,
+                        "role": "tool",
+                        "tool_call_id": message.tool_call_id,
+                    }
+                )
+            else:
+                raw = _dumps(message.to_json(), option=_SORTED)
         except TypeError:  # a big integer, a lone surrogate: held in their lossless form
             raw = _dumps(lossless(message.to_json()), option=_SORTED)
         if self.redactor.screen(raw):
@@ -566,9 +591,10 @@ class Recorder:
                 spans[-1] = (spans[-1][0], n)
             else:
                 spans.append((n, n))
-        key = f"message:{n}"
         if source is None and value is not None:
-            return n, Line({"key": key, "value": value})  # = _write(key=key, value=value)
+            # = _write(key=..., value=value): a literal, for the messages of every iteration
+            return n, {"key": _MESSAGE_KEY + str(n), "value": value}  # type: ignore[return-value]
+        key = _MESSAGE_KEY + str(n)
         src = None if source is None else self._source_line(source)
         if value is None:
             return n, _write(key=key, ref=ref, source=src)
@@ -660,7 +686,10 @@ class Recorder:
         }
         if tool is not None:
             record["tool"] = tool
-        self._emit(record)
+        raw = _dumps(record, default=as_json)  # = self._emit(record), for every iteration's
+        self._pending.append(raw)
+        if self.observers or self._watch.observers:
+            self._observe(raw)
         return seq
 
     def _segment(self, seg: SystemSegment) -> tuple[str, Segment]:
@@ -898,7 +927,12 @@ class Recorder:
             # digest around the messages' hash, the same replacements in the params.
             if same[5]:
                 self.redactor.count += same[5]
-            digest_hash = short_id(_sha256(same[6] + messages_hash + same[7]).digest())
+            # = short_id(...), inline
+            digest_hash = (
+                _b64(_sha256(same[6] + messages_hash + same[7]).digest()[:16])[:22]
+                .translate(_URLSAFE)
+                .decode()
+            )
             seq = self.seq = self.seq + 1
             versions = self.versions
             # = _call(seq=..., hash=..., at=at): a literal, for the call of every iteration
@@ -915,8 +949,11 @@ class Recorder:
             }
             if at is not None:
                 record["at"] = at
-            self._emit(record)
-            versions[f"call:{call}"] = seq
+            raw = _dumps(record)  # = self._emit(record): plain JSON
+            self._pending.append(raw)
+            if self.observers or self._watch.observers:
+                self._observe(raw)
+            versions[_CALL_KEY + str(call)] = seq
             self.flush()
             return digest_hash
         frame = self._frame
@@ -1220,17 +1257,23 @@ class Recorder:
             "tool_calls": tool_calls,
         }
         if usage is not None:
-            record["usage"] = self._usage_line(usage)
+            last = self._last_usage  # = self._usage_line(usage), inline
+            if last is None or (last[0] is not usage and last[0] != usage):
+                last = self._last_usage = (usage, usage_line(usage))
+            record["usage"] = last[1]
         if model is not None:
             record["model"] = model
         if response_id is not None:
             record["response_id"] = self.redactor.redact(response_id)
         if unsent_params:
             record["unsent_params"] = list(unsent_params)
-        record["ms"] = round_ms(ms)
+        record["ms"] = round(ms * 1000) / 1000  # = round_ms(ms)
         if decision is not None:
             record["decision"] = as_json(self._screened(decision))
-        self._emit(record)
+        raw = _dumps(record, default=as_json)  # = self._emit(record)
+        self._pending.append(raw)
+        if self.observers or self._watch.observers:
+            self._observe(raw)
         return seq
 
     def _usage_line(self, usage: Usage) -> Line:
