@@ -184,6 +184,31 @@ def beyond_defaults(value: msgspec.Struct) -> dict[str, Any]:
     }
 
 
+_OTHERS: dict[tuple[type, frozenset[str]], tuple[tuple[str, Any], ...] | None] = {}
+
+
+def at_defaults(value: msgspec.Struct, but: frozenset[str]) -> bool:
+    """True when every field of ``value`` but those in ``but`` holds its default: what
+    ``beyond_defaults(value).keys() <= but`` says, without building the dict."""
+    key = (type(value), but)
+    if key in _OTHERS:
+        others = _OTHERS[key]
+    else:
+        defaults = _defaults(type(value))
+        names = [name for name in value.__struct_fields__ if name not in but]
+        others = _OTHERS[key] = (
+            None
+            if any(name not in defaults for name in names)
+            else tuple((name, defaults[name]) for name in names)
+        )
+    if others is None:
+        return False  # a field outside ``but`` has no default: it is always beyond
+    for name, default in others:
+        if default != getattr(value, name):
+            return False
+    return True
+
+
 _ = _Value  # the base of every value Struct, re-exported for isinstance checks
 
 
