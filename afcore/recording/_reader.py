@@ -174,6 +174,10 @@ def _prefix(ref: bytes | str, size: int) -> int:
     """36 bits of an id, to find its blob by: 9 hex digits, or 6 base64url characters."""
     if size == 64:
         return int(ref[:9], 16)
+    try:
+        return (_PAIRS[ref[:2]] << 24) | (_PAIRS[ref[2:4]] << 12) | _PAIRS[ref[4:6]]
+    except (KeyError, TypeError):
+        pass  # fewer than six digits, or not all base64url ones: worked out below
     head = ref[:6].encode() if isinstance(ref, str) else bytes(ref[:6])
     if len(head) == 6 and not head.translate(None, _B64_DIGITS):
         # In C: the six digits and two zero digits decoded as 48 bits, the last 12 dropped.
@@ -190,6 +194,12 @@ def _prefix(ref: bytes | str, size: int) -> int:
 _B64_DIGITS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _B64 = {c: i for i, c in enumerate(_B64_DIGITS)}
 _B64_STD = bytes.maketrans(b"-_", b"+/")
+_PAIRS: dict[bytes | str, int] = {
+    bytes((a, b)): _B64[a] << 6 | _B64[b] for a in _B64_DIGITS for b in _B64_DIGITS
+}
+_PAIRS |= {pair.decode(): value for pair, value in list(_PAIRS.items()) if isinstance(pair, bytes)}
+"""Two base64url digits, as bytes or as text -> their 12 bits: an id's prefix in three
+lookups (a big file has a blob line for every tool result)."""
 
 
 class _Index:
@@ -461,7 +471,7 @@ class Recording:
         idx, limit = self._index, self.max_line
         # Only a blob that is the first under its id may answer for it: blobs sorted into
         # the index by an earlier scan are not among those this one compares with.
-        keep = self._keep_recent if recent and not idx.blob_keys else None
+        kept = self._recent if recent and not idx.blob_keys else None
         starts, kinds = idx.starts, idx.kinds
         blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
         blank, bad = _BLANK, _BAD
@@ -528,15 +538,19 @@ class Recording:
                     fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
                 if fast == blob:
                     if size > id_end + 2 and raw[id_end] == 34:
+                        ref = raw[18:id_end]
                         try:
-                            prefix = _prefix(raw[18:id_end], id_size)
+                            prefix = _prefix(ref, id_size)
                         except ValueError:
                             pass
                         else:
                             if blobs.setdefault(prefix, i) != i:
                                 collided.append((prefix << _LINE_BITS) | i)
-                            elif keep is not None:
-                                keep(raw[18:id_end], i, raw)
+                            elif kept is not None:
+                                kept[ref] = (i, raw)
+                                self._recent_size += size
+                                if self._recent_size > RECENT_BYTES:
+                                    self._trim_recent()
                             kinds.append(blob)
                             yield i, raw, blob, None
                             continue
@@ -587,10 +601,9 @@ class Recording:
         finally:
             self._pos, self._last_end = pos, last_end
 
-    def _keep_recent(self, ref: bytes, i: int, raw: bytes) -> None:
+    def _trim_recent(self) -> None:
+        """The oldest blob lines a walk keeps dropped, until those left fit RECENT_BYTES."""
         recent = self._recent
-        recent[ref] = (i, raw)
-        self._recent_size += len(raw)
         while self._recent_size > RECENT_BYTES:
             self._recent_size -= len(recent.pop(next(iter(recent)))[1])
 
@@ -607,14 +620,19 @@ class Recording:
         try:
             if t == "commit" or t == "reply":
                 idx.commits.append(i)
+                keys, dense = idx.keys, messages.dense
                 for w in data.get("writes") or ():
                     key = w["key"]
                     if key.startswith("message:"):
-                        _add(messages, int(key[8:]), i)
-                    elif key in idx.keys:
-                        idx.keys[key].append(i)
+                        n = int(key[8:])
+                        if n == len(dense):  # the next message, as af writes them
+                            dense.append(i)
+                        else:
+                            _put(messages, n, i)
+                    elif key in keys:
+                        keys[key].append(i)
                     else:
-                        idx.keys[key] = array("q", (i,))
+                        keys[key] = array("q", (i,))
                 if t == "reply":
                     _add(idx.replies, int(data["call"]), i)
                 elif (tool := data.get("tool")) is not None:

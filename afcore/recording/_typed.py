@@ -11,6 +11,7 @@ imported only for such a line. The models stay the one definition of each record
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from operator import attrgetter
 from typing import Any, Final, Literal, TypeVar
 
 import msgspec
@@ -184,7 +185,7 @@ def beyond_defaults(value: msgspec.Struct) -> dict[str, Any]:
     }
 
 
-_OTHERS: dict[tuple[type, frozenset[str]], tuple[tuple[str, Any], ...] | None] = {}
+_OTHERS: dict[tuple[type, frozenset[str]], tuple[Callable[[Any], Any], Any] | None] = {}
 
 
 def at_defaults(value: msgspec.Struct, but: frozenset[str]) -> bool:
@@ -192,21 +193,28 @@ def at_defaults(value: msgspec.Struct, but: frozenset[str]) -> bool:
     ``beyond_defaults(value).keys() <= but`` says, without building the dict."""
     key = (type(value), but)
     if key in _OTHERS:
-        others = _OTHERS[key]
+        found = _OTHERS[key]
     else:
         defaults = _defaults(type(value))
         names = [name for name in value.__struct_fields__ if name not in but]
-        others = _OTHERS[key] = (
+        # The fields read in C as one tuple, compared with their defaults' (a field
+        # outside ``but`` without a default is always beyond).
+        found = _OTHERS[key] = (
             None
             if any(name not in defaults for name in names)
-            else tuple((name, defaults[name]) for name in names)
+            else (_fields(names), tuple(defaults[name] for name in names))
         )
-    if others is None:
-        return False  # a field outside ``but`` has no default: it is always beyond
-    for name, default in others:
-        if default != getattr(value, name):
-            return False
-    return True
+    if found is None:
+        return False
+    fields, held = found
+    return bool(held == fields(value))
+
+
+def _fields(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving these fields of a value as a tuple."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    return lambda value: tuple(getattr(value, name) for name in names)
 
 
 _ = _Value  # the base of every value Struct, re-exported for isinstance checks
