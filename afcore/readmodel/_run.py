@@ -30,7 +30,7 @@ from afcore.readmodel._walk import (
     error_of,
     response_of,
 )
-from afcore.recording._typed import beyond_defaults, dump
+from afcore.recording._typed import at_defaults, dump
 
 if TYPE_CHECKING:
     from afcore.recording import Recording
@@ -157,7 +157,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     previous_tools: list[str] | None = None
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
-    for line, record in rec.records(blobs=False, seals=False):
+    for line, record in rec.records(blobs=False, seals=False, only=_READ):
         kind = type(record)
         if kind is Call:
             assert isinstance(record, Call)
@@ -244,17 +244,14 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                     tool = record.tool
                     outcome: dict[str, Any] = (
                         {"status": tool.status, "result_status": tool.result_status}
-                        if beyond_defaults(tool).keys() <= _PLAIN_OUTCOME
+                        if at_defaults(tool, _PLAIN_OUTCOME)
                         else dump(tool, mode="json", exclude_defaults=True)
                     )
-                    limits = next(
-                        (
-                            resolver.value(w)[0]
-                            for w in record.writes
-                            if w.key.startswith("limits:")
-                        ),
-                        None,
-                    )
+                    limits = None
+                    for w in record.writes:
+                        if w.key.startswith("limits:"):
+                            limits = resolver.value(w)[0]
+                            break
                     message = as_dict(message)
                     target.results.append(
                         ToolResult(
@@ -350,6 +347,12 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
         ),
     )
 
+
+_READ = frozenset(
+    ["args_invalid", "call", "commit", "error", "pause", "reply", "resume", "run_end"]
+)
+"""The records a run's view is drawn from: the others (evictions, seals, clock readings, the
+header read already) are checked as the file is walked, not built."""
 
 _PLAIN_OUTCOME = frozenset({"name", "k", "call_id", "status", "ms", "result_status"})
 """The fields of a tool's outcome that say nothing more than how it went: an outcome holding

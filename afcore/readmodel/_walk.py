@@ -61,7 +61,8 @@ class Resolver:
         if ref is not None and not isinstance(ref, str):
             return None, f"{as_text(ref)[:40]} is not a blob reference"
         try:
-            return self.rec.value(write), None
+            # A ref is read from the file at once (what ``Recording.value`` does with it).
+            return (self.rec.blob(ref) if ref else self.rec.value(write)), None
         except KeyError as e:
             return None, str(e.args[0]) if e.args else "a value is missing from the file"
 

@@ -18,7 +18,7 @@ import threading
 from array import array
 from binascii import a2b_base64
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar, overload
 
@@ -131,7 +131,11 @@ _UNINDEXED = KNOWN_TYPES - _KIND_CODES.keys()
 """Records the index keeps only the kind of (context_evicted, args_invalid, ...)."""
 _SEALED = ord("S")
 """A seal as af writes it, taken by its bytes (a malformed one is indexed as "seal")."""
+_EVICTED = ord("E")
+"""A context_evicted record as af writes it, taken by its bytes (any other is parsed)."""
 _KIND_NAMES = {code: name for name, code in _KIND_CODES.items()} | {_SEALED: "seal"}
+_BY_BYTES = {"seal": _SEALED, "context_evicted": _EVICTED}
+"""The records a walk may leave unparsed when they are af's own shape (see ``only``)."""
 _BLOB_PREFIX = b'{"t":"blob","id":"'
 _REPLY_HEAD = re.compile(
     rb'\{"t":"reply","seq":\d+,"rsid":"[^"\\]*","iter":-?\d+,"call":(\d{1,18}),'
@@ -146,7 +150,17 @@ _FAST = {
     b'{"t":"blob",': ord("b"),
     b'{"t":"call",': ord("C"),
     b'{"t":"reply"': ord("r"),
+    b'{"t":"contex': _EVICTED,
 }
+_NUMBER = rb"-?(?:0|[1-9]\d{0,17})"
+_TEXT = rb'"[\x20\x21\x23-\x5b\x5d-\x7e]*"'
+EVICTED_LINE = re.compile(
+    rb'\{"t":"context_evicted","rsid":%s,"iter":%s,"fold":%s,"message":%s,"hash":%s\}'
+    % (_TEXT, _NUMBER, _NUMBER, _NUMBER, _TEXT)
+)
+"""A context_evicted record as af writes it (a fold writes one per message that left): of
+printable ASCII strings without escapes and integers within 64 bits, so that a line it
+matches is valid JSON and a valid record whole. A line it does not match is parsed."""
 SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
 """A seal as af writes it: taken by its bytes, unparsed (a file holds one per write)."""
 _PIECE = 1024 * 1024
@@ -160,6 +174,10 @@ def _prefix(ref: bytes | str, size: int) -> int:
     """36 bits of an id, to find its blob by: 9 hex digits, or 6 base64url characters."""
     if size == 64:
         return int(ref[:9], 16)
+    try:
+        return (_PAIRS[ref[:2]] << 24) | (_PAIRS[ref[2:4]] << 12) | _PAIRS[ref[4:6]]
+    except (KeyError, TypeError):
+        pass  # fewer than six digits, or not all base64url ones: worked out below
     head = ref[:6].encode() if isinstance(ref, str) else bytes(ref[:6])
     if len(head) == 6 and not head.translate(None, _B64_DIGITS):
         # In C: the six digits and two zero digits decoded as 48 bits, the last 12 dropped.
@@ -176,6 +194,12 @@ def _prefix(ref: bytes | str, size: int) -> int:
 _B64_DIGITS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _B64 = {c: i for i, c in enumerate(_B64_DIGITS)}
 _B64_STD = bytes.maketrans(b"-_", b"+/")
+_PAIRS: dict[bytes | str, int] = {
+    bytes((a, b)): _B64[a] << 6 | _B64[b] for a in _B64_DIGITS for b in _B64_DIGITS
+}
+_PAIRS |= {pair.decode(): value for pair, value in list(_PAIRS.items()) if isinstance(pair, bytes)}
+"""Two base64url digits, as bytes or as text -> their 12 bits: an id's prefix in three
+lookups (a big file has a blob line for every tool result)."""
 
 
 class _Index:
@@ -447,11 +471,12 @@ class Recording:
         idx, limit = self._index, self.max_line
         # Only a blob that is the first under its id may answer for it: blobs sorted into
         # the index by an earlier scan are not among those this one compares with.
-        keep = self._keep_recent if recent and not idx.blob_keys else None
+        kept = self._recent if recent and not idx.blob_keys else None
         starts, kinds = idx.starts, idx.kinds
         blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
         blank, bad = _BLANK, _BAD
         sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
+        evicted, evicted_line = _EVICTED, EVICTED_LINE.fullmatch
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
         commits, put = idx.commits, _put_next
@@ -509,19 +534,23 @@ class Recording:
                     yield i, raw, sealed, None
                     continue
                 fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
-                if fast is not None and v11 and fast != blob:
+                if v11 and (fast == call or fast == reply):
                     fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
                 if fast == blob:
                     if size > id_end + 2 and raw[id_end] == 34:
+                        ref = raw[18:id_end]
                         try:
-                            prefix = _prefix(raw[18:id_end], id_size)
+                            prefix = _prefix(ref, id_size)
                         except ValueError:
                             pass
                         else:
                             if blobs.setdefault(prefix, i) != i:
                                 collided.append((prefix << _LINE_BITS) | i)
-                            elif keep is not None:
-                                keep(raw[18:id_end], i, raw)
+                            elif kept is not None:
+                                kept[ref] = (i, raw)
+                                self._recent_size += size
+                                if self._recent_size > RECENT_BYTES:
+                                    self._trim_recent()
                             kinds.append(blob)
                             yield i, raw, blob, None
                             continue
@@ -541,6 +570,11 @@ class Recording:
                         put(idx.calls, int(head[1]), i)
                         kinds.append(call)
                         yield i, raw, call, None
+                        continue
+                elif fast == evicted:
+                    if evicted_line(raw, 0, size - 1):
+                        kinds.append(evicted)
+                        yield i, raw, evicted, None
                         continue
                 try:
                     data = orjson.loads(raw)
@@ -567,10 +601,9 @@ class Recording:
         finally:
             self._pos, self._last_end = pos, last_end
 
-    def _keep_recent(self, ref: bytes, i: int, raw: bytes) -> None:
+    def _trim_recent(self) -> None:
+        """The oldest blob lines a walk keeps dropped, until those left fit RECENT_BYTES."""
         recent = self._recent
-        recent[ref] = (i, raw)
-        self._recent_size += len(raw)
         while self._recent_size > RECENT_BYTES:
             self._recent_size -= len(recent.pop(next(iter(recent)))[1])
 
@@ -587,14 +620,19 @@ class Recording:
         try:
             if t == "commit" or t == "reply":
                 idx.commits.append(i)
+                keys, dense = idx.keys, messages.dense
                 for w in data.get("writes") or ():
                     key = w["key"]
                     if key.startswith("message:"):
-                        _add(messages, int(key[8:]), i)
-                    elif key in idx.keys:
-                        idx.keys[key].append(i)
+                        n = int(key[8:])
+                        if n == len(dense):  # the next message, as af writes them
+                            dense.append(i)
+                        else:
+                            _put(messages, n, i)
+                    elif key in keys:
+                        keys[key].append(i)
                     else:
-                        idx.keys[key] = array("q", (i,))
+                        keys[key] = array("q", (i,))
                 if t == "reply":
                     _add(idx.replies, int(data["call"]), i)
                 elif (tool := data.get("tool")) is not None:
@@ -786,12 +824,22 @@ class Recording:
 
     @overload
     def records(
-        self, lines: Iterable[int] | None = None, *, blobs: bool = True, seals: bool = True
+        self,
+        lines: Iterable[int] | None = None,
+        *,
+        blobs: bool = True,
+        seals: bool = True,
+        only: Collection[str] | None = None,
     ) -> Iterator[tuple[int, Record | UnknownRecord]]: ...
 
     @overload
     def records(
-        self, lines: None = None, *, blobs: Literal["checked"], seals: bool = True
+        self,
+        lines: None = None,
+        *,
+        blobs: Literal["checked"],
+        seals: bool = True,
+        only: Collection[str] | None = None,
     ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]: ...
 
     def records(
@@ -800,6 +848,7 @@ class Recording:
         *,
         blobs: bool | Literal["checked"] = True,
         seals: bool = True,
+        only: Collection[str] | None = None,
     ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]:
         """Every readable record with its line number, or those on ``lines`` (from 1, in
         order): a reader that knows which records it needs reads only those. ``blobs=False``:
@@ -808,6 +857,10 @@ class Recording:
         in the file and parsed only when that differs from its id. ``seals=False``: all but
         the well-formed seals, which hold only the chain (checked on the bytes by
         :attr:`seal_lines`'s reader) and which a reader of the run has no use for.
+        ``only``: the record types (their ``t``) to give, for a reader that has no use for the
+        others; the others' lines are still checked, and a bad one reported as ever, but
+        their records are not given, and those af writes in a shape known to be valid (a
+        seal, an eviction) are taken by their bytes, unparsed.
         Lines that are not valid records were reported in :attr:`problems` when the file was
         indexed, or are reported here. A walk of the whole file hands the pages it read back
         as it goes, so memory stays flat however big the file; a walk that meets
@@ -827,6 +880,8 @@ class Recording:
         skip = {_BAD, _BLANK} if blobs else {_BAD, _BLANK, blob}
         if not seals:
             skip.add(_SEALED)
+        if only is not None:
+            skip.update(code for t, code in _BY_BYTES.items() if t not in only)
         checked = blobs == "checked"
         check = self._checked_blob
         # The hot loop of every walk (verify reads each line once): kept flat.
@@ -858,9 +913,11 @@ class Recording:
                 continue
             try:
                 raw = loads(view[start:end])
-                cls = types.get(raw.get("t"))
+                t = raw.get("t")
+                cls = types.get(t)
                 if cls is None:
-                    yield i + 1, unknown(raw)
+                    if only is None or t in only:
+                        yield i + 1, unknown(raw)
                     continue
                 if fill is not None:
                     fill(raw, i)
@@ -868,7 +925,8 @@ class Recording:
                     found = convert(raw, cls)
                 except rejected:
                     found = judge(cls, raw)
-                yield i + 1, found
+                if only is None or t in only:
+                    yield i + 1, found
             except orjson.JSONDecodeError as e:  # a line indexed by its head
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except InvalidRecord as e:
@@ -891,9 +949,11 @@ class Recording:
             try:
                 if data is None:
                     data = loads(raw)
-                cls = types.get(data.get("t"))
+                t = data.get("t")
+                cls = types.get(t)
                 if cls is None:
-                    yield i + 1, unknown(data)
+                    if only is None or t in only:
+                        yield i + 1, unknown(data)
                     continue
                 if fill is not None:
                     fill(data, i)
@@ -901,7 +961,8 @@ class Recording:
                     found = convert(data, cls)
                 except rejected:
                     found = judge(cls, data)
-                yield i + 1, found
+                if only is None or t in only:
+                    yield i + 1, found
             except orjson.JSONDecodeError as e:
                 problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
             except InvalidRecord as e:
@@ -1024,7 +1085,9 @@ class Recording:
         """The record type on ``line`` as the index saw it: header, blob, commit, call,
         reply, run_end, other (another type), bad (not a record) or blank."""
         code = self._index.kinds[line - 1]
-        return _KIND_NAMES.get(code) or {_OTHER: "other", _BAD: "bad"}.get(code, "blank")
+        return _KIND_NAMES.get(code) or {_OTHER: "other", _EVICTED: "other", _BAD: "bad"}.get(
+            code, "blank"
+        )
 
     def tool_commit(self, line: int) -> Commit:
         """The tool stage's commit on ``line`` (from 1)."""

@@ -11,6 +11,7 @@ imported only for such a line. The models stay the one definition of each record
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from operator import attrgetter
 from typing import Any, Final, Literal, TypeVar
 
 import msgspec
@@ -182,6 +183,38 @@ def beyond_defaults(value: msgspec.Struct) -> dict[str, Any]:
         for name in value.__struct_fields__
         if name not in defaults or defaults[name] != getattr(value, name)
     }
+
+
+_OTHERS: dict[tuple[type, frozenset[str]], tuple[Callable[[Any], Any], Any] | None] = {}
+
+
+def at_defaults(value: msgspec.Struct, but: frozenset[str]) -> bool:
+    """True when every field of ``value`` but those in ``but`` holds its default: what
+    ``beyond_defaults(value).keys() <= but`` says, without building the dict."""
+    key = (type(value), but)
+    if key in _OTHERS:
+        found = _OTHERS[key]
+    else:
+        defaults = _defaults(type(value))
+        names = [name for name in value.__struct_fields__ if name not in but]
+        # The fields read in C as one tuple, compared with their defaults' (a field
+        # outside ``but`` without a default is always beyond).
+        found = _OTHERS[key] = (
+            None
+            if any(name not in defaults for name in names)
+            else (_fields(names), tuple(defaults[name] for name in names))
+        )
+    if found is None:
+        return False
+    fields, held = found
+    return bool(held == fields(value))
+
+
+def _fields(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving these fields of a value as a tuple."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    return lambda value: tuple(getattr(value, name) for name in names)
 
 
 _ = _Value  # the base of every value Struct, re-exported for isinstance checks

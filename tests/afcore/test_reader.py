@@ -269,3 +269,88 @@ def test_a_walk_resolves_each_ref_as_the_whole_index_does(
             for ref in (i[18:].decode() for i in ids):
                 assert walk.blob(ref) == whole.blob(ref)
     assert resolved > 20
+
+
+_EVICTION = (
+    b'{"t":"context_evicted","rsid":"window#31","iter":5,"fold":1,"message":2,'
+    b'"hash":"QJsunmuGIpbg9m1xgO2MPg"}'
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "bad"),
+    [
+        (_EVICTION.replace(b'"iter":5', b'"iter":05'), True),  # not JSON
+        (_EVICTION.replace(b'"iter":5', b'"iter":"5"'), False),  # as the models coerce it
+        (_EVICTION.replace(b'"iter":5', b'"iter":[5]'), True),  # not the record
+        (_EVICTION.replace(b'"fold":1', b'"fold":-'), True),
+        (_EVICTION.replace(b'"message":2', b'"message":123456789012345678901234567'), True),
+        (_EVICTION.replace(b'"rsid":"', b'"rsid":"\\u001b'), False),  # escaped: parsed
+        (_EVICTION.replace(b'"rsid":"', b'"rsid":"\xff'), True),  # not UTF-8
+        (_EVICTION.replace(b'"rsid":"', b'"rsid":"\xc3\xa9'), False),  # UTF-8: parsed
+        (_EVICTION.replace(b',"hash":"QJsunmuGIpbg9m1xgO2MPg"', b""), True),
+        (_EVICTION.replace(b'"hash":"', b'"hash":5,"h":"'), True),
+        (_EVICTION[:-1] + b',"extra":[1]}', False),
+        (_EVICTION + b" ", False),
+        (_EVICTION.replace(b"}", b"", 1) + b"\t}", False),
+        (b'{"t":"context_evicted"}', True),
+    ],
+)
+def test_a_walk_for_some_records_checks_the_others_as_ever(
+    line: bytes, bad: bool, tmp_path: Path
+) -> None:
+    """A reader that asks for some record types (``only``) is not given the others, which are
+    still checked: a bad line among them is reported in the same words, on the same line,
+    as a reader given every record is told; af's own evictions are taken by their bytes."""
+    lines = (SAMPLES / "sample-compaction.jsonl").read_bytes().splitlines(keepends=True)
+    at = len(lines) // 2
+    lines[at:at] = [_EVICTION + b"\n", line + b"\n", _EVICTION + b"\n"]
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(b"".join(lines))
+    wanted = {"call", "reply", "commit"}
+    for index in (False, True):
+        with rec.open_recording(path, index=index) as every:
+            given = [(n, r) for n, r in every.records(blobs=False) if r.t in wanted]
+            said = [str(p) for p in every.problems]
+            kinds = [every.kind(n) for n in range(1, len(lines) + 1)]
+        with rec.open_recording(path, index=index) as some:
+            assert list(some.records(blobs=False, only=wanted)) == given
+            assert [str(p) for p in some.problems] == said
+            assert [some.kind(n) for n in range(1, len(lines) + 1)] == kinds
+            assert kinds[at] == kinds[at + 2] == "other"
+        assert len(given) > 20
+        assert [p.line for p in every.problems] == ([at + 2] if bad else [])
+
+
+def test_only_lines_that_are_valid_evictions_are_taken_by_their_bytes() -> None:
+    """What the eviction shape takes is valid JSON and a valid record, whatever bytes of it
+    were changed."""
+    import msgspec
+    import orjson
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from afcore.recording._reader import EVICTED_LINE
+    from afcore.recording._structs import ContextEvicted
+
+    written = [
+        line
+        for line in (SAMPLES / "sample-compaction.jsonl").read_bytes().splitlines()
+        if line.startswith(b'{"t":"context_evicted"')
+    ]
+    assert written and all(EVICTED_LINE.fullmatch(line) for line in written)
+
+    @given(st.data())
+    def edited(data: st.DataObject) -> None:
+        line = bytearray(data.draw(st.sampled_from([*written, _EVICTION])))
+        for _ in range(data.draw(st.integers(1, 3))):
+            at = data.draw(st.integers(0, len(line)))
+            byte = data.draw(st.sampled_from([*b'0123456789-"\\:,{}[] .eE+a\x00\x7f\xc3\xff']))
+            if data.draw(st.booleans()) and at < len(line):
+                line[at] = byte
+            else:
+                line.insert(at, byte)
+        if EVICTED_LINE.fullmatch(bytes(line)):
+            msgspec.convert(orjson.loads(bytes(line)), ContextEvicted)
+
+    edited()

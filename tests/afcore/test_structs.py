@@ -16,7 +16,14 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from afcore.recording import _flows, _models, _structs
-from afcore.recording._typed import InvalidRecord, beyond_defaults, dump, record, typed
+from afcore.recording._typed import (
+    InvalidRecord,
+    at_defaults,
+    beyond_defaults,
+    dump,
+    record,
+    typed,
+)
 from scripts.make_structs import OUT, models, source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -240,3 +247,35 @@ def test_dump_is_model_dump() -> None:
                 assert orjson.dumps(mine) == orjson.dumps(theirs), how
                 assert _types(mine) == _types(theirs), how
             assert list(beyond_defaults(got)) == list(want.model_dump(exclude_defaults=True))
+
+
+def test_at_defaults_says_what_beyond_defaults_says() -> None:
+    """``at_defaults(value, but)`` is ``beyond_defaults(value).keys() <= but``, for every
+    value of every file and a few sets of fields left out (none, one, all, the plain tool
+    outcome's)."""
+    from afcore.readmodel._run import _PLAIN_OUTCOME
+
+    seen = 0
+    for path in FILES:
+        for _, data in lines(path):
+            model = BY_TYPE.get(data.get("t")) if isinstance(data, dict) else None
+            if model is None:
+                continue
+            got = typed(_struct(model), data)
+            values = [got, *(v for v in vars_of(got) if isinstance(v, msgspec.Struct))]
+            for value in values:
+                fields = list(value.__struct_fields__)
+                for but in (
+                    frozenset(),
+                    frozenset(fields[:1]),
+                    frozenset(fields[1:]),
+                    frozenset(fields),
+                    _PLAIN_OUTCOME,
+                ):
+                    assert at_defaults(value, but) == (beyond_defaults(value).keys() <= but)
+                    seen += 1
+    assert seen > 1000
+
+
+def vars_of(value: msgspec.Struct) -> list[Any]:
+    return [getattr(value, name) for name in value.__struct_fields__]
