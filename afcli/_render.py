@@ -102,6 +102,11 @@ class Line:
 Printable = Line | Text | str
 
 
+def _joined(*pieces: str | tuple[str, str], style: str = "") -> str:
+    """The text of the line :class:`Line` would make of ``pieces``: a line without colour."""
+    return "".join([p if p.__class__ is str else p[0] for p in pieces])
+
+
 def _plain(text: Printable) -> str:
     return text if isinstance(text, str) else text.plain
 
@@ -131,6 +136,10 @@ def cells(text: str) -> int:
 
 
 @overload
+def fit(head: str, tail: str, width: int, *, total: int | None = None) -> str: ...
+
+
+@overload
 def fit(head: Line, tail: str, width: int, *, total: int | None = None) -> Line: ...
 
 
@@ -138,13 +147,22 @@ def fit(head: Line, tail: str, width: int, *, total: int | None = None) -> Line:
 def fit(head: Text, tail: str, width: int, *, total: int | None = None) -> Text: ...
 
 
-def fit(head: Line | Text, tail: str, width: int, *, total: int | None = None) -> Line | Text:
-    """``head`` followed by as much of the untrusted ``tail`` as fits on one line of ``width``."""
+@overload
+def fit(head: Line | str, tail: str, width: int, *, total: int | None = None) -> Line | str: ...
+
+
+def fit(
+    head: Line | Text | str, tail: str, width: int, *, total: int | None = None
+) -> Line | Text | str:
+    """``head`` followed by as much of the untrusted ``tail`` as fits on one line of ``width``
+    (a plain string head: the line's text, as a :class:`Printer` without colour makes it)."""
     room = width - cells(_plain(head)) - 1
     cut = line(tail, room, total=total)
     while cells(cut) > max(room, 24) and len(cut) > 24:
         # Wide characters (東京) take two cells: cut shorter until the line fits.
         cut = line(tail, len(cut) - (cells(cut) - room), total=total)
+    if isinstance(head, str):
+        return head + cut
     if isinstance(head, Text):
         text = head.copy()
         text.append(cut)
@@ -197,6 +215,9 @@ class Printer:
         self._styles: dict[tuple[str, str], tuple[str, str]] = {}
         self._out: list[str] = []
         self._size = 0
+        self.line: Callable[..., Line | str] = _joined if self.plain else Line
+        """A line of pieces, as :class:`Line` takes them: without colour its text alone (a
+        string, no object to build and take apart), else a :class:`Line`."""
 
     def _codes(self, base: str, style: str) -> tuple[str, str]:
         """What goes before and after a piece in ``style`` on a line in ``base``."""
@@ -210,7 +231,20 @@ class Printer:
         return codes
 
     def print(self, text: Printable = "", *, style: str = "", soft_wrap: bool = False) -> None:
-        if style:
+        if self.plain and text.__class__ is str:
+            # Without colour most lines come as their text: written as they are when they fit.
+            assert isinstance(text, str)
+            if text.isascii() and text.isprintable():
+                fits = len(text) <= self.width
+            else:
+                fits = "\n" not in text and cells(text) <= self.width
+            if fits:
+                self._out.append(text)
+                self._size += len(text) + 1
+                if self._size > self._BLOCK:
+                    self.flush()
+                return
+        if style and not self.plain:  # without colour a style changes no byte
             if isinstance(text, str):
                 text = Line(text)
             text = (
@@ -342,15 +376,18 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
     ``more`` more, no trailing spaces."""
     room = max(console.width - indent - more, 20)
     plain = _plain(text)
+    bare = isinstance(console, Printer) and console.plain  # without colour: a line is its text
     if "\n" not in plain and cells(plain) <= room:
-        if isinstance(text, Line):
+        if bare:
+            console.print(" " * indent + plain.rstrip(), soft_wrap=True)
+        elif isinstance(text, Line):
             _print_one(console, text, indent)
         else:
             one = text.copy() if isinstance(text, Text) else Text(text)
             one.rstrip()
             console.print(Text(" " * indent) + one, soft_wrap=True)
         return
-    if isinstance(console, Printer) and console.plain and isinstance(text, Line):
+    if bare and not isinstance(text, Text):
         if not _WIDE.search(plain) and "\t" not in plain:
             # Without colour the lines are cut from the text where _split would cut them.
             edges = [0, *_breaks(plain, room), len(plain)]

@@ -140,15 +140,21 @@ def usage_json(usage: UsageInfo | None) -> dict[str, Any] | None:
     }
 
 
-def usage_text(usage: Mapping[str, Any] | None) -> str:
-    """``1,949 in / 144 out tokens (estimated)``."""
+def usage_text(usage: Mapping[str, Any] | UsageInfo | None) -> str:
+    """``1,949 in / 144 out tokens (estimated)``: a usage as :func:`usage_json` gives it, or
+    the record's own (read as it is, not dumped first)."""
     if not usage:
         return "no usage reported"
-    text = f"{usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out tokens"
-    cached = usage.get("cache_read_tokens", 0)
+    if isinstance(usage, Mapping):
+        inputs, outputs = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+        cached, estimated = usage.get("cache_read_tokens", 0), usage.get("estimated")
+    else:
+        inputs, outputs = usage.input_tokens, usage.output_tokens
+        cached, estimated = usage.cache_read_tokens, usage.estimated
+    text = f"{inputs:,} in / {outputs:,} out tokens"
     if cached:
         text += f", {cached:,} cached"
-    if usage.get("estimated"):
+    if estimated:
         text += " (estimated)"
     return text
 
