@@ -323,9 +323,9 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
         if r.missing:
             out.print(Line(f"  (reply message missing: {safe(r.missing)})", style="red"))
         if r.text and c.kind == "summarizer":
-            out.print(fit(make("  summary ", style="dim"), r.text, width))
+            out.print_fit(make("  summary ", style="dim"), r.text, width)
         elif r.text and r.tool_calls:
-            out.print(fit(make("  says ", style="dim"), r.text, width))
+            out.print_fit(make("  says ", style="dim"), r.text, width)
         for tc in r.tool_calls:
             name = safe(str(tc.name))
             out.print(
@@ -369,7 +369,7 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             (f" {res.shown or status}", style),
             (f" · {ms_text(res.ms)} · ", "dim"),
         )
-        out.print(fit(said, tail, width))
+        out.print_fit(said, tail, width)
         for note in res.notes:
             out.print(fit(Line("    "), note, width), style="dim")
         linked = (res.run or {}).get("recording")
