@@ -102,8 +102,13 @@ class Line:
 Printable = Line | Text | str
 
 
+def _joined(*pieces: str | tuple[str, str], style: str = "") -> str:
+    """The text of the line :class:`Line` would make of ``pieces``: a line without colour."""
+    return "".join([p if p.__class__ is str else p[0] for p in pieces])
+
+
 def _plain(text: Printable) -> str:
-    return text if isinstance(text, str) else text.plain
+    return text if text.__class__ is str else text.plain  # type: ignore[union-attr]
 
 
 _WIDE = re.compile("[^\x20-\x7e·–…←→⇢⏎─┈▸▾✓✗]")
@@ -115,11 +120,17 @@ _NARROW = "\xa0-\u02ff\u0370-\u0482\u048a-\u0590"
 each in every Unicode version Rich knows. European text is measured without Rich's walk
 over each character (a big run prints 100,000 lines of it)."""
 _UNCOUNTED = re.compile(f"[^\x20-\x7e{_NARROW}·–…←→⇢⏎─┈▸▾✓✗]")
+_COUNTED = re.compile(f"[\x20-\x7e{_NARROW}·–…←→⇢⏎─┈▸▾✓✗]*")
+"""Text of characters one cell each: matched in one run, not searched character by
+character."""
 
 
 def cells(text: str) -> int:
     """How many terminal cells ``text`` takes."""
-    if text.isascii() and text.isprintable():
+    if text.isascii():
+        if text.isprintable():
+            return len(text)
+    elif _COUNTED.fullmatch(text):  # most text beyond ASCII: European, af's own marks
         return len(text)
     odd = _UNCOUNTED.findall(text)
     if not odd:
@@ -131,6 +142,10 @@ def cells(text: str) -> int:
 
 
 @overload
+def fit(head: str, tail: str, width: int, *, total: int | None = None) -> str: ...
+
+
+@overload
 def fit(head: Line, tail: str, width: int, *, total: int | None = None) -> Line: ...
 
 
@@ -138,18 +153,44 @@ def fit(head: Line, tail: str, width: int, *, total: int | None = None) -> Line:
 def fit(head: Text, tail: str, width: int, *, total: int | None = None) -> Text: ...
 
 
-def fit(head: Line | Text, tail: str, width: int, *, total: int | None = None) -> Line | Text:
-    """``head`` followed by as much of the untrusted ``tail`` as fits on one line of ``width``."""
-    room = width - cells(_plain(head)) - 1
-    cut = line(tail, room, total=total)
-    while cells(cut) > max(room, 24) and len(cut) > 24:
-        # Wide characters (東京) take two cells: cut shorter until the line fits.
-        cut = line(tail, len(cut) - (cells(cut) - room), total=total)
+@overload
+def fit(head: Line | str, tail: str, width: int, *, total: int | None = None) -> Line | str: ...
+
+
+def fit(
+    head: Line | Text | str, tail: str, width: int, *, total: int | None = None
+) -> Line | Text | str:
+    """``head`` followed by as much of the untrusted ``tail`` as fits on one line of ``width``
+    (a plain string head: the line's text, as a :class:`Printer` without colour makes it)."""
+    _, room = _head_room(_plain(head), width)
+    cut, _ = _cut(tail, room, total)
+    if isinstance(head, str):
+        return head + cut
     if isinstance(head, Text):
         text = head.copy()
         text.append(cut)
         return text
     return head.copied().append(cut)
+
+
+def _head_room(head: str, width: int) -> tuple[int, int]:
+    """The cells ``head`` takes, and the room left after it on a line of ``width`` (less
+    one)."""
+    size = cells(head)
+    return size, width - size - 1
+
+
+def _cut(tail: str, room: int, total: int | None) -> tuple[str, int]:
+    """As much of ``tail`` as fits in ``room`` cells (at least 24 characters), and the cells
+    it takes."""
+    cut = line(tail, room, total=total)
+    most = room if room > 24 else 24
+    size = cells(cut)
+    while size > most and len(cut) > 24:
+        # Wide characters (東京) take two cells: cut shorter until the line fits.
+        cut = line(tail, len(cut) - (size - room), total=total)
+        size = cells(cut)
+    return cut, size
 
 
 def columns(
@@ -197,6 +238,9 @@ class Printer:
         self._styles: dict[tuple[str, str], tuple[str, str]] = {}
         self._out: list[str] = []
         self._size = 0
+        self.line: Callable[..., Line | str] = _joined if self.plain else Line
+        """A line of pieces, as :class:`Line` takes them: without colour its text alone (a
+        string, no object to build and take apart), else a :class:`Line`."""
 
     def _codes(self, base: str, style: str) -> tuple[str, str]:
         """What goes before and after a piece in ``style`` on a line in ``base``."""
@@ -210,7 +254,20 @@ class Printer:
         return codes
 
     def print(self, text: Printable = "", *, style: str = "", soft_wrap: bool = False) -> None:
-        if style:
+        if self.plain and text.__class__ is str:
+            # Without colour most lines come as their text: written as they are when they fit.
+            assert isinstance(text, str)
+            if text.isascii() and text.isprintable():
+                fits = len(text) <= self.width
+            elif "\n" in text:
+                fits = False
+            else:
+                # No character takes more than two cells: a short line is not measured.
+                fits = 2 * len(text) <= self.width or cells(text) <= self.width
+            if fits:
+                self._put(text)
+                return
+        if style and not self.plain:  # without colour a style changes no byte
             if isinstance(text, str):
                 text = Line(text)
             text = (
@@ -268,6 +325,27 @@ class Printer:
         self._size += len(out) + 1
         if self._size > self._BLOCK:
             self.flush()
+
+    def _put(self, text: str) -> None:
+        """Write a line known to fit as it is."""
+        self._out.append(text)
+        self._size += len(text) + 1
+        if self._size > self._BLOCK:
+            self.flush()
+
+    def print_fit(self, head: Line | str, tail: str, width: int) -> None:
+        """``print(fit(head, tail, width))``, the line measured once."""
+        if not self.plain or head.__class__ is not str:
+            self.print(fit(head, tail, width))
+            return
+        assert isinstance(head, str)
+        size, room = _head_room(head, width)
+        cut, more = _cut(tail, room, None)
+        text = head + cut
+        if size + more <= self.width and "\n" not in head:
+            self._put(text)  # the cut holds no newline: line() flattens them
+        else:
+            self.print(text)
 
     def flush(self) -> None:
         if self._out:
@@ -342,21 +420,28 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
     ``more`` more, no trailing spaces."""
     room = max(console.width - indent - more, 20)
     plain = _plain(text)
+    # Without colour a line is its text.
+    bare = console if isinstance(console, Printer) and console.plain else None
     if "\n" not in plain and cells(plain) <= room:
-        if isinstance(text, Line):
+        if bare is not None and bare.width - indent - more >= 20:
+            # It fits: its cells are within room, and room within the width.
+            bare._put(" " * indent + plain.rstrip())
+        elif bare is not None:
+            bare.print(" " * indent + plain.rstrip(), soft_wrap=True)
+        elif isinstance(text, Line):
             _print_one(console, text, indent)
         else:
             one = text.copy() if isinstance(text, Text) else Text(text)
             one.rstrip()
             console.print(Text(" " * indent) + one, soft_wrap=True)
         return
-    if isinstance(console, Printer) and console.plain and isinstance(text, Line):
+    if bare is not None and not isinstance(text, Text):
         if not _WIDE.search(plain) and "\t" not in plain:
             # Without colour the lines are cut from the text where _split would cut them.
             edges = [0, *_breaks(plain, room), len(plain)]
             for i in range(len(edges) - 1):
                 cut = plain[edges[i] : edges[i + 1]].rstrip()
-                console.print(" " * (indent + (more if i else 0)) + cut, soft_wrap=True)
+                bare.print(" " * (indent + (more if i else 0)) + cut, soft_wrap=True)
             return
     for i, wrapped in enumerate(_wrapped(console, text, room)):
         pad = indent + (more if i else 0)

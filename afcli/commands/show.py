@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -266,6 +267,7 @@ def _turn_line(link: dict[str, Any]) -> Line:
 def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -> None:
     """One call of the overview: its sizes and decisions, its reply, what followed it."""
     width = max(out.width, 60)
+    make = out.line  # without colour a line is built as its text alone
     out.print()
     segments = "?" if c.segments is None else plural(c.segments, "segment")
     chars = "?" if c.chars is None else f"{c.chars:,}"
@@ -280,7 +282,7 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
     attempt = _shown_attempt(c)
     if attempt is None:
         out.print(
-            Line(
+            make(
                 (f"call {c.call}", "bold cyan"),
                 (_summarizer_for(c.kind, c.fold), "bold magenta"),
                 (f" · iteration {c.iteration}", "cyan"),
@@ -297,7 +299,8 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
     if attempt is not None and first:
         out.print(Line("  ", *sizes))
     if c.injections is not None and first:
-        print_hanging(out, _decisions_text(c.injections, max(60, width // 2), cap=8), indent=2)
+        decisions = _decisions_text(c.injections, max(60, width // 2), cap=8, make=make)
+        print_hanging(out, decisions, indent=2)
     changes = _tool_changes(c.tools_added, c.tools_removed)
     if changes:
         out.print(fit(Line("  tools ", style="dim"), changes, width))
@@ -307,9 +310,9 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             out.print(Line("  no reply recorded", style="yellow"))
     else:
         out.print(
-            Line(
+            make(
                 ("  reply ", "dim"),
-                usage_text(usage_json(r.usage)),
+                usage_text(r.usage),
                 (f" · {ms_text(r.ms)} · ", "dim"),
                 (stop_text(r.stop_reason), "yellow" if r.stop_reason in _NOTED else "dim"),
                 (f" · {safe(r.response_id)}" if r.response_id else "", "dim"),
@@ -320,13 +323,13 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
         if r.missing:
             out.print(Line(f"  (reply message missing: {safe(r.missing)})", style="red"))
         if r.text and c.kind == "summarizer":
-            out.print(fit(Line("  summary ", style="dim"), r.text, width))
+            out.print_fit(make("  summary ", style="dim"), r.text, width)
         elif r.text and r.tool_calls:
-            out.print(fit(Line("  says ", style="dim"), r.text, width))
+            out.print_fit(make("  says ", style="dim"), r.text, width)
         for tc in r.tool_calls:
             name = safe(str(tc.name))
             out.print(
-                Line(
+                make(
                     ("  → ", "cyan"),
                     (name, "bold cyan"),
                     ("(", "dim"),
@@ -360,13 +363,13 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
         else:
             tail = f"(missing: {res.missing or 'no value'})"
         style = status_style(res.result_status if status == "ok" and res.result_status else status)
-        head = Line(
+        said = make(
             ("  ← ", style),
             (safe(res.name), "cyan"),
             (f" {res.shown or status}", style),
             (f" · {ms_text(res.ms)} · ", "dim"),
         )
-        out.print(fit(head, tail, width))
+        out.print_fit(said, tail, width)
         for note in res.notes:
             out.print(fit(Line("    "), note, width), style="dim")
         linked = (res.run or {}).get("recording")
@@ -555,9 +558,9 @@ def _print_fold(out: Printer, part: FoldPart) -> None:
     """A fold of the live window, between the calls it separates, and what it kept."""
     f = part.view
     out.print()
-    print_hanging(out, Line(fold_text(f), style="bold magenta"), indent=0)
+    print_hanging(out, out.line(fold_text(f), style="bold magenta"), indent=0)
     for kept in refusal_texts(f):
-        print_hanging(out, Line(kept, style="magenta"), indent=2)
+        print_hanging(out, out.line(kept, style="magenta"), indent=2)
     if part.missing:
         out.print(Line(f"  (fold value missing: {safe(str(part.missing))})", style="red"))
 
@@ -670,7 +673,7 @@ def _print_detail(console: Printer, d: CallDetail) -> None:
         console.print(Line("the request cannot be rebuilt from this file", style="red"))
         return
     if d.injections is not None:
-        print_hanging(console, _decisions_text(d.injections, width), indent=0)
+        print_hanging(console, _decisions_text(d.injections, width, make=console.line), indent=0)
     previous = d.previous_call
     since = f" since call {previous}" if previous is not None else ""
     from afcore.readmodel import Removed
@@ -923,18 +926,25 @@ def _tool_changes(added: list[str], removed: list[str]) -> str:
     return " ".join([f"+{t}" for t in added] + [f"-{t}" for t in removed])
 
 
-def _decisions_text(inj: Decisions, reason_limit: int, cap: int | None = None) -> Line:
+def _decisions_text(
+    inj: Decisions,
+    reason_limit: int,
+    cap: int | None = None,
+    *,
+    make: Callable[..., Line | str] = Line,
+) -> Line | str:
     """``injections 5 evaluated · fired tone, refund-rule · skipped cite (search did not
     return)``. Skipped injections that give the same reason are named together, failed ones
     first; each reason is cut to ``reason_limit``. ``cap``: name at most this many
-    injections in each list, and say how many more there are."""
-    out = Line(("injections ", "dim"), f"{inj.evaluated} evaluated")
+    injections in each list, and say how many more there are. ``make`` makes the line of its
+    pieces (a :class:`Printer`'s)."""
+    out: list[str | tuple[str, str]] = [("injections ", "dim"), f"{inj.evaluated} evaluated"]
     if inj.fired:
-        out.append(" · fired ", "dim")
-        out.extend(_ids([f.id for f in inj.fired], cap, "green"))
+        out.append((" · fired ", "dim"))
+        out += _ids([f.id for f in inj.fired], cap, "green")
     if not inj.skipped:
-        return out
-    out.append(" · skipped ", "dim")
+        return make(*out)
+    out.append((" · skipped ", "dim"))
     groups: dict[tuple[bool, str], list[Any]] = {}
     for skip in inj.skipped:
         failed = skip.error is not None
@@ -947,20 +957,21 @@ def _decisions_text(inj: Decisions, reason_limit: int, cap: int | None = None) -
     for i, ((failed, why), ids) in enumerate(shown):
         if i:
             out.append(", ")
-        out.extend(_ids(ids, cap, "red" if failed else ""))
-        out.append(f" ({line(why, reason_limit)})", "red" if failed else "dim")
+        out += _ids(ids, cap, "red" if failed else "")
+        out.append((f" ({line(why, reason_limit)})", "red" if failed else "dim"))
     if len(shown) < len(ordered):
         rest = sum(len(ids) for _, ids in ordered[len(shown) :])
-        out.append(f", and {rest:,} more for {len(ordered) - len(shown):,} other reasons", "dim")
-    return out
+        more = f", and {rest:,} more for {len(ordered) - len(shown):,} other reasons"
+        out.append((more, "dim"))
+    return make(*out)
 
 
-def _ids(ids: list[Any], cap: int | None, style: str) -> Line:
-    """``a, b, c`` or, past ``cap``, ``a, b, c and 12 more``."""
+def _ids(ids: list[Any], cap: int | None, style: str) -> list[str | tuple[str, str]]:
+    """``a, b, c`` or, past ``cap``, ``a, b, c and 12 more``: a line's pieces."""
     shown = ids if cap is None else ids[:cap]
-    out = Line((", ".join(safe(as_text(i)) for i in shown), style))
+    out: list[str | tuple[str, str]] = [(", ".join(safe(as_text(i)) for i in shown), style)]
     if len(shown) < len(ids):
-        out.append(f" and {len(ids) - len(shown):,} more", "dim")
+        out.append((f" and {len(ids) - len(shown):,} more", "dim"))
     return out
 
 

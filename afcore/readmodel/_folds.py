@@ -118,6 +118,9 @@ def messages_text(ranges: list[tuple[int, int]]) -> str:
 
 def numbers_text(ranges: list[tuple[int, int]] | list[list[int]]) -> str:
     """``1–2, 5–11``: message numbers in order, runs joined."""
+    if len(ranges) == 1:  # most windows and folds: one run
+        a, b = (int(n) for n in ranges[0])
+        return f"{a}–{b}" if a != b else str(a)
     merged: list[list[int]] = []
     for a, b in sorted((int(a), int(b)) for a, b in ranges):
         if merged and a <= merged[-1][1] + 1:

@@ -66,6 +66,15 @@ def more_text(n: int) -> str:
     return f"… ({n:,} more char{'s' if n != 1 else ''})"
 
 
+def _more_len(n: int) -> int:
+    """``len(more_text(n))``, counted rather than formatted (formatting ``1,234`` is the
+    dearer part of cutting a line)."""
+    if n.__class__ is not int or n < 0:
+        return len(more_text(n))
+    digits = len(str(n))
+    return digits + (digits - 1) // 3 + (14 if n == 1 else 15)
+
+
 def _flat(text: str) -> str:
     # safe() has already made \r visible; newlines and tabs are what is left to flatten.
     return text.replace("\n", "⏎").replace("\t", " ")
@@ -75,14 +84,22 @@ def line(text: str, limit: int = 100, *, total: int | None = None) -> str:
     """``text`` made safe and flattened to one line of at most ``limit`` characters, the cut
     stated. Newlines show as ``⏎``. ``total``: the full length, when ``text`` is only the
     head of a longer value."""
-    limit = max(limit, 24)
-    size = len(text) if total is None else max(total, len(text))
+    if limit < 24:
+        limit = 24
+    size = len(text)
+    if total is not None and total > size:
+        size = total
     # Only a head is ever escaped: a 50 MB value costs no more than a short one.
     head = text[: limit + 1]
-    flat = head if head.isprintable() else _flat(safe(head))
+    if head.isprintable():  # most text: nothing to escape or flatten, a character each
+        if size <= limit:
+            return head
+        kept = min(limit - _more_len(size), len(head))
+        return head[:kept] + more_text(size - kept)
+    flat = _flat(safe(head))
     if size <= limit and len(flat) <= limit:
         return flat
-    room = limit - len(more_text(size))
+    room = limit - _more_len(size)
     if len(flat) == len(head):  # nothing was escaped: a character each
         kept = min(room, len(head))
         return flat[:kept] + more_text(size - kept)
@@ -118,8 +135,8 @@ def json_text(value: Any) -> str:
 
 def args_text(args: Any, limit: int = 100) -> str:
     """Tool call arguments on one line: ``city="Lisbon", kind="museum"``, cut to ``limit``."""
-    if isinstance(args, Mapping):
-        text = ", ".join(f"{k}={json_text(v)}" for k, v in args.items())
+    if args.__class__ is dict or isinstance(args, Mapping):
+        text = ", ".join([f"{k}={json_text(v)}" for k, v in args.items()])
     else:
         text = json_text(args)
     return line(text, limit)
@@ -140,15 +157,21 @@ def usage_json(usage: UsageInfo | None) -> dict[str, Any] | None:
     }
 
 
-def usage_text(usage: Mapping[str, Any] | None) -> str:
-    """``1,949 in / 144 out tokens (estimated)``."""
+def usage_text(usage: Mapping[str, Any] | UsageInfo | None) -> str:
+    """``1,949 in / 144 out tokens (estimated)``: a usage as :func:`usage_json` gives it, or
+    the record's own (read as it is, not dumped first)."""
     if not usage:
         return "no usage reported"
-    text = f"{usage.get('input_tokens', 0):,} in / {usage.get('output_tokens', 0):,} out tokens"
-    cached = usage.get("cache_read_tokens", 0)
+    if isinstance(usage, Mapping):
+        inputs, outputs = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+        cached, estimated = usage.get("cache_read_tokens", 0), usage.get("estimated")
+    else:
+        inputs, outputs = usage.input_tokens, usage.output_tokens
+        cached, estimated = usage.cache_read_tokens, usage.estimated
+    text = f"{inputs:,} in / {outputs:,} out tokens"
     if cached:
         text += f", {cached:,} cached"
-    if usage.get("estimated"):
+    if estimated:
         text += " (estimated)"
     return text
 
@@ -156,6 +179,8 @@ def usage_text(usage: Mapping[str, Any] | None) -> str:
 def ms_text(ms: float | None) -> str:
     if ms is None:
         return ""
+    if -999.9 < ms < 999.9:  # no thousands to group (formatting them is the dearer part)
+        return f"{ms:.1f} ms"
     return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
 
 

@@ -114,3 +114,71 @@ def test_wrapping_breaks_lines_where_rich_does() -> None:
         [(" ", "red"), ("cd ", "")],
         [("ef", ""), ("gh", "bold")],
     ]
+
+
+HOSTILE = "[bold]b[/] 東京タワー \x1b[31mred \u202eevil 👨\u200d👩\u200d👧 ok\ttab\nline ｗｉｄｅ "
+
+
+def _hostile(value: object, n: list[int]) -> object:
+    """``value`` with hostile text put into every other string of it."""
+    if isinstance(value, str):
+        n[0] += 1
+        return value[:2] + HOSTILE * (n[0] % 3) + value[2:] if n[0] % 2 and " " in value else value
+    if isinstance(value, list):
+        return [_hostile(v, n) for v in value]
+    if isinstance(value, dict):
+        return {k: _hostile(v, n) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_a_plain_run_prints_as_its_lines_pieces_would(
+    width: int, tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without colour ``af show`` builds each line as its text and measures it once: the
+    same bytes as when every line is a Line, on the samples and on hostile text."""
+    import io
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from afcli import _render
+    from afcli.commands.show import _print_run
+    from afcore.recording import open_recording
+
+    samples = sorted((Path(__file__).resolve().parents[2] / "recordings").glob("sample-*.jsonl"))
+    files = []
+    for sample in samples:
+        n = [0]
+        lines = []
+        for raw in sample.read_text().splitlines():
+            record = json.loads(raw)
+            if record.get("t") == "blob":
+                record["value"] = _hostile(record["value"], n)
+            for write in record.get("writes") or []:
+                if "value" in write:
+                    write["value"] = _hostile(write["value"], n)
+            lines.append(json.dumps(record, ensure_ascii=False))
+        hostile = Path(str(tmp_path)) / f"hostile-{sample.name}"
+        hostile.write_text("\n".join(lines) + "\n")
+        files += [sample, hostile]
+
+    def shown(path: Path) -> str:
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, color_system=None, markup=False)
+        with open_recording(path, index=False) as rec:
+            _print_run(console, rec)
+        return buffer.getvalue()
+
+    fast = [shown(path) for path in files]
+    made = _render.Printer.__init__
+
+    def with_lines(self: _render.Printer, console: Console) -> None:
+        made(self, console)
+        self.line = _render.Line
+
+    monkeypatch.setattr(_render.Printer, "__init__", with_lines)
+    hostile_shown = "".join(fast[1::2])
+    assert "東" in hostile_shown and "\\x1b[31m" in hostile_shown and "[bold]" in hostile_shown
+    assert fast == [shown(path) for path in files]
