@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, TypeVar, overload
+from typing import IO, Any, Literal, NamedTuple, TypeVar, overload
 
 import msgspec
 import orjson
@@ -101,14 +101,18 @@ class TornTail:
         return {"line": self.line, "bytes": self.size}
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedBlob:
+class CheckedBlob(NamedTuple):
     """A blob line as a checking walk gives it (``records(blobs="checked")``): its id, and
-    whether its value hashes to it. The value stays on disk (:meth:`Recording.blob`)."""
+    whether its value hashes to it. The value stays on disk (:meth:`Recording.blob`).
+    A named tuple: a big file's walk makes one per blob line."""
 
     id: str
     intact: bool
     """True when the value's canonical JSON hashes to the id."""
+
+
+_checked = tuple.__new__
+"""``_checked(CheckedBlob, (id, intact))``: a CheckedBlob made in C."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -703,6 +707,23 @@ class Recording:
         """The lines (from 1) of the seals (1.1), in order."""
         return [i + 1 for i in self._index.seals]
 
+    def sealed_writes(self) -> Iterator[tuple[int, memoryview, bytes]]:
+        """Each seal (1.1) with what it covers, in order: its line (from 1), the bytes from
+        the end of the seal before (or the file's start) up to its line, and its line's
+        bytes. The walk hands the pages it read back as it goes."""
+        starts, view = self._index.starts, memoryview(self._map)
+        count, size = len(starts), self._size
+        start = 0
+        release = RELEASE_EVERY
+        for i in self._index.seals:
+            at = starts[i]
+            end = starts[i + 1] - 1 if i + 1 < count else size
+            yield i + 1, view[start:at], self._map[at:end]
+            if at > release:  # the walk would otherwise keep every page of the file resident
+                release = at + RELEASE_EVERY
+                self.release_pages()
+            start = end + 1
+
     def span(self, start: int, end: int) -> memoryview:
         """The file's bytes from ``start`` to ``end`` (offsets), as mapped."""
         return memoryview(self._map)[start:end]
@@ -879,9 +900,12 @@ class Recording:
             except InvalidRecord as e:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
+        if checked:
+            yield from self._scan_checked(skip, release)
+            return
         # Lines not indexed yet come from the file as the index takes them in. A walk that
         # hands out no blob values keeps the last blob lines it passed: the records after
-        # them name them (a checking walk reads slot lists and folds by their ref).
+        # them name them.
         for i, raw, kind, data in self._scan(recent=blobs is not True):
             if kind in skip:
                 continue
@@ -912,6 +936,200 @@ class Recording:
             except InvalidRecord as e:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
+
+    def _scan_checked(
+        self, skip: set[int], release: int
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]:
+        """The lines not indexed yet, for a checking walk (``records(blobs="checked")``): each
+        indexed as :meth:`_scan` indexes it and handed out as :meth:`records` hands it out,
+        in one loop (the checking walk of a big file spends its time per line). No blob line
+        is kept: a checking reader reads the few values it needs by their ref
+        (:meth:`read_blob`), from the map."""
+        file = self._file
+        if file is None:
+            return
+        idx, limit = self._index, self.max_line
+        starts, kinds = idx.starts, idx.kinds
+        blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
+        blank, bad = _BLANK, _BAD
+        sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
+        blobs, collided = self._blobs, self._collided
+        index_record = self._index_record
+        commits, put = idx.commits, _put_next
+        end, partial = self._end, self._partial
+        pos, last_end = self._pos, self._last_end
+        v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
+        value_at, of = id_end + 10, self.scheme.of
+        check, checked = self._checked_blob, _checked
+        loads, types, convert, rejected, judge = (
+            orjson.loads,
+            AGENT_TYPES,
+            msgspec.convert,
+            msgspec.ValidationError,
+            judged,
+        )
+        fill = self._fill if v11 else None
+        problems = self.problems
+        line = len(starts)
+        readline, piece_size = file.readline, _PIECE
+        try:
+            while raw := readline(piece_size):
+                size = len(raw)
+                if size == piece_size and raw[-1] != 10:
+                    pieces: list[bytes] | None = [raw]
+                    piece = raw
+                    while piece := readline(piece_size):
+                        size += len(piece)
+                        if pieces is not None:
+                            pieces.append(piece)
+                            if size > limit + 1:
+                                pieces = None  # over the limit: reported, not kept
+                        if piece[-1] == 10:
+                            break
+                    ended = b"\n" if piece and piece[-1] == 10 else b""
+                    raw = b"".join(pieces) if pieces is not None else raw[:64] + ended
+                if pos + size > end:
+                    break  # written after the file was mapped (a run still going): not yet
+                if partial and raw[-1] != 10:
+                    break  # a prefix is wanted: this line is for a whole open
+                line += 1
+                starts.append(pos)
+                if pos > release:  # values read by ref come through the map
+                    release = pos + RELEASE_EVERY
+                    self.release_pages()
+                pos += size
+                torn = raw[-1] != 10  # no newline: the last line, maybe cut short
+                length = size if torn else size - 1
+                if not torn:
+                    last_end = pos - 1
+                self._size = pos if torn else last_end
+                i = line - 1
+                if length > limit:
+                    problems.append(
+                        Problem(
+                            line,
+                            f"line is {_mb(length)}, over the {_mb(limit)} a record may take; "
+                            "skipped",
+                        )
+                    )
+                    kinds.append(bad)
+                    continue
+                data: Any = None
+                if size == 42 and raw[-1] == 10 and seal_line(raw, 0, 41):
+                    seals.append(i)
+                    kinds.append(sealed)
+                    if sealed in skip:
+                        continue
+                    kind = sealed
+                else:
+                    fast = (
+                        _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
+                    )
+                    if fast is not None and v11 and fast != blob:
+                        fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
+                    kind = -1
+                    if fast == blob:
+                        if size > id_end + 2 and raw[id_end] == 34:
+                            try:
+                                prefix = _prefix(raw[18:id_end], id_size)
+                            except ValueError:
+                                pass
+                            else:
+                                if blobs.setdefault(prefix, i) != i:
+                                    collided.append((prefix << _LINE_BITS) | i)
+                                kinds.append(blob)
+                                if blob in skip:
+                                    continue
+                                # As _checked_blob takes a blob as af writes it, in line.
+                                if raw[id_end:value_at] == b'","value":' and raw.startswith(
+                                    _BLOB_PREFIX
+                                ):
+                                    ref = raw[18:id_end].decode("ascii", "replace")
+                                    if of(memoryview(raw)[value_at:-2]) == ref:
+                                        yield line, checked(CheckedBlob, (ref, True))
+                                        continue
+                                found = check(i, raw[:-1])
+                                if found is not None:
+                                    yield line, found
+                                continue
+                    elif fast == reply:
+                        head = _REPLY_HEAD.match(raw)
+                        if head is not None:
+                            commits.append(i)
+                            put(idx.replies, int(head[1]), i)
+                            put(idx.messages, int(head[2]), i)
+                            kinds.append(reply)
+                            kind = reply
+                    elif fast == call:
+                        head = _CALL_HEAD.match(raw)
+                        if head is not None:
+                            commits.append(i)
+                            put(idx.calls, int(head[1]), i)
+                            kinds.append(call)
+                            kind = call
+                    if kind < 0:
+                        try:
+                            data = loads(raw)
+                        except orjson.JSONDecodeError as e:
+                            if torn:
+                                self.torn_tail = TornTail(line, length)
+                                starts.pop()
+                                pos = last_end
+                                self._size = last_end
+                                break
+                            if raw.isspace():
+                                kinds.append(blank)
+                            else:
+                                problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                                kinds.append(bad)
+                            continue
+                        kind = index_record(i, data)
+                        kinds.append(kind)
+                        if kind in skip:
+                            continue
+                        if kind == blob:
+                            found = check(i, raw[:-1] if raw[-1] == 10 else raw)
+                            if found is not None:
+                                yield line, found
+                            continue
+                    elif kind in skip:
+                        continue
+                # As records() hands out a line of the file.
+                try:
+                    if data is None:
+                        data = loads(raw)
+                    cls = types.get(data.get("t"))
+                    if cls is None:
+                        yield line, unknown(data)
+                        continue
+                    if fill is not None and (cls is Commit or cls is Call):
+                        fill(data, i)  # (it gives nothing to the other types)
+                    try:
+                        record = convert(data, cls)
+                    except rejected:
+                        record = judge(cls, data)
+                    yield line, record
+                except orjson.JSONDecodeError as e:
+                    problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                except InvalidRecord as e:
+                    name = _KIND_NAMES.get(kind, "a")
+                    problems.append(Problem(line, f"invalid {name} record: {e}"))
+            # The end of the file, of what was mapped, or a torn last line.
+            self._finish()
+        finally:
+            self._pos, self._last_end = pos, last_end
+
+    def read_blob(self, ref: str) -> Any:
+        """The value stored under ``ref``, read from the file now and kept nowhere: for a
+        reader that keeps what it reads again itself (verify). Raises KeyError as
+        :meth:`blob` does."""
+        found = self._blob_line(ref)
+        if found is None:
+            raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
+        try:
+            return orjson.loads(self._bytes(found))["value"]
+        except (ValueError, KeyError, TypeError):
+            raise KeyError(f"the blob {ref[:12]} on line {found + 1} cannot be read") from None
 
     def raw_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every record but the blobs as parsed JSON, unchecked, with its line number: for a
