@@ -961,6 +961,8 @@ class Recording:
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
         value_at, of = id_end + 10, self.scheme.of
         check, checked = self._checked_blob, _checked
+        unindexed, other = _UNINDEXED, _OTHER
+        from_bytes, a2b, std = int.from_bytes, a2b_base64, _B64_STD
         loads, types, convert, rejected, judge = (
             orjson.loads,
             AGENT_TYPES,
@@ -1030,8 +1032,14 @@ class Recording:
                     kind = -1
                     if fast == blob:
                         if size > id_end + 2 and raw[id_end] == 34:
+                            head = raw[18:24]
                             try:
-                                prefix = _prefix(raw[18:id_end], id_size)
+                                if v11 and not head.translate(None, _B64_DIGITS):
+                                    # As _prefix takes it, without the call (one per blob).
+                                    prefix = from_bytes(a2b(head.translate(std) + b"AA"), "big")
+                                    prefix >>= 12
+                                else:
+                                    prefix = _prefix(raw[18:id_end], id_size)
                             except ValueError:
                                 pass
                             else:
@@ -1083,7 +1091,11 @@ class Recording:
                                 problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
                                 kinds.append(bad)
                             continue
-                        kind = index_record(i, data)
+                        t = data.get("t") if type(data) is dict else None
+                        if type(t) is str and t in unindexed:
+                            kind = other  # as _index_record takes them, without the call
+                        else:
+                            kind = index_record(i, data)
                         kinds.append(kind)
                         if kind in skip:
                             continue
