@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import bisect
 import gc
+import hashlib
 import mmap
 import os
 import re
 import threading
 from array import array
-from binascii import a2b_base64
+from binascii import a2b_base64, b2a_base64
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import orjson
 
 from afcore.errors import RecordingFormatError, UnsupportedVersionError
 from afcore.recording._format import CALL_FRAME, FORMAT, FORMAT_VERSION
-from afcore.recording._hashing import SCHEMES, V10, Scheme, request_digest
+from afcore.recording._hashing import SCHEMES, V10, V11, Scheme, request_digest
 from afcore.recording._structs import (
     KNOWN_TYPES,
     Blob,
@@ -185,6 +186,7 @@ def _prefix(ref: bytes | str, size: int) -> int:
 _B64_DIGITS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _B64 = {c: i for i, c in enumerate(_B64_DIGITS)}
 _B64_STD = bytes.maketrans(b"-_", b"+/")
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 class _Index:
@@ -962,6 +964,7 @@ class Recording:
         value_at, of = id_end + 10, self.scheme.of
         check, checked = self._checked_blob, _checked
         unindexed, other = _UNINDEXED, _OTHER
+        short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
         from_bytes, a2b, std = int.from_bytes, a2b_base64, _B64_STD
         loads, types, convert, rejected, judge = (
             orjson.loads,
@@ -1052,10 +1055,18 @@ class Recording:
                                 if raw[id_end:value_at] == b'","value":' and raw.startswith(
                                     _BLOB_PREFIX
                                 ):
-                                    ref = raw[18:id_end].decode("ascii", "replace")
-                                    if of(memoryview(raw)[value_at:-2]) == ref:
-                                        yield line, checked(CheckedBlob, (ref, True))
-                                        continue
+                                    value = memoryview(raw)[value_at:-2]
+                                    if short:  # V11's id (short_id) made and compared as bytes
+                                        made = b64(sha256(value).digest()[:16])[:22]
+                                        made = made.translate(urlsafe)
+                                        if made == raw[18:id_end]:
+                                            yield line, checked(CheckedBlob, (made.decode(), True))
+                                            continue
+                                    else:
+                                        ref = raw[18:id_end].decode("ascii", "replace")
+                                        if of(value) == ref:
+                                            yield line, checked(CheckedBlob, (ref, True))
+                                            continue
                                 found = check(i, raw[:-1])
                                 if found is not None:
                                     yield line, found
