@@ -36,6 +36,7 @@ from afcore.recording._structs import (
     Call,
     CallTool,
     Commit,
+    ContextEvicted,
     Header,
     Record,
     Reply,
@@ -159,6 +160,30 @@ _FAST = {
 }
 SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
 """A seal as af writes it: taken by its bytes, unparsed (a file holds one per write)."""
+_EVICTED = re.compile(
+    rb'\{"t":"context_evicted","rsid":"([ !#-\[\]-~]*)","iter":(-?(?:0|[1-9][0-9]{0,17})),'
+    rb'"fold":(-?(?:0|[1-9][0-9]{0,17})),"message":(-?(?:0|[1-9][0-9]{0,17})),'
+    rb'"hash":"([ !#-\[\]-~]*)"\}\n'
+).fullmatch
+"""A context_evicted line as af writes it: printable ASCII strings with nothing escaped,
+integers of at most 18 digits. Such a line parses and converts to exactly its groups."""
+
+
+def _evicted(raw: bytes) -> ContextEvicted | None:
+    """The record on a context_evicted line as af writes it (see _EVICTED), or None."""
+    found = _EVICTED(raw)
+    if found is None:
+        return None
+    rsid, it, fold, message, hash_ = found.groups()
+    return ContextEvicted(
+        rsid=rsid.decode(), iter=int(it), fold=int(fold), message=int(message), hash=hash_.decode()
+    )
+
+
+_SMALL_BLOB = 4096
+_SMALL_KEPT = 256
+"""A checking walk keeps up to this many of the last blob lines it passed that are at most
+_SMALL_BLOB bytes long (see Recording.read_blob)."""
 _PIECE = 1024 * 1024
 """A line longer than this is read in pieces of this size."""
 _LINE_BITS = 27
@@ -373,6 +398,9 @@ class Recording:
         self._recent: dict[bytes, tuple[int, bytes]] = {}
         """a walk's last blob lines (see :data:`RECENT_BYTES`): id -> line index, bytes"""
         self._recent_size = 0
+        self._small: dict[bytes, tuple[int, bytes]] = {}
+        """a checking walk's last small blob lines (see :meth:`read_blob`): id -> line
+        index, bytes"""
         self._values: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
@@ -964,6 +992,8 @@ class Recording:
         value_at, of = id_end + 10, self.scheme.of
         check, checked = self._checked_blob, _checked
         unindexed, other = _UNINDEXED, _OTHER
+        small = self._small
+        evicted = _evicted
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
         from_bytes, a2b, std = int.from_bytes, a2b_base64, _B64_STD
         loads, types, convert, rejected, judge = (
@@ -1048,6 +1078,10 @@ class Recording:
                             else:
                                 if blobs.setdefault(prefix, i) != i:
                                     collided.append((prefix << _LINE_BITS) | i)
+                                elif size <= _SMALL_BLOB:
+                                    if len(small) >= _SMALL_KEPT:
+                                        small.clear()
+                                    small[raw[18:id_end]] = (i, raw)
                                 kinds.append(blob)
                                 if blob in skip:
                                     continue
@@ -1086,6 +1120,11 @@ class Recording:
                             put(idx.calls, int(head[1]), i)
                             kinds.append(call)
                             kind = call
+                    if kind < 0 and fast is None and (found := evicted(raw)) is not None:
+                        # As af writes it: what parsing and converting it would give.
+                        kinds.append(other)
+                        yield line, found
+                        continue
                     if kind < 0:
                         try:
                             data = loads(raw)
@@ -1141,16 +1180,28 @@ class Recording:
             self._finish()
         finally:
             self._pos, self._last_end = pos, last_end
+            small.clear()
 
     def read_blob(self, ref: str) -> Any:
         """The value stored under ``ref``, read from the file now and kept nowhere: for a
         reader that keeps what it reads again itself (verify). Raises KeyError as
-        :meth:`blob` does."""
-        found = self._blob_line(ref)
-        if found is None:
-            raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
+        :meth:`blob` does. A checking walk keeps the last small blob lines it passed (slot
+        lists and folds, which the records after them name), each the first under its
+        id's prefix: what :meth:`_blob_line` would find."""
+        passed = (
+            self._small.get(ref.encode())
+            if self._small and isinstance(ref, str) and len(ref) == self.scheme.size
+            else None
+        )
+        if passed is not None:
+            found, raw = passed
+        else:
+            line = self._blob_line(ref)
+            if line is None:
+                raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
+            found, raw = line, self._bytes(line)
         try:
-            return orjson.loads(self._bytes(found))["value"]
+            return orjson.loads(raw)["value"]
         except (ValueError, KeyError, TypeError):
             raise KeyError(f"the blob {ref[:12]} on line {found + 1} cannot be read") from None
 
