@@ -1065,11 +1065,11 @@ class Recording:
                     kind = -1
                     if fast == blob:
                         if size > id_end + 2 and raw[id_end] == 34:
-                            head = raw[18:24]
+                            digits = raw[18:24]
                             try:
-                                if v11 and not head.translate(None, _B64_DIGITS):
+                                if v11 and not digits.translate(None, _B64_DIGITS):
                                     # As _prefix takes it, without the call (one per blob).
-                                    prefix = from_bytes(a2b(head.translate(std) + b"AA"), "big")
+                                    prefix = from_bytes(a2b(digits.translate(std) + b"AA"), "big")
                                     prefix >>= 12
                                 else:
                                     prefix = _prefix(raw[18:id_end], id_size)
@@ -1120,10 +1120,10 @@ class Recording:
                             put(idx.calls, int(head[1]), i)
                             kinds.append(call)
                             kind = call
-                    if kind < 0 and fast is None and (found := evicted(raw)) is not None:
+                    if kind < 0 and fast is None and (taken := evicted(raw)) is not None:
                         # As af writes it: what parsing and converting it would give.
                         kinds.append(other)
-                        yield line, found
+                        yield line, taken
                         continue
                     if kind < 0:
                         try:
