@@ -172,8 +172,11 @@ def _verify(rec: Recording) -> VerifyReport:
             if key.startswith("message:"):
                 history = True
                 messages += 1
-                if key != f"message:{messages}":
-                    problems.append(Problem(line, f"writes {key} where message:{messages} was due"))
+                if key == f"message:{messages}":  # as af writes them: the number is the count
+                    numbers.append(messages)
+                    message(messages, w)
+                    continue
+                problems.append(Problem(line, f"writes {key} where message:{messages} was due"))
                 digits = key[8:]
                 if digits.isdecimal():
                     n = int(digits)
@@ -396,7 +399,9 @@ class _CallHashes:
     def message(self, n: int, write: Any) -> None:
         """Message ``n`` was written (``write``): the id it stands for, from its first write."""
         refs = self._refs
-        if n >= len(refs):
+        if n == len(refs) and n:  # the next message, as af writes them
+            refs.append(None)
+        elif n >= len(refs):
             if n > len(refs) + 1_000_000:
                 return  # a hostile number: the slow path rebuilds what names it
             refs.extend([None] * (n + 1 - len(refs)))
