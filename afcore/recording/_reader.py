@@ -11,29 +11,31 @@ from __future__ import annotations
 
 import bisect
 import gc
+import hashlib
 import mmap
 import os
 import re
 import threading
 from array import array
-from binascii import a2b_base64
+from binascii import a2b_base64, b2a_base64
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Literal, TypeVar, overload
+from typing import IO, Any, Literal, NamedTuple, TypeVar, overload
 
 import msgspec
 import orjson
 
 from afcore.errors import RecordingFormatError, UnsupportedVersionError
 from afcore.recording._format import CALL_FRAME, FORMAT, FORMAT_VERSION
-from afcore.recording._hashing import SCHEMES, V10, Scheme, request_digest
+from afcore.recording._hashing import SCHEMES, V10, V11, Scheme, request_digest
 from afcore.recording._structs import (
     KNOWN_TYPES,
     Blob,
     Call,
     CallTool,
     Commit,
+    ContextEvicted,
     Header,
     Record,
     Reply,
@@ -98,13 +100,18 @@ class TornTail(msgspec.Struct, frozen=True):
         return {"line": self.line, "bytes": self.size}
 
 
-class CheckedBlob(msgspec.Struct, frozen=True):
+class CheckedBlob(NamedTuple):
     """A blob line as a checking walk gives it (``records(blobs="checked")``): its id, and
-    whether its value hashes to it. The value stays on disk (:meth:`Recording.blob`)."""
+    whether its value hashes to it. The value stays on disk (:meth:`Recording.blob`).
+    A named tuple: a big file's walk makes one per blob line."""
 
     id: str
     intact: bool
     """True when the value's canonical JSON hashes to the id."""
+
+
+_checked = tuple.__new__
+"""``_checked(CheckedBlob, (id, intact))``: a CheckedBlob made in C."""
 
 
 class CallCheck(msgspec.Struct, frozen=True):
@@ -152,17 +159,35 @@ _FAST = {
     b'{"t":"reply"': ord("r"),
     b'{"t":"contex': _EVICTED,
 }
-_NUMBER = rb"-?(?:0|[1-9]\d{0,17})"
-_TEXT = rb'"[\x20\x21\x23-\x5b\x5d-\x7e]*"'
+_NUMBER = rb"(-?(?:0|[1-9]\d{0,17}))"
+_TEXT = rb'"([\x20\x21\x23-\x5b\x5d-\x7e]*)"'
 EVICTED_LINE = re.compile(
     rb'\{"t":"context_evicted","rsid":%s,"iter":%s,"fold":%s,"message":%s,"hash":%s\}'
     % (_TEXT, _NUMBER, _NUMBER, _NUMBER, _TEXT)
 )
 """A context_evicted record as af writes it (a fold writes one per message that left): of
 printable ASCII strings without escapes and integers within 64 bits, so that a line it
-matches is valid JSON and a valid record whole. A line it does not match is parsed."""
+matches is valid JSON and a valid record whole, whose fields are its groups. A line it does
+not match is parsed."""
 SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
 """A seal as af writes it: taken by its bytes, unparsed (a file holds one per write)."""
+
+
+def _evicted(raw: bytes) -> ContextEvicted | None:
+    """The record on a context_evicted line as af writes it (see EVICTED_LINE), or None."""
+    found = EVICTED_LINE.fullmatch(raw, 0, len(raw) - 1) if raw[-1:] == b"\n" else None
+    if found is None:
+        return None
+    rsid, it, fold, message, hash_ = found.groups()
+    return ContextEvicted(
+        rsid=rsid.decode(), iter=int(it), fold=int(fold), message=int(message), hash=hash_.decode()
+    )
+
+
+_SMALL_BLOB = 4096
+_SMALL_KEPT = 256
+"""A checking walk keeps up to this many of the last blob lines it passed that are at most
+_SMALL_BLOB bytes long (see Recording.read_blob)."""
 _PIECE = 1024 * 1024
 """A line longer than this is read in pieces of this size."""
 _LINE_BITS = 27
@@ -200,6 +225,7 @@ _PAIRS: dict[bytes | str, int] = {
 _PAIRS |= {pair.decode(): value for pair, value in list(_PAIRS.items()) if isinstance(pair, bytes)}
 """Two base64url digits, as bytes or as text -> their 12 bits: an id's prefix in three
 lookups (a big file has a blob line for every tool result)."""
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 class _Index:
@@ -386,6 +412,9 @@ class Recording:
         self._recent: dict[bytes, tuple[int, bytes]] = {}
         """a walk's last blob lines (see :data:`RECENT_BYTES`): id -> line index, bytes"""
         self._recent_size = 0
+        self._small: dict[bytes, tuple[int, bytes]] = {}
+        """a checking walk's last small blob lines (see :meth:`read_blob`): id -> line
+        index, bytes"""
         self._values: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._cached = 0
         self._lock = threading.Lock()
@@ -736,6 +765,23 @@ class Recording:
         """The lines (from 1) of the seals (1.1), in order."""
         return [i + 1 for i in self._index.seals]
 
+    def sealed_writes(self) -> Iterator[tuple[int, memoryview, bytes]]:
+        """Each seal (1.1) with what it covers, in order: its line (from 1), the bytes from
+        the end of the seal before (or the file's start) up to its line, and its line's
+        bytes. The walk hands the pages it read back as it goes."""
+        starts, view = self._index.starts, memoryview(self._map)
+        count, size = len(starts), self._size
+        start = 0
+        release = RELEASE_EVERY
+        for i in self._index.seals:
+            at = starts[i]
+            end = starts[i + 1] - 1 if i + 1 < count else size
+            yield i + 1, view[start:at], self._map[at:end]
+            if at > release:  # the walk would otherwise keep every page of the file resident
+                release = at + RELEASE_EVERY
+                self.release_pages()
+            start = end + 1
+
     def span(self, start: int, end: int) -> memoryview:
         """The file's bytes from ``start`` to ``end`` (offsets), as mapped."""
         return memoryview(self._map)[start:end]
@@ -932,9 +978,12 @@ class Recording:
             except InvalidRecord as e:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
+        if checked:
+            yield from self._scan_checked(skip, release)
+            return
         # Lines not indexed yet come from the file as the index takes them in. A walk that
         # hands out no blob values keeps the last blob lines it passed: the records after
-        # them name them (a checking walk reads slot lists and folds by their ref).
+        # them name them.
         for i, raw, kind, data in self._scan(recent=blobs is not True):
             if kind in skip:
                 continue
@@ -968,6 +1017,244 @@ class Recording:
             except InvalidRecord as e:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
+
+    def _scan_checked(
+        self, skip: set[int], release: int
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]:
+        """The lines not indexed yet, for a checking walk (``records(blobs="checked")``): each
+        indexed as :meth:`_scan` indexes it and handed out as :meth:`records` hands it out,
+        in one loop (the checking walk of a big file spends its time per line). No blob line
+        is kept: a checking reader reads the few values it needs by their ref
+        (:meth:`read_blob`), from the map."""
+        file = self._file
+        if file is None:
+            return
+        idx, limit = self._index, self.max_line
+        starts, kinds = idx.starts, idx.kinds
+        blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
+        blank, bad = _BLANK, _BAD
+        sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
+        blobs, collided = self._blobs, self._collided
+        index_record = self._index_record
+        commits, put = idx.commits, _put_next
+        end, partial = self._end, self._partial
+        pos, last_end = self._pos, self._last_end
+        v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
+        value_at, of = id_end + 10, self.scheme.of
+        check, checked = self._checked_blob, _checked
+        unindexed, other = _UNINDEXED, _OTHER
+        small = self._small
+        evicted = _evicted
+        short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
+        from_bytes, a2b, std = int.from_bytes, a2b_base64, _B64_STD
+        loads, types, convert, rejected, judge = (
+            orjson.loads,
+            AGENT_TYPES,
+            msgspec.convert,
+            msgspec.ValidationError,
+            judged,
+        )
+        fill = self._fill if v11 else None
+        problems = self.problems
+        line = len(starts)
+        readline, piece_size = file.readline, _PIECE
+        try:
+            while raw := readline(piece_size):
+                size = len(raw)
+                if size == piece_size and raw[-1] != 10:
+                    pieces: list[bytes] | None = [raw]
+                    piece = raw
+                    while piece := readline(piece_size):
+                        size += len(piece)
+                        if pieces is not None:
+                            pieces.append(piece)
+                            if size > limit + 1:
+                                pieces = None  # over the limit: reported, not kept
+                        if piece[-1] == 10:
+                            break
+                    ended = b"\n" if piece and piece[-1] == 10 else b""
+                    raw = b"".join(pieces) if pieces is not None else raw[:64] + ended
+                if pos + size > end:
+                    break  # written after the file was mapped (a run still going): not yet
+                if partial and raw[-1] != 10:
+                    break  # a prefix is wanted: this line is for a whole open
+                line += 1
+                starts.append(pos)
+                if pos > release:  # values read by ref come through the map
+                    release = pos + RELEASE_EVERY
+                    self.release_pages()
+                pos += size
+                torn = raw[-1] != 10  # no newline: the last line, maybe cut short
+                length = size if torn else size - 1
+                if not torn:
+                    last_end = pos - 1
+                self._size = pos if torn else last_end
+                i = line - 1
+                if length > limit:
+                    problems.append(
+                        Problem(
+                            line,
+                            f"line is {_mb(length)}, over the {_mb(limit)} a record may take; "
+                            "skipped",
+                        )
+                    )
+                    kinds.append(bad)
+                    continue
+                data: Any = None
+                if size == 42 and raw[-1] == 10 and seal_line(raw, 0, 41):
+                    seals.append(i)
+                    kinds.append(sealed)
+                    if sealed in skip:
+                        continue
+                    kind = sealed
+                else:
+                    fast = (
+                        _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
+                    )
+                    if fast is not None and v11 and fast != blob:
+                        fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
+                    kind = -1
+                    if fast == blob:
+                        if size > id_end + 2 and raw[id_end] == 34:
+                            digits = raw[18:24]
+                            try:
+                                if v11 and not digits.translate(None, _B64_DIGITS):
+                                    # As _prefix takes it, without the call (one per blob).
+                                    prefix = from_bytes(a2b(digits.translate(std) + b"AA"), "big")
+                                    prefix >>= 12
+                                else:
+                                    prefix = _prefix(raw[18:id_end], id_size)
+                            except ValueError:
+                                pass
+                            else:
+                                if blobs.setdefault(prefix, i) != i:
+                                    collided.append((prefix << _LINE_BITS) | i)
+                                elif size <= _SMALL_BLOB:
+                                    if len(small) >= _SMALL_KEPT:
+                                        small.clear()
+                                    small[raw[18:id_end]] = (i, raw)
+                                kinds.append(blob)
+                                if blob in skip:
+                                    continue
+                                # As _checked_blob takes a blob as af writes it, in line.
+                                if raw[id_end:value_at] == b'","value":' and raw.startswith(
+                                    _BLOB_PREFIX
+                                ):
+                                    value = memoryview(raw)[value_at:-2]
+                                    if short:  # V11's id (short_id) made and compared as bytes
+                                        made = b64(sha256(value).digest()[:16])[:22]
+                                        made = made.translate(urlsafe)
+                                        if made == raw[18:id_end]:
+                                            yield line, checked(CheckedBlob, (made.decode(), True))
+                                            continue
+                                    else:
+                                        ref = raw[18:id_end].decode("ascii", "replace")
+                                        if of(value) == ref:
+                                            yield line, checked(CheckedBlob, (ref, True))
+                                            continue
+                                found = check(i, raw[:-1])
+                                if found is not None:
+                                    yield line, found
+                                continue
+                    elif fast == reply:
+                        head = _REPLY_HEAD.match(raw)
+                        if head is not None:
+                            commits.append(i)
+                            put(idx.replies, int(head[1]), i)
+                            put(idx.messages, int(head[2]), i)
+                            kinds.append(reply)
+                            kind = reply
+                    elif fast == call:
+                        head = _CALL_HEAD.match(raw)
+                        if head is not None:
+                            commits.append(i)
+                            put(idx.calls, int(head[1]), i)
+                            kinds.append(call)
+                            kind = call
+                    if kind < 0 and fast is None and (taken := evicted(raw)) is not None:
+                        # As af writes it: what parsing and converting it would give.
+                        kinds.append(other)
+                        yield line, taken
+                        continue
+                    if kind < 0:
+                        try:
+                            data = loads(raw)
+                        except orjson.JSONDecodeError as e:
+                            if torn:
+                                self.torn_tail = TornTail(line, length)
+                                starts.pop()
+                                pos = last_end
+                                self._size = last_end
+                                break
+                            if raw.isspace():
+                                kinds.append(blank)
+                            else:
+                                problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                                kinds.append(bad)
+                            continue
+                        t = data.get("t") if type(data) is dict else None
+                        if type(t) is str and t in unindexed:
+                            kind = other  # as _index_record takes them, without the call
+                        else:
+                            kind = index_record(i, data)
+                        kinds.append(kind)
+                        if kind in skip:
+                            continue
+                        if kind == blob:
+                            found = check(i, raw[:-1] if raw[-1] == 10 else raw)
+                            if found is not None:
+                                yield line, found
+                            continue
+                    elif kind in skip:
+                        continue
+                # As records() hands out a line of the file.
+                try:
+                    if data is None:
+                        data = loads(raw)
+                    cls = types.get(data.get("t"))
+                    if cls is None:
+                        yield line, unknown(data)
+                        continue
+                    if fill is not None and (cls is Commit or cls is Call):
+                        fill(data, i)  # (it gives nothing to the other types)
+                    try:
+                        record = convert(data, cls)
+                    except rejected:
+                        record = judge(cls, data)
+                    yield line, record
+                except orjson.JSONDecodeError as e:
+                    problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                except InvalidRecord as e:
+                    name = _KIND_NAMES.get(kind, "a")
+                    problems.append(Problem(line, f"invalid {name} record: {e}"))
+            # The end of the file, of what was mapped, or a torn last line.
+            self._finish()
+        finally:
+            self._pos, self._last_end = pos, last_end
+            small.clear()
+
+    def read_blob(self, ref: str) -> Any:
+        """The value stored under ``ref``, read from the file now and kept nowhere: for a
+        reader that keeps what it reads again itself (verify). Raises KeyError as
+        :meth:`blob` does. A checking walk keeps the last small blob lines it passed (slot
+        lists and folds, which the records after them name), each the first under its
+        id's prefix: what :meth:`_blob_line` would find."""
+        passed = (
+            self._small.get(ref.encode())
+            if self._small and isinstance(ref, str) and len(ref) == self.scheme.size
+            else None
+        )
+        if passed is not None:
+            found, raw = passed
+        else:
+            line = self._blob_line(ref)
+            if line is None:
+                raise KeyError(f"no blob {str(ref)[:12]} in {self.path.name}")
+            found, raw = line, self._bytes(line)
+        try:
+            return orjson.loads(raw)["value"]
+        except (ValueError, KeyError, TypeError):
+            raise KeyError(f"the blob {ref[:12]} on line {found + 1} cannot be read") from None
 
     def raw_records(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every record but the blobs as parsed JSON, unchecked, with its line number: for a

@@ -11,15 +11,15 @@ rebuilt from the file as a reader would, so its verdict is the same either way.
 
 from __future__ import annotations
 
+import binascii
 import gc
 import hashlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any, cast, overload
 
-from afcore.recording._hashing import Scheme, request_digest, seal, short_id, unseal
+from afcore.recording._hashing import Scheme, request_digest, unseal
 from afcore.recording._reader import (
-    RELEASE_EVERY,
     SEAL_LINE,
     CallCheck,
     CheckedBlob,
@@ -172,8 +172,11 @@ def _verify(rec: Recording) -> VerifyReport:
             if key.startswith("message:"):
                 history = True
                 messages += 1
-                if key != f"message:{messages}":
-                    problems.append(Problem(line, f"writes {key} where message:{messages} was due"))
+                if key == f"message:{messages}":  # as af writes them: the number is the count
+                    numbers.append(messages)
+                    message(messages, w)
+                    continue
+                problems.append(Problem(line, f"writes {key} where message:{messages} was due"))
                 digits = key[8:]
                 if digits.isdecimal():
                     n = int(digits)
@@ -212,9 +215,13 @@ def _verify(rec: Recording) -> VerifyReport:
                 bad.add(ref)
         elif kind is Commit:
             assert isinstance(record, Commit)
-            check_seq(line, record.seq)
-            check_reads(line, record.seq, record.reads)
-            numbers = note_writes(line, record.seq, record.writes)
+            seq = record.seq
+            if seq != last_seq + 1:  # check_seq's, inline: a big file holds a commit a line
+                problems.append(Problem(line, f"seq {seq} follows seq {last_seq}"))
+            last_seq = seq
+            if record.reads:
+                check_reads(line, seq, record.reads)
+            numbers = note_writes(line, seq, record.writes)
             if wrongs := window.commit(record, numbers):
                 problems.extend(Problem(line, p) for p in wrongs)
         elif kind is ContextEvicted:
@@ -317,7 +324,7 @@ class _Values:
     _KEEP = 64
 
     def __init__(self, rec: Recording) -> None:
-        self._read = rec.blob
+        self._read = rec.read_blob
         self._last: dict[str, Any] = {}
         self._entries: dict[tuple[int, type], tuple[Any, Any]] = {}
         """(id of a list entry as read, model) -> (the entry as read, validated): a list
@@ -361,6 +368,8 @@ class _Values:
         return write.get("value") if isinstance(write, dict) else getattr(write, "value", None)
 
 
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
 _UNCHECKED = frozenset({ToolStart, ToolProgress, ArgsInvalid, Pause, Resume, ObserverError, Seal})
 
 
@@ -390,7 +399,9 @@ class _CallHashes:
     def message(self, n: int, write: Any) -> None:
         """Message ``n`` was written (``write``): the id it stands for, from its first write."""
         refs = self._refs
-        if n >= len(refs):
+        if n == len(refs) and n:  # the next message, as af writes them
+            refs.append(None)
+        elif n >= len(refs):
             if n > len(refs) + 1_000_000:
                 return  # a hostile number: the slow path rebuilds what names it
             refs.extend([None] * (n + 1 - len(refs)))
@@ -555,33 +566,33 @@ def _check_seals(rec: Recording) -> list[Problem]:
     seal of its write; lines after the last seal (other than a torn tail) were added."""
     problems: list[Problem] = []
     chain = b""
-    start = 0
     first = 1
-    release = RELEASE_EVERY
-    for line in rec.seal_lines:
-        at = rec.line_start(line)
-        h = seal(chain, rec.span(start, at))
-        if at > release:  # the walk would otherwise keep every page of the file resident
-            release = at + RELEASE_EVERY
-            rec.release_pages()
-        size = rec.line_size(line)
-        taken = SEAL_LINE.fullmatch(rec.span(at, at + size)) if size == 41 else None
-        sealed = taken[1].decode() if taken is not None else rec.raw(line).get("h")
-        if short_id(h) != sealed:
-            problems.append(
-                Problem(
-                    line,
-                    f"lines {first} to {line - 1} do not match their seal: a record in them "
-                    "was changed, added, removed or moved",
+    sha256, b64, urlsafe, seal_line = hashlib.sha256, binascii.b2a_base64, _URLSAFE, SEAL_LINE
+    for line, covered, text in rec.sealed_writes():
+        h = sha256(chain)
+        h.update(covered)
+        digest = h.digest()[:16]
+        # As short_id gives it: b2a_base64's newline and padding fall after the 22 kept.
+        made = b64(digest)[:22].translate(urlsafe)
+        taken = seal_line.fullmatch(text) if len(text) == 41 else None
+        if taken is not None and taken[1] == made:
+            chain = digest
+        else:
+            sealed = taken[1].decode() if taken is not None else rec.raw(line).get("h")
+            if made.decode() != sealed:
+                problems.append(
+                    Problem(
+                        line,
+                        f"lines {first} to {line - 1} do not match their seal: a record in "
+                        "them was changed, added, removed or moved",
+                    )
                 )
-            )
-            # Go on from the seal as written: each write is checked on its own.
-            try:
-                h = unseal(sealed)
-            except ValueError:
-                pass
-        chain = h
-        start = at + size + 1
+                # Go on from the seal as written: each write is checked on its own.
+                try:
+                    digest = unseal(sealed)
+                except ValueError:
+                    pass
+            chain = digest
         first = line + 1
     last = rec.line_count
     if first <= last:

@@ -48,7 +48,16 @@ class WindowReplay:
 
     def _join(self, numbers: list[int]) -> None:
         self.live.extend(numbers)
-        _runs(self._runs, numbers)
+        runs = self._runs
+        if len(numbers) == 1 and runs:  # _runs's, inline: most stages write one message
+            n = numbers[0]
+            a, b = runs[-1]
+            if b + 1 == n:
+                runs[-1] = (a, n)
+            else:
+                runs.append((n, n))
+        else:
+            _runs(runs, numbers)
 
     def reply(self, record: Reply, numbers: list[int] | None = None) -> None:
         # An answer a reliability rule refused is kept in the file but joins no window.

@@ -333,3 +333,70 @@ def test_a_read_or_an_eviction_that_names_the_wrong_commit_is_told_in_words(
     assert problems(again) == [
         f"line {last + 2}: message {said['message']} was not folded by fold {said['fold']}"
     ]
+
+
+def _verdict(path: Path, *, index: bool) -> Any:
+    """verify's whole say on ``path`` (its report, each call's check), or the reader's
+    refusal."""
+    try:
+        with rec.open_recording(path, index=index) as r:
+            report = rec.verify(r)
+    except RecordingError as e:
+        return str(e)
+    checks = [(c.call, c.ok, c.recorded, c.rebuilt, c.problem) for c in report.checks]
+    return report.to_json(), checks
+
+
+def _mangled(lines: list[bytes], seed: int) -> bytes:
+    """One of the edits a damaged or hostile file holds: a line lost, doubled, moved or cut
+    short, a value or a byte changed, a seal forged, the file torn."""
+    import random
+
+    pick = random.Random(seed)
+    out = list(lines)
+    at = pick.randrange(1, len(out))
+    how = seed % 8
+    if how == 0:
+        del out[at]
+    elif how == 1:
+        out.insert(at, out[at])
+    elif how == 2:
+        out.insert(pick.randrange(1, len(out)), out.pop(at))
+    elif how == 3:
+        out[at] = out[at][: pick.randrange(len(out[at]))] + b"\n"
+    elif how == 4:
+        record = orjson.loads(out[at])
+        paths = list(_leaves(record))
+        out[at] = orjson.dumps(_edit(record, pick.choice(paths))) + b"\n"
+    elif how == 5:
+        line = bytearray(out[at])
+        line[pick.randrange(len(line) - 1)] = pick.choice(b'"{}[]:,0aZ\\ \xff')
+        out[at] = bytes(line)
+    elif how == 6:
+        seals = [i for i, x in enumerate(out) if x.startswith(b'{"t":"seal"')] or [at]
+        out[pick.choice(seals)] = b'{"t":"seal","h":"' + b"A" * 22 + b'"}\n'
+    data = b"".join(out)
+    return data[: pick.randrange(len(data) - 200, len(data))] if how == 7 else data
+
+
+@pytest.mark.parametrize("seed", range(48))
+def test_verify_says_the_same_of_a_file_it_indexes_as_it_walks_and_of_one_indexed_first(
+    seed: int, tmp_path: Path
+) -> None:
+    """``af verify`` opens a file unindexed and indexes it in its checking walk, which takes
+    each line in one loop; a file opened indexed is walked line by line from its index.
+    Whatever the file holds, both say the same, in 1.1 and in 1.0."""
+    from tests.conftest import reseal
+
+    sources = [
+        *SAMPLES,
+        ROOT / "recordings" / "sample-sliding.jsonl",
+        ROOT / "tests" / "fixtures" / "v1.0" / "valid.jsonl",
+        ROOT / "tests" / "fixtures" / "v1.1" / "governed.jsonl",
+    ]
+    source = sources[seed % len(sources)]
+    data = _mangled(source.read_bytes().splitlines(keepends=True), seed)
+    for resealed in (False, True):
+        path = tmp_path / f"edited-{resealed}.jsonl"
+        path.write_bytes(reseal(data) if resealed and b'"t":"seal"' in data else data)
+        assert _verdict(path, index=False) == _verdict(path, index=True)
