@@ -55,7 +55,8 @@ _SUMMARIZER_SEGMENTS = (SystemSegment(SUMMARIZER_SYSTEM, _SUMMARIZER_SOURCE),)
 _NO_PARAMS: Mapping[str, Any] = MappingProxyType({})
 _evicted = line(ContextEvicted)
 _error = line(ErrorEvent)
-_fold = trusted(Fold)
+# The fold's value as the write takes it: a plain line, not a model made to be dumped.
+_fold = line(Fold)
 _refused = trusted(FoldRefusal)
 _summary = trusted(FoldSummary)
 
@@ -122,7 +123,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
                 summary = _summary(message=n, call=call, by=by)
     rsid = rsid or rec.next_rsid("window")
     left = [item for first, last in blocks for item in live[first : last + 1]]
-    before = len(window)
+    before = len(live)
     # The newest block first, so the positions of the older ones stay put.
     for first, last in reversed(blocks):
         window.remove(first, last, summary_item if (first, last) == blocks[0] else None)
@@ -133,7 +134,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         messages=ranges([item.n for item in left]),
         count=len(left),
         before=before,
-        after=len(window),
+        after=len(live),  # the window's own list, cut in place
         keep_recent_turns=strategy.keep_recent_turns,
         refusals=refusals,
         measured=measured,
@@ -141,16 +142,18 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         threshold=None if measured is None else strategy.threshold_tokens,
         summary=summary,
     )
+    iteration = run.iteration
     writes.insert(0, rec.write(f"fold:{fold}", value))
-    rec.commit(rsid, "window", run.iteration, reads=reads, writes=writes)
+    rec.commit(rsid, "window", iteration, reads=reads, writes=writes)
+    event, message_hash, enabled = rec.event, rec.message_hash, rec.enabled
     for item in left:
-        rec.event(
+        event(
             _evicted(
                 rsid=rsid,
-                iter=run.iteration,
+                iter=iteration,
                 fold=fold,
                 message=item.n,
-                hash=rec.message_hash(item.n) if rec.enabled else "",
+                hash=message_hash(item.n) if enabled else "",
             ),
             flush=False,
             trusted=True,  # stage ids, numbers and a hash: af's own values
