@@ -73,10 +73,12 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         if measured <= strategy.threshold_tokens:
             return
     seed = run.request
+    # Looked for from the end: the run's own messages follow its request, so a long
+    # conversation's window is not walked from its oldest turn at every visit.
     request = (
         0
         if live and live[0] is seed
-        else next((i for i, item in enumerate(live) if item is seed), None)
+        else next((i for i in range(len(live) - 1, -1, -1) if live[i] is seed), None)
     )
     cut = plan(
         live,
@@ -85,7 +87,8 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         request=request,
         last_result=window.newest_result(),
     )
-    spans = cut.spans[:1] if strategy.summarizes else cut.spans
+    summarizes = strategy.summarizes
+    spans = cut.spans[:1] if summarizes else cut.spans
     blocks = [(span[0].start, span[-1].end) for span in spans]
     if not blocks and measured is None:
         return  # nothing old enough to leave: nothing to record
@@ -97,7 +100,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
     summary: FoldSummary | None = None
     summary_item: LiveMessage | None = None
     rsid = ""
-    if strategy.summarizes and blocks:
+    if summarizes and blocks:
         first, last = blocks[0]
         items = live[first : last + 1]
         outcome = await _summarize(run, strategy, items, fold)
