@@ -55,7 +55,8 @@ _SUMMARIZER_SEGMENTS = (SystemSegment(SUMMARIZER_SYSTEM, _SUMMARIZER_SOURCE),)
 _NO_PARAMS: Mapping[str, Any] = MappingProxyType({})
 _evicted = line(ContextEvicted)
 _error = line(ErrorEvent)
-_fold = trusted(Fold)
+# The fold's value as the write takes it: a plain line, not a model made to be dumped.
+_fold = line(Fold)
 _refused = trusted(FoldRefusal)
 _summary = trusted(FoldSummary)
 
@@ -72,10 +73,12 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         if measured <= strategy.threshold_tokens:
             return
     seed = run.request
+    # Looked for from the end: the run's own messages follow its request, so a long
+    # conversation's window is not walked from its oldest turn at every visit.
     request = (
         0
         if live and live[0] is seed
-        else next((i for i, item in enumerate(live) if item is seed), None)
+        else next((i for i in range(len(live) - 1, -1, -1) if live[i] is seed), None)
     )
     cut = plan(
         live,
@@ -84,7 +87,8 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         request=request,
         last_result=window.newest_result(),
     )
-    spans = cut.spans[:1] if strategy.summarizes else cut.spans
+    summarizes = strategy.summarizes
+    spans = cut.spans[:1] if summarizes else cut.spans
     blocks = [(span[0].start, span[-1].end) for span in spans]
     if not blocks and measured is None:
         return  # nothing old enough to leave: nothing to record
@@ -96,7 +100,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
     summary: FoldSummary | None = None
     summary_item: LiveMessage | None = None
     rsid = ""
-    if strategy.summarizes and blocks:
+    if summarizes and blocks:
         first, last = blocks[0]
         items = live[first : last + 1]
         outcome = await _summarize(run, strategy, items, fold)
@@ -122,7 +126,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
                 summary = _summary(message=n, call=call, by=by)
     rsid = rsid or rec.next_rsid("window")
     left = [item for first, last in blocks for item in live[first : last + 1]]
-    before = len(window)
+    before = len(live)
     # The newest block first, so the positions of the older ones stay put.
     for first, last in reversed(blocks):
         window.remove(first, last, summary_item if (first, last) == blocks[0] else None)
@@ -133,7 +137,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         messages=ranges([item.n for item in left]),
         count=len(left),
         before=before,
-        after=len(window),
+        after=len(live),  # the window's own list, cut in place
         keep_recent_turns=strategy.keep_recent_turns,
         refusals=refusals,
         measured=measured,
@@ -141,16 +145,18 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         threshold=None if measured is None else strategy.threshold_tokens,
         summary=summary,
     )
+    iteration = run.iteration
     writes.insert(0, rec.write(f"fold:{fold}", value))
-    rec.commit(rsid, "window", run.iteration, reads=reads, writes=writes)
+    rec.commit(rsid, "window", iteration, reads=reads, writes=writes)
+    event, message_hash, enabled = rec.event, rec.message_hash, rec.enabled
     for item in left:
-        rec.event(
+        event(
             _evicted(
                 rsid=rsid,
-                iter=run.iteration,
+                iter=iteration,
                 fold=fold,
                 message=item.n,
-                hash=rec.message_hash(item.n) if rec.enabled else "",
+                hash=message_hash(item.n) if enabled else "",
             ),
             flush=False,
             trusted=True,  # stage ids, numbers and a hash: af's own values

@@ -85,6 +85,22 @@ def _cut(
 ) -> list[tuple[int, int]]:
     """``ranges`` (window order) with ``count`` positions from ``first`` replaced by the
     numbers ``put``: interval arithmetic over the few ranges, not the many messages."""
+    if not put:
+        # A drop inside one range that leaves some of it (the oldest turn of a sliding
+        # window): that range shrinks or splits, and its neighbours stay as they are (no
+        # number is in the window twice, so nothing new becomes consecutive).
+        pos = 0
+        for i, (a, b) in enumerate(ranges):
+            size = b - a + 1
+            if pos + size > first:
+                lo, hi = first - pos, first - pos + count  # offsets in this range
+                if hi < size or (lo > 0 and hi == size):
+                    kept = [(a, a + lo - 1)] if lo else []
+                    if hi < size:
+                        kept.append((a + hi, b))
+                    return [*ranges[:i], *kept, *ranges[i + 1 :]]
+                break
+            pos += size
     out: list[tuple[int, int]] = []
     pos = 0
     inserted = False

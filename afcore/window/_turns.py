@@ -120,39 +120,47 @@ def plan(
             ),
             None,
         )
-    out = Plan()
+    spans: list[list[Turn]] = []
+    refusals: list[Refusal] = []
     run: list[Turn] = []
-    pos = 0
+    start = 0
     for size in sizes[: max(0, len(sizes) - keep_recent_turns)]:
-        turn = Turn(pos, pos + size - 1)
-        pos += size
-        reason = _refuses(live, turn, request, last_result)
+        end = start + size - 1
+        turn = Turn(start, end)
+        reason = (
+            "current_request"
+            if request is not None and start <= request <= end
+            else _refuses(live, start, end, last_result)
+        )
+        start += size
         if reason is None:
             run.append(turn)
             continue
-        out.refusals.append(Refusal(turn, reason))
+        refusals.append(Refusal(turn, reason))
         if run:
-            out.spans.append(run)
+            spans.append(run)
             run = []
     if run:
-        out.spans.append(run)
-    return out
+        spans.append(run)
+    return Plan(spans, refusals)
 
 
 def _refuses(
-    live: Sequence[LiveMessage], turn: Turn, request: int | None, last_result: int | None
+    live: Sequence[LiveMessage], start: int, end: int, last_result: int | None
 ) -> RefusalReason | None:
-    if request is not None and turn.start <= request <= turn.end:
-        return "current_request"
-    first = live[turn.start].message
-    if isinstance(first, AssistantMessage) and first.tool_calls:
-        answered = {
-            item.message.tool_call_id
-            for item in live[turn.start + 1 : turn.end + 1]
-            if isinstance(item.message, ToolResultMessage)
-        }
-        if any(c.id not in answered for c in first.tool_calls):
-            return "unresolved_tool_call"
-    if last_result is not None and turn.start <= last_result <= turn.end:
+    """Why the turn at positions ``start``..``end`` (not the run's request) stays, if it
+    does."""
+    first = live[start].message
+    if isinstance(first, AssistantMessage):
+        calls = first.tool_calls
+        if calls:
+            answered = {
+                item.message.tool_call_id
+                for item in live[start + 1 : end + 1]
+                if isinstance(item.message, ToolResultMessage)
+            }
+            if any(c.id not in answered for c in calls):
+                return "unresolved_tool_call"
+    if last_result is not None and start <= last_result <= end:
         return "last_tool_result"
     return None

@@ -460,3 +460,76 @@ def test_the_window_check_reads_a_window_by_its_messages_not_by_how_its_ranges_a
     assert sent((3, 5), (1, 2)) == "its window holds the live messages in another order"
     assert "messages 5 should be in it" in (sent((1, 4)) or "")
     assert "messages 6 should not" in (sent((1, 6)) or "")
+
+
+def test_cutting_the_window_s_numbers_equals_cutting_them_one_by_one() -> None:
+    # The live window keeps its message numbers as ranges and cuts them by arithmetic (a
+    # drop inside one range by a shortcut): the same as removing the numbers one by one.
+    import random
+
+    from afcore.window._live import _cut, _extend
+
+    def by_hand(
+        ranges: list[tuple[int, int]], first: int, count: int, put: list[int]
+    ) -> list[tuple[int, int]]:
+        numbers = [n for a, b in ranges for n in range(a, b + 1)]
+        numbers[first : first + count] = put
+        out: list[tuple[int, int]] = []
+        for n in numbers:
+            _extend(out, n)
+        return out
+
+    rnd = random.Random(13)
+    for _ in range(3000):
+        numbers = rnd.sample(range(1, 40), rnd.randint(1, 20))
+        if rnd.random() < 0.5:
+            numbers.sort()
+        ranges: list[tuple[int, int]] = []
+        for n in numbers:
+            _extend(ranges, n)
+        first = rnd.randrange(len(numbers))
+        count = rnd.randint(1, len(numbers) - first)
+        put = [] if rnd.random() < 0.8 else [rnd.randint(41, 50)]
+        assert _cut(ranges, first, count, put) == by_hand(ranges, first, count, put)
+
+
+def test_a_fold_is_written_as_its_model_dumps_it() -> None:
+    # The window stage writes a fold's value as a plain line; the reader's model of it
+    # dumps to the same bytes, refusals and a summary included.
+    from afcore.loop._window import _fold
+    from afcore.recording._models import Fold, FoldRefusal, FoldSummary, as_json, trusted
+
+    refusal = trusted(FoldRefusal)(
+        reason="summarizer_failed", messages=[(1, 1)], writers=["run#1"], error="boom"
+    )
+    kept = trusted(FoldRefusal)(reason="current_request", messages=[(1, 1)], writers=["run#1"])
+    for fields in (
+        {
+            "refusals": [kept],
+            "measured": None,
+            "measured_at": None,
+            "threshold": None,
+            "summary": None,
+        },
+        {"refusals": [], "measured": 120, "measured_at": 4, "threshold": 100, "summary": None},
+        {
+            "refusals": [refusal],
+            "measured": 0,
+            "measured_at": 4,
+            "threshold": 100,
+            "summary": trusted(FoldSummary)(message=9, call=4, by="mock:m"),
+        },
+    ):
+        common: dict[str, Any] = {
+            "strategy": "sliding_window",
+            "iteration": 3,
+            "folded": ["call-llm#2", "tool#3"],
+            "messages": [(2, 3)],
+            "count": 2,
+            "before": 5,
+            "after": 3,
+            "keep_recent_turns": 1,
+        }
+        line = orjson.dumps(_fold(**common, **fields), default=as_json)
+        model = orjson.dumps(as_json(trusted(Fold)(**common, **fields)), default=as_json)
+        assert line == model
