@@ -521,18 +521,7 @@ class Recording:
             while raw := readline(piece_size):
                 size = len(raw)
                 if size == piece_size and raw[-1] != 10:
-                    pieces: list[bytes] | None = [raw]
-                    piece = raw
-                    while piece := readline(piece_size):
-                        size += len(piece)
-                        if pieces is not None:
-                            pieces.append(piece)
-                            if size > limit + 1:
-                                pieces = None  # over the limit: reported, not kept
-                        if piece[-1] == 10:
-                            break
-                    ended = b"\n" if piece and piece[-1] == 10 else b""
-                    raw = b"".join(pieces) if pieces is not None else raw[:64] + ended
+                    raw, size = self._long_line(raw)
                 if pos + size > end:
                     break  # written after the file was mapped (a run still going): not yet
                 if partial and raw[-1] != 10:
@@ -547,13 +536,7 @@ class Recording:
                 self._size = pos if torn else last_end
                 i = line - 1
                 if length > limit:
-                    self.problems.append(
-                        Problem(
-                            line,
-                            f"line is {_mb(length)}, over the {_mb(limit)} a record may take; "
-                            "skipped",
-                        )
-                    )
+                    self._over_limit(line, length)
                     kinds.append(bad)
                     yield i, raw, bad, None
                     continue
@@ -629,6 +612,33 @@ class Recording:
             self._finish()
         finally:
             self._pos, self._last_end = pos, last_end
+
+    def _long_line(self, head: bytes) -> tuple[bytes, int]:
+        """A line longer than a piece, read on from its first piece: the whole line and its
+        size, or (over the limit) its first bytes and its size, never held whole: memory
+        stays flat whatever a line's length."""
+        readline, limit = self._file.readline, self.max_line  # type: ignore[union-attr]
+        size = len(head)
+        pieces: list[bytes] | None = [head]
+        piece = head
+        while piece := readline(_PIECE):
+            size += len(piece)
+            if pieces is not None:
+                pieces.append(piece)
+                if size > limit + 1:
+                    pieces = None  # over the limit: reported, not kept
+            if piece[-1] == 10:
+                break
+        ended = b"\n" if piece and piece[-1] == 10 else b""
+        return (b"".join(pieces) if pieces is not None else head[:64] + ended), size
+
+    def _over_limit(self, line: int, length: int) -> None:
+        limit = self.max_line
+        self.problems.append(
+            Problem(
+                line, f"line is {_mb(length)}, over the {_mb(limit)} a record may take; skipped"
+            )
+        )
 
     def _trim_recent(self) -> None:
         """The oldest blob lines a walk keeps dropped, until those left fit RECENT_BYTES."""
@@ -1046,7 +1056,6 @@ class Recording:
         small = self._small
         evicted = _evicted
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
-        from_bytes, a2b, std = int.from_bytes, a2b_base64, _B64_STD
         loads, types, convert, rejected, judge = (
             orjson.loads,
             AGENT_TYPES,
@@ -1062,18 +1071,7 @@ class Recording:
             while raw := readline(piece_size):
                 size = len(raw)
                 if size == piece_size and raw[-1] != 10:
-                    pieces: list[bytes] | None = [raw]
-                    piece = raw
-                    while piece := readline(piece_size):
-                        size += len(piece)
-                        if pieces is not None:
-                            pieces.append(piece)
-                            if size > limit + 1:
-                                pieces = None  # over the limit: reported, not kept
-                        if piece[-1] == 10:
-                            break
-                    ended = b"\n" if piece and piece[-1] == 10 else b""
-                    raw = b"".join(pieces) if pieces is not None else raw[:64] + ended
+                    raw, size = self._long_line(raw)
                 if pos + size > end:
                     break  # written after the file was mapped (a run still going): not yet
                 if partial and raw[-1] != 10:
@@ -1091,13 +1089,7 @@ class Recording:
                 self._size = pos if torn else last_end
                 i = line - 1
                 if length > limit:
-                    problems.append(
-                        Problem(
-                            line,
-                            f"line is {_mb(length)}, over the {_mb(limit)} a record may take; "
-                            "skipped",
-                        )
-                    )
+                    self._over_limit(line, length)
                     kinds.append(bad)
                     continue
                 data: Any = None
@@ -1116,14 +1108,8 @@ class Recording:
                     kind = -1
                     if fast == blob:
                         if size > id_end + 2 and raw[id_end] == 34:
-                            digits = raw[18:24]
                             try:
-                                if v11 and not digits.translate(None, _B64_DIGITS):
-                                    # As _prefix takes it, without the call (one per blob).
-                                    prefix = from_bytes(a2b(digits.translate(std) + b"AA"), "big")
-                                    prefix >>= 12
-                                else:
-                                    prefix = _prefix(raw[18:id_end], id_size)
+                                prefix = _prefix(raw[18:id_end], id_size)
                             except ValueError:
                                 pass
                             else:
