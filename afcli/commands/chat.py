@@ -280,8 +280,11 @@ class _Chat:
         from afcore.readmodel import line, safe
 
         progress = None if self.quiet else Progress(self.err)
+        from afcore.loop import SignalWake
+
         runner = asyncio.Runner()
         loop = runner.get_loop()
+        wake = SignalWake(loop)
         task: asyncio.Task[SendResult] | None = None
         stops = 0
         queued: str | None = None
@@ -356,12 +359,13 @@ class _Chat:
         result: SendResult | None = None
         echo = self._quiet_keys()
         try:
-            if progress is not None and self.err.is_terminal:
-                with self.err.status(Text("sending", "dim"), spinner="dots") as footer:
-                    progress.footer = footer
+            with wake.armed():
+                if progress is not None and self.err.is_terminal:
+                    with self.err.status(Text("sending", "dim"), spinner="dots") as footer:
+                        progress.footer = footer
+                        result = runner.run(main())
+                else:
                     result = runner.run(main())
-            else:
-                result = runner.run(main())
         except asyncio.CancelledError:
             pass  # interrupted: said below
         except KeyboardInterrupt:
@@ -374,6 +378,7 @@ class _Chat:
             return
         finally:
             signal.signal(signal.SIGINT, previous)
+            wake.close()
             runner.close()
             if echo is not None:
                 echo()

@@ -279,6 +279,8 @@ def _run_stoppable(agent: Agent, text: str, progress: Progress | None, err: Cons
 
     from rich.text import Text
 
+    from afcore.loop import SignalWake
+
     if threading.current_thread() is not threading.main_thread():
         agent.run(text, observe=progress, stream=progress.stream if progress else None)
         return
@@ -310,13 +312,16 @@ def _run_stoppable(agent: Agent, text: str, progress: Progress | None, err: Cons
         task = asyncio.current_task()
         await agent.arun(text, observe=progress, stream=progress.stream if progress else None)
 
+    wake = SignalWake(loop)
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        runner.run(main())
+        with wake.armed():
+            runner.run(main())
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
     finally:
         signal.signal(signal.SIGINT, previous)
+        wake.close()
         runner.close()
 
 

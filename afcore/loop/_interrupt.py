@@ -17,6 +17,14 @@ its thread. Two ways keep Ctrl-C working:
   run records its end, and the thread is abandoned: it finishes (or not) on its own, and
   neither the run nor the process waits for it. The threads are kept for reuse, so such a
   call costs a hand-off, not a thread start.
+
+Wherever a Ctrl-C lands, the event loop hears it: a process-directed signal may be taken by
+any thread that does not block it (one of af's, or a library's), and CPython's C handler
+then only marks it for the main thread, which, asleep in its selector with a long timeout,
+would not run the Python handler until something woke it. :class:`SignalWake` makes the
+loop's selector listen to the interpreter's wakeup fd for the length of a run, as
+``loop.add_signal_handler`` does, while the handler stays the Python one (which can raise
+into an inline tool).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import contextvars
 import os
 import queue
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +43,7 @@ from typing import Any
 
 __all__ = [
     "INTERRUPTED_TEXT",
+    "SignalWake",
     "ToolInterrupted",
     "beside_others",
     "can_inline",
@@ -138,6 +148,64 @@ def sigint_reaches_tools() -> Iterator[None]:
         _wrapped = 0
         if _signal.getsignal(signal.SIGINT) is handler:
             _signal.signal(signal.SIGINT, previous)
+
+
+class SignalWake:
+    """A socket pair whose reading end ``loop`` watches: armed, its writing end is the
+    interpreter's wakeup fd, so that a signal taken by any thread wakes the loop's selector
+    and the main thread runs the signal's Python handler at once. Made once per loop (a
+    socket pair and a reader), armed for each run (two C calls)."""
+
+    __slots__ = ("_loop", "_read", "_write")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._read, self._write = socket.socketpair()
+        self._read.setblocking(False)
+        self._write.setblocking(False)
+        try:
+            loop.add_reader(self._read.fileno(), self._drain)
+        except NotImplementedError:  # a loop without readers (Windows' proactor): unarmed
+            self._read.close()
+            self._write.close()
+
+    def _drain(self) -> None:
+        try:
+            while self._read.recv(4096):
+                pass
+        except OSError:  # drained (BlockingIOError), or closed underneath
+            pass
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        """For the block: signals wake the loop. Off the main thread (where no wakeup fd can
+        be set) or once closed: nothing. The wakeup fd in force before is put back after."""
+        fd = self._write.fileno()
+        if fd < 0:
+            yield
+            return
+        try:
+            previous = signal.set_wakeup_fd(fd, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread, or closed
+            yield
+            return
+        try:
+            yield
+        finally:
+            now = signal.set_wakeup_fd(previous)
+            if now != fd:  # set by someone else meanwhile: theirs stays
+                signal.set_wakeup_fd(now)
+
+    def close(self) -> None:
+        if self._read.fileno() < 0:
+            return
+        if not self._loop.is_closed():
+            try:
+                self._loop.remove_reader(self._read.fileno())
+            except Exception:  # a forked child's loop, already dropped: nothing to undo
+                pass
+        self._read.close()
+        self._write.close()
 
 
 async def in_thread(fn: Callable[..., Any], *args: Any) -> Any:

@@ -15,7 +15,9 @@ kept:
 - **Ctrl-C.** On the main thread, with Python's default SIGINT handler in force, the first
   Ctrl-C cancels the run and the call raises ``KeyboardInterrupt``; a second one raises at
   once (the same handler ``asyncio.run`` installs, set through the C functions, which skip
-  ``signal``'s enum lookup that formats the task's repr on every run).
+  ``signal``'s enum lookup that formats the task's repr on every run). A Ctrl-C taken by
+  another thread of the process wakes the loop all the same (the loop's
+  :class:`~afcore.loop._interrupt.SignalWake`, armed for the run).
 - **Inside a running loop** the door refuses with :class:`UsageError`, before anything is
   made, naming the async form to await.
 
@@ -50,6 +52,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from afcore.errors import UsageError
+from afcore.loop._interrupt import SignalWake
 
 __all__ = ["run_sync"]
 
@@ -76,7 +79,7 @@ class _OwnSelector(selectors.DefaultSelector):
 class _Home:
     """One thread's event loop, and the process it was made in."""
 
-    __slots__ = ("__weakref__", "loop", "pid")
+    __slots__ = ("__weakref__", "loop", "pid", "wake")
 
     def __init__(self) -> None:
         self.pid = os.getpid()
@@ -86,6 +89,8 @@ class _Home:
             self.loop: asyncio.AbstractEventLoop = asyncio.SelectorEventLoop(_OwnSelector())
         else:  # an installed policy's loop (uvloop), or Windows' proactor
             self.loop = asyncio.new_event_loop()
+        self.wake: SignalWake | None = None
+        """made at the first run that takes Ctrl-C"""
         _homes.add(self)
 
     def close(self) -> None:
@@ -95,6 +100,8 @@ class _Home:
         try:
             if self.pid == os.getpid():
                 _settle(loop)
+            if self.wake is not None:
+                self.wake.close()
             loop.close()
         except Exception:  # a thread's or the process's end: nothing to report it to
             pass
@@ -107,13 +114,13 @@ _local = threading.local()
 _homes: weakref.WeakSet[_Home] = weakref.WeakSet()
 
 
-def _home() -> asyncio.AbstractEventLoop:
+def _home() -> _Home:
     home: _Home | None = getattr(_local, "home", None)
     if home is None or home.pid != os.getpid() or home.loop.is_closed():
         if home is not None:
             home.close()
         home = _local.home = _Home()
-    return home.loop
+    return home
 
 
 def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None) -> T:
@@ -126,7 +133,8 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
             f"{door}() was called inside a running event loop; "
             f"await {instead or 'a' + door}(...) instead"
         )
-    loop = _home()
+    home = _home()
+    loop = home.loop
     task = loop.create_task(coro, context=contextvars.copy_context())
     interrupts = 0
 
@@ -148,7 +156,13 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
             handler = on_sigint
         except ValueError:  # an embedded interpreter that does not take signals
             pass
+    if handler is not None and home.wake is None:
+        home.wake = SignalWake(loop)
     try:
+        if handler is not None:
+            assert home.wake is not None
+            with home.wake.armed():
+                return loop.run_until_complete(task)
         return loop.run_until_complete(task)
     except asyncio.CancelledError:
         if interrupts and task.uncancel() == 0:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
+from afcore._signals import leave_sigint_to_the_main_thread
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import (
     CacheBreakpoint,
@@ -1783,6 +1784,7 @@ class _Syncer:
         self._jobs.put(job)
 
     def _run(self) -> None:
+        leave_sigint_to_the_main_thread()
         while True:
             job = self._jobs.get()
             if job is None:

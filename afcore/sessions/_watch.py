@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from afcore._signals import leave_sigint_to_the_main_thread
 from afcore.errors import SessionError
 
 __all__ = ["Watcher"]
@@ -84,6 +85,7 @@ class Watcher:
             thread.join()
 
     def _run(self) -> None:
+        leave_sigint_to_the_main_thread()
         store = self.store
         while True:
             with self._cond:

@@ -28,7 +28,7 @@ from tests.afcli.conftest import Invoke
 
 TALKER = textwrap.dedent(
     """
-    import asyncio, pathlib, time
+    import asyncio, pathlib, signal, threading, time
     from afcore import Agent, define_tool, mock
     from afcore.messages import ToolResultMessage
 
@@ -38,7 +38,7 @@ TALKER = textwrap.dedent(
         last = request.messages[-1]
         if isinstance(last, ToolResultMessage):
             return {"content": f"after {last.name}"}
-        for name in ("slow", "stubborn", "gated"):
+        for name in ("slow", "stubborn", "gated", "deaf"):
             if name in last.content:
                 n = len(request.messages)
                 return {"tool_calls": [{"id": f"s{n}", "name": name, "args": {}}]}
@@ -59,6 +59,18 @@ TALKER = textwrap.dedent(
             raise
         return "done"
 
+    async def _deaf(args, ctx):
+        # Another thread that takes signals, and a main thread that does not: a Ctrl-C
+        # lands on the other thread, as it may on a loaded machine.
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        (HERE / "started").write_text("yes")
+        try:
+            await asyncio.sleep(600)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        return "done"
+
     def _gated(args, ctx):
         (HERE / "started").write_text("yes")
         while not (HERE / "open").exists():
@@ -69,8 +81,9 @@ TALKER = textwrap.dedent(
         slow = define_tool("slow", "Sleeps.", {"type": "object"}, _slow)
         stubborn = define_tool("stubborn", "Sleeps on.", {"type": "object"}, _stubborn)
         gated = define_tool("gated", "Waits for its gate.", {"type": "object"}, _gated)
+        deaf = define_tool("deaf", "Sleeps, deaf to signals.", {"type": "object"}, _deaf)
         return Agent.create(provider=mock(respond=reply), model="mock", name="talker").tools(
-            [slow, stubborn, gated]
+            [slow, stubborn, gated, deaf]
         ).build()
 
     def other():
@@ -293,6 +306,27 @@ def test_a_second_ctrl_c_during_a_turn_that_is_slow_to_stop_leaves_at_once(
     assert out.splitlines() == ["answer to: hello"]
     with _store(tmp_path) as store:
         assert [t.status for t in _turns(store, "left-2")] == ["interrupted", "answer"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the chat's wait in /proc")
+def test_a_ctrl_c_another_thread_takes_interrupts_the_turn_at_once(tmp_path: Path) -> None:
+    chat = _Chat(tmp_path, "--session", "deaf-1")
+    chat.say("go deaf")
+    chat.wait_for(path=tmp_path / "started")
+    # Sent once the chat's main thread sleeps in its event loop's selector (where the
+    # kernel says), so that only a wake-up makes it run the handler.
+    wchan = Path(f"/proc/{chat.process.pid}/task/{chat.process.pid}/wchan")
+    deadline = time.monotonic() + GUARD
+    while wchan.read_text() not in ("", "0") and "epoll" not in wchan.read_text():
+        assert time.monotonic() < deadline, wchan.read_text()
+        time.sleep(0.02)
+    chat.process.send_signal(signal.SIGINT)
+    chat.wait_for("interrupting the turn")
+    code, _, err = chat.end()
+    assert code == 0, err
+    assert "Traceback" not in err
+    with _store(tmp_path) as store:
+        assert [t.status for t in _turns(store, "deaf-1")] == ["interrupted"]
 
 
 def _pty_chat(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], _Screen]:

@@ -291,6 +291,48 @@ def test_ctrl_c_cancels_the_run_raises_keyboard_interrupt_and_the_next_run_goes_
     assert out.split() == ["interrupted", "interrupted", "hi"]
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the main thread's wait in /proc")
+def test_ctrl_c_taken_by_another_thread_wakes_a_run_asleep_in_its_selector() -> None:
+    # A process-directed SIGINT goes to any thread that does not block it. Taken by another
+    # thread, the C handler only marks it for the main thread; a run asleep in its selector
+    # with a long timeout must wake and stop all the same. The main thread blocks SIGINT
+    # here so that the other thread is the one that takes it, as it may under load.
+    out = _script(
+        """
+        import asyncio, os, signal, threading, time
+        from afcore.loop._sync import run_sync
+
+        main = threading.get_native_id()
+        asleep = threading.Event()
+
+        def wchan():
+            with open(f"/proc/self/task/{main}/wchan") as f:
+                return f.read()
+
+        def other():
+            asleep.wait()
+            while "epoll" not in wchan() and wchan() not in ("", "0"):
+                time.sleep(0.01)
+            if wchan() in ("", "0"):  # the kernel does not say: leave the loop time to sleep
+                time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        async def run():
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            asleep.set()
+            await asyncio.sleep(600)
+
+        threading.Thread(target=other, daemon=True).start()
+        try:
+            run_sync(run(), "run")
+        except KeyboardInterrupt:
+            print("interrupted")
+        """,
+        timeout=60,
+    )
+    assert out.split() == ["interrupted"]
+
+
 def test_the_loops_are_closed_at_exit_without_a_warning() -> None:
     out = _script(
         _THREADED

@@ -1,0 +1,34 @@
+"""af's own bookkeeping threads leave Ctrl-C to the main thread."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from afcore import Agent, mock
+
+
+def _blocked(thread: threading.Thread) -> set[int]:
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    mask = int(
+        next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16
+    )
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads a thread's signal mask in /proc")
+def test_the_recording_sync_thread_blocks_sigint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AF_RECORDINGS", str(tmp_path))
+    agent = Agent.create(provider=mock(reply="hi"), model="m").build()
+    assert agent.run("go") == "hi"
+    assert list(tmp_path.glob("*.jsonl"))
+    syncers = [t for t in threading.enumerate() if t.name == "af-recording-sync"]
+    assert syncers
+    assert all(2 in _blocked(t) for t in syncers)  # SIGINT
+    # The thread that runs the tests, which started it, still takes it.
+    assert 2 not in _blocked(threading.current_thread())
