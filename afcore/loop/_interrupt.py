@@ -176,25 +176,33 @@ class SignalWake:
         except OSError:  # drained (BlockingIOError), or closed underneath
             pass
 
-    @contextmanager
-    def armed(self) -> Iterator[None]:
-        """For the block: signals wake the loop. Off the main thread (where no wakeup fd can
-        be set) or once closed: nothing. The wakeup fd in force before is put back after."""
+    def arm(self) -> int | None:
+        """From now on signals wake the loop; the wakeup fd in force before, for
+        :meth:`disarm` (None: not armed, off the main thread or once closed)."""
         fd = self._write.fileno()
         if fd < 0:
-            yield
-            return
+            return None
         try:
-            previous = signal.set_wakeup_fd(fd, warn_on_full_buffer=False)
-        except ValueError:  # not the main thread, or closed
-            yield
+            return signal.set_wakeup_fd(fd, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread
+            return None
+
+    def disarm(self, previous: int | None) -> None:
+        """Put back the wakeup fd :meth:`arm` found, unless another was set meanwhile."""
+        if previous is None:
             return
+        now = signal.set_wakeup_fd(previous)
+        if now != self._write.fileno():  # set by someone else meanwhile: theirs stays
+            signal.set_wakeup_fd(now)
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        """For the block: signals wake the loop (:meth:`arm`, :meth:`disarm`)."""
+        previous = self.arm()
         try:
             yield
         finally:
-            now = signal.set_wakeup_fd(previous)
-            if now != fd:  # set by someone else meanwhile: theirs stays
-                signal.set_wakeup_fd(now)
+            self.disarm(previous)
 
     def close(self) -> None:
         if self._read.fileno() < 0:

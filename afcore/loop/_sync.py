@@ -156,19 +156,21 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
             handler = on_sigint
         except ValueError:  # an embedded interpreter that does not take signals
             pass
-    if handler is not None and home.wake is None:
-        home.wake = SignalWake(loop)
+    wake = None
+    if handler is not None:
+        wake = home.wake
+        if wake is None:
+            wake = home.wake = SignalWake(loop)
+    woken = wake.arm() if wake is not None else None
     try:
-        if handler is not None:
-            assert home.wake is not None
-            with home.wake.armed():
-                return loop.run_until_complete(task)
         return loop.run_until_complete(task)
     except asyncio.CancelledError:
         if interrupts and task.uncancel() == 0:
             raise KeyboardInterrupt from None
         raise
     finally:
+        if wake is not None:
+            wake.disarm(woken)
         if handler is not None and _signal.getsignal(signal.SIGINT) is handler:
             _signal.signal(signal.SIGINT, signal.default_int_handler)
         _settle(loop)
