@@ -343,14 +343,7 @@ class InjectionEngine:
         """The content of registered injections a tool's result pushed into this call
         (``(id, why)`` each), whatever their own triggers say: system segments and injected
         messages, each with the push as its reason."""
-        view = RunView(
-            user_message=turn.user_message,
-            iteration=turn.iteration,
-            last_tool_results=turn.last_tool_results,
-            active_skills=frozenset(turn.active_skills),
-            history=turn.history,
-            state=turn.state,
-        )
+        view = _view(turn)
         by_id = self.by_id
         segments: list[SystemSegment] = []
         messages: list[tuple[str, str, Source]] = []

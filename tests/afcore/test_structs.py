@@ -229,24 +229,28 @@ def test_unknown_records_keep_their_fields() -> None:
     )
 
 
-def test_dump_is_model_dump() -> None:
+def _typed_lines() -> Iterator[tuple[Any, Any, Any]]:
+    """Every record line of every file: its model, its JSON and its Struct."""
     for path in FILES:
         for _, data in lines(path):
             model = BY_TYPE.get(data.get("t")) if isinstance(data, dict) else None
-            if model is None:
-                continue
-            got = typed(_struct(model), data)
-            want = model.model_validate(data)
-            for how in (
-                {"exclude_defaults": True},
-                {"exclude_none": True},
-                {"mode": "json"},
-                {"mode": "json", "exclude_defaults": True},
-            ):
-                mine, theirs = dump(got, **how), want.model_dump(**how)
-                assert orjson.dumps(mine) == orjson.dumps(theirs), how
-                assert _types(mine) == _types(theirs), how
-            assert list(beyond_defaults(got)) == list(want.model_dump(exclude_defaults=True))
+            if model is not None:
+                yield model, data, typed(_struct(model), data)
+
+
+def test_dump_is_model_dump() -> None:
+    for model, data, got in _typed_lines():
+        want = model.model_validate(data)
+        for how in (
+            {"exclude_defaults": True},
+            {"exclude_none": True},
+            {"mode": "json"},
+            {"mode": "json", "exclude_defaults": True},
+        ):
+            mine, theirs = dump(got, **how), want.model_dump(**how)
+            assert orjson.dumps(mine) == orjson.dumps(theirs), how
+            assert _types(mine) == _types(theirs), how
+        assert list(beyond_defaults(got)) == list(want.model_dump(exclude_defaults=True))
 
 
 def test_at_defaults_says_what_beyond_defaults_says() -> None:
@@ -256,24 +260,19 @@ def test_at_defaults_says_what_beyond_defaults_says() -> None:
     from afcore.readmodel._run import _PLAIN_OUTCOME
 
     seen = 0
-    for path in FILES:
-        for _, data in lines(path):
-            model = BY_TYPE.get(data.get("t")) if isinstance(data, dict) else None
-            if model is None:
-                continue
-            got = typed(_struct(model), data)
-            values = [got, *(v for v in vars_of(got) if isinstance(v, msgspec.Struct))]
-            for value in values:
-                fields = list(value.__struct_fields__)
-                for but in (
-                    frozenset(),
-                    frozenset(fields[:1]),
-                    frozenset(fields[1:]),
-                    frozenset(fields),
-                    _PLAIN_OUTCOME,
-                ):
-                    assert at_defaults(value, but) == (beyond_defaults(value).keys() <= but)
-                    seen += 1
+    for _, _, got in _typed_lines():
+        values = [got, *(v for v in vars_of(got) if isinstance(v, msgspec.Struct))]
+        for value in values:
+            fields = list(value.__struct_fields__)
+            for but in (
+                frozenset(),
+                frozenset(fields[:1]),
+                frozenset(fields[1:]),
+                frozenset(fields),
+                _PLAIN_OUTCOME,
+            ):
+                assert at_defaults(value, but) == (beyond_defaults(value).keys() <= but)
+                seen += 1
     assert seen > 1000
 
 
