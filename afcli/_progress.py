@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -165,6 +167,21 @@ class Progress:
         if self._pending:
             self._stream_line(self._pending)
             self._pending = ""
+
+    @contextmanager
+    def footing(self, text: Text) -> Iterator[None]:
+        """For the block, a spinner's status line under the output (:attr:`footer`). Its
+        refresh thread is born deaf to Ctrl-C: a sync tool may block the main thread outside
+        any selector, and only a signal the kernel hands to that thread interrupts it."""
+        from afcore.loop import new_threads_leave_sigint
+
+        with ExitStack() as stack:
+            with new_threads_leave_sigint():
+                self.footer = stack.enter_context(self.console.status(text, spinner="dots"))
+            try:
+                yield
+            finally:
+                self.footer = None
 
     def _update_footer(self) -> None:
         if self.footer is not None:

@@ -361,8 +361,7 @@ class _Chat:
         try:
             with wake.armed():
                 if progress is not None and self.err.is_terminal:
-                    with self.err.status(Text("sending", "dim"), spinner="dots") as footer:
-                        progress.footer = footer
+                    with progress.footing(Text("sending", "dim")):
                         result = runner.run(main())
                 else:
                     result = runner.run(main())

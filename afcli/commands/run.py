@@ -140,8 +140,7 @@ def run(
             _run_in_lens(runnable, text)
         elif progress is not None and err.is_terminal:
             # A footer under the streamed output: where the run is and what it has used.
-            with err.status(Text("starting", "dim"), spinner="dots") as footer:
-                progress.footer = footer
+            with progress.footing(Text("starting", "dim")):
                 _run_stoppable(runnable, text, progress, err)
         else:
             _run_stoppable(runnable, text, progress, err)

@@ -24,7 +24,9 @@ then only marks it for the main thread, which, asleep in its selector with a lon
 would not run the Python handler until something woke it. :class:`SignalWake` makes the
 loop's selector listen to the interpreter's wakeup fd for the length of a run, as
 ``loop.add_signal_handler`` does, while the handler stays the Python one (which can raise
-into an inline tool).
+into an inline tool). A sync tool blocking inline is not in the selector: a Ctrl-C reaches it
+only when the kernel hands the signal to the main thread, so the threads af starts leave
+SIGINT to it (:func:`new_threads_leave_sigint`, and each bookkeeping thread's own mask).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "can_inline",
     "in_thread",
     "inline",
+    "new_threads_leave_sigint",
     "sigint_reaches_tools",
 ]
 
@@ -148,6 +151,23 @@ def sigint_reaches_tools() -> Iterator[None]:
         _wrapped = 0
         if _signal.getsignal(signal.SIGINT) is handler:
             _signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def new_threads_leave_sigint() -> Iterator[None]:
+    """Threads started in the block are born with SIGINT blocked (a thread takes its
+    creator's mask), so a Ctrl-C goes to the main thread: for a front end's own threads (a
+    spinner's refresh), never for one that runs a tool or starts a process (a child keeps the
+    mask, deaf to Ctrl-C). A Ctrl-C typed meanwhile waits, blocked, and lands at the end."""
+    mask = getattr(_signal, "pthread_sigmask", None)
+    if mask is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = mask(_signal.SIG_BLOCK, (_signal.SIGINT,))
+    try:
+        yield
+    finally:
+        mask(_signal.SIG_SETMASK, before)
 
 
 class SignalWake:

@@ -424,6 +424,23 @@ def _wait_for_file(path: Path, process: subprocess.Popen[bytes]) -> None:
         time.sleep(0.02)
 
 
+def _others_taking_sigint(pid: int) -> list[str]:
+    """The threads of ``pid`` but its main one that do not block SIGINT (Linux's /proc says;
+    elsewhere, none are known)."""
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        return []
+    taking = []
+    for task in tasks.iterdir():
+        status = dict(
+            line.split(":", 1) for line in (task / "status").read_text().splitlines() if ":" in line
+        )
+        blocked = int(status["SigBlk"], 16)
+        if int(task.name) != pid and not blocked & (1 << (signal.SIGINT - 1)):
+            taking.append(task.name)
+    return taking
+
+
 def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Path) -> None:
     process, screen = _pty_chat(tmp_path, "--session", "typed-1")
     try:
@@ -434,6 +451,9 @@ def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Pat
         screen.type("run slow\r")
         screen.read_until("→ slow()")
         _wait_for_file(tmp_path / "started", process)
+        # The tool sleeps on the main thread, where only a signal the kernel hands to that
+        # thread wakes it: no other thread (the spinner's, the recorder's) may take a Ctrl-C.
+        assert _others_taking_sigint(process.pid) == []
         screen.type("\x03")  # Ctrl-C, as the terminal sends it
         screen.read_until("turn 2 interrupted")
         screen.read_until("› ")
@@ -446,6 +466,7 @@ def test_in_a_terminal_ctrl_c_interrupts_a_turn_and_another_leaves(tmp_path: Pat
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
         screen.close()
     shown = screen.text
     assert "interrupting the turn: cancelling slow (running" in shown
@@ -522,6 +543,7 @@ def test_in_a_terminal_a_paste_of_several_lines_is_one_message(tmp_path: Path) -
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
         screen.close()
     with _store(tmp_path) as store:
         assert len(_turns(store, "pasted-1")) == 1
@@ -555,6 +577,7 @@ def test_in_a_terminal_what_is_typed_during_a_turn_waits_for_the_prompt(tmp_path
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
         screen.close()
     with _store(tmp_path) as store:
         assert [t.status for t in _turns(store, "ahead-1")] == ["answer", "answer"]

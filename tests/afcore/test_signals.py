@@ -32,3 +32,21 @@ def test_the_recording_sync_thread_blocks_sigint(
     assert all(2 in _blocked(t) for t in syncers)  # SIGINT
     # The thread that runs the tests, which started it, still takes it.
     assert 2 not in _blocked(threading.current_thread())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads a thread's signal mask in /proc")
+def test_threads_a_front_end_starts_under_new_threads_leave_sigint_block_it() -> None:
+    from afcore.loop import new_threads_leave_sigint
+
+    release = threading.Event()
+    with new_threads_leave_sigint():
+        spinner = threading.Thread(target=release.wait, daemon=True)
+        spinner.start()
+    later = threading.Thread(target=release.wait, daemon=True)
+    later.start()
+    try:
+        assert 2 in _blocked(spinner)
+        assert 2 not in _blocked(later)  # the mask is the caller's again after the block
+        assert 2 not in _blocked(threading.current_thread())
+    finally:
+        release.set()
