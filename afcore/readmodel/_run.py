@@ -99,6 +99,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
         Resume,
         RunEnd,
     )
+    from afcore.recording._reader import ToolLine
 
     header = rec.header
     yield RunPart(
@@ -157,9 +158,41 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     previous_tools: list[str] | None = None
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
-    for line, record in rec.records(blobs=False, seals=False, only=_READ):
+    by_ref = resolver.by_ref
+    shown: dict[tuple[str, str], str] = {}
+    for line, record in rec.records(blobs=False, seals=False, only=_READ, tool_lines=True):
         kind = type(record)
-        if kind is Call:
+        if kind is ToolLine:
+            # A tool's outcome in af's common shape: read as its record would be below (no
+            # governance, no limits, the outcome's plain fields alone).
+            assert isinstance(record, ToolLine)
+            target = current(record.iter)
+            if target is None:
+                continue
+            message, missing = by_ref(record.ref)
+            status, result_status = record.status, record.result_status
+            said = shown.get((status, result_status))
+            if said is None:
+                plain = {"status": status, "result_status": result_status}
+                said = shown[status, result_status] = shown_status(plain)
+            message = as_dict(message)
+            target.results.append(
+                ToolResult(
+                    name=record.name,
+                    call_id=record.call_id,
+                    status=status,
+                    ms=record.ms,
+                    content=message.get("content"),
+                    is_error=message.get("is_error") is True,
+                    missing=missing,
+                    result_status=result_status,
+                    shown=said,
+                    notes=(),
+                    run=None,
+                    k=record.k,
+                )
+            )
+        elif kind is Call:
             assert isinstance(record, Call)
             who, fold = folds.kind(record.rsid)
             agent = who == "agent"

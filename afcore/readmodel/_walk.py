@@ -66,6 +66,13 @@ class Resolver:
         except KeyError as e:
             return None, str(e.args[0]) if e.args else "a value is missing from the file"
 
+    def by_ref(self, ref: str) -> tuple[Any, str | None]:
+        """:meth:`value` of a write by ``ref`` (a string)."""
+        try:
+            return self.rec.blob(ref), None
+        except KeyError as e:
+            return None, str(e.args[0]) if e.args else "a value is missing from the file"
+
     def listed(self, ref: str) -> list[dict[str, Any]] | None:
         """A call's segment or tool list (shared by calls that sent the same), or None."""
         if ref not in self._lists:

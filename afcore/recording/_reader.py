@@ -53,6 +53,7 @@ __all__ = [
     "CheckedBlob",
     "Problem",
     "Recording",
+    "ToolLine",
     "TornTail",
     "open_recording",
 ]
@@ -158,6 +159,7 @@ _FAST = {
     b'{"t":"call",': ord("C"),
     b'{"t":"reply"': ord("r"),
     b'{"t":"contex': _EVICTED,
+    b'{"t":"commit': ord("c"),
 }
 _NUMBER = rb"(-?(?:0|[1-9]\d{0,17}))"
 _TEXT = rb'"([\x20\x21\x23-\x5b\x5d-\x7e]*)"'
@@ -169,6 +171,56 @@ EVICTED_LINE = re.compile(
 printable ASCII strings without escapes and integers within 64 bits, so that a line it
 matches is valid JSON and a valid record whole, whose fields are its groups. A line it does
 not match is parsed."""
+_OUTCOME_STATUS = rb"ok|error|rejected|unknown_tool|interrupted|denied|withheld"
+_RESULT_STATUS = rb"success|failure|denied|invalid|partial|pending|absent|interrupted"
+_INT = rb"-?(?:0|[1-9]\d{0,17})"
+_READ_PAIR = rb'\["[\x20\x21\x23-\x5b\x5d-\x7e]*",%s\]' % _INT
+TOOL_COMMIT = re.compile(
+    rb'\{"t":"commit","seq":%s,"rsid":"tool:[\x20\x21\x23-\x5b\x5d-\x7e]*","iter":(%s),'
+    rb'"reads":\[(?:%s(?:,%s)*)?\],'
+    rb'"writes":\[\{"key":"message:(0|[1-9]\d{0,17})","ref":"([A-Za-z0-9_-]{1,64})"\}\],'
+    rb'"tool":\{"name":%s,"k":(%s),"call_id":%s,"status":"(%s)",'
+    rb'"ms":(-?(?:0|[1-9]\d{0,15})\.\d{1,17}),"result_status":"(%s)"\}\}'
+    % (_INT, _INT, _READ_PAIR, _READ_PAIR, _TEXT, _INT, _TEXT, _OUTCOME_STATUS, _RESULT_STATUS)
+)
+"""A 1.1 commit of a tool's outcome as af writes it for most calls: the tool's message
+written by ref, the outcome's plain fields (no source, cut, effects, ...), printable ASCII
+strings without escapes, integers within 64 bits, ``ms`` with a decimal point; so that a line
+it matches is valid JSON and a valid record whole. Its groups: iter, the message's number and
+ref, the tool's name, k, call_id, status, ms and result_status. A walk indexes such a line
+from its groups, and a run's view reads it as a :class:`ToolLine` (see ``records``); any other
+commit is parsed."""
+
+
+class ToolLine(NamedTuple):
+    """A commit of a tool's outcome in af's common shape (see :data:`TOOL_COMMIT`), as a
+    run's view reads it: the same values its record holds, the record left unbuilt."""
+
+    iter: int
+    ref: str
+    """The ref of the tool's message (the commit's one write)."""
+    name: str
+    k: int
+    call_id: str
+    status: str
+    ms: float
+    result_status: str
+
+
+def _tool_line(found: re.Match[bytes]) -> ToolLine:
+    it, _, ref, name, k, call_id, status, ms, result = found.groups()
+    return ToolLine(
+        int(it),
+        ref.decode(),
+        name.decode(),
+        int(k),
+        call_id.decode(),
+        status.decode(),
+        float(ms),
+        result.decode(),
+    )
+
+
 SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
 """A seal as af writes it: taken by its bytes, unparsed (a file holds one per write)."""
 
@@ -182,6 +234,9 @@ def _evicted(raw: bytes) -> ContextEvicted | None:
     return ContextEvicted(
         rsid=rsid.decode(), iter=int(it), fold=int(fold), message=int(message), hash=hash_.decode()
     )
+
+
+_Match = re.Match
 
 
 _SMALL_BLOB = 4096
@@ -506,6 +561,8 @@ class Recording:
         blank, bad = _BLANK, _BAD
         sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
         evicted, evicted_line = _EVICTED, EVICTED_LINE.fullmatch
+        commit, tool_commit = _KIND_CODES["commit"], TOOL_COMMIT.fullmatch
+        dense, tools = idx.messages.dense, idx.tools
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
         commits, put = idx.commits, _put_next
@@ -587,6 +644,21 @@ class Recording:
                     if evicted_line(raw, 0, size - 1):
                         kinds.append(evicted)
                         yield i, raw, evicted, None
+                        continue
+                elif fast == commit and v11:
+                    found = tool_commit(raw, 0, size - 1)
+                    if found is not None:
+                        # Indexed as _index_record indexes it, from the groups.
+                        commits.append(i)
+                        n = int(found[2])
+                        if n == len(dense):
+                            dense.append(i)
+                        else:
+                            _put(idx.messages, n, i)
+                        idx.tool_commits.append(i)
+                        tools.setdefault(f"{found[4].decode()}#{int(found[5])}", i)
+                        kinds.append(commit)
+                        yield i, raw, commit, found
                         continue
                 try:
                     data = orjson.loads(raw)
@@ -886,7 +958,19 @@ class Recording:
         blobs: bool = True,
         seals: bool = True,
         only: Collection[str] | None = None,
+        tool_lines: Literal[False] = False,
     ) -> Iterator[tuple[int, Record | UnknownRecord]]: ...
+
+    @overload
+    def records(
+        self,
+        lines: None = None,
+        *,
+        blobs: Literal[False],
+        seals: bool = True,
+        only: Collection[str],
+        tool_lines: Literal[True],
+    ) -> Iterator[tuple[int, Record | UnknownRecord | ToolLine]]: ...
 
     @overload
     def records(
@@ -896,6 +980,7 @@ class Recording:
         blobs: Literal["checked"],
         seals: bool = True,
         only: Collection[str] | None = None,
+        tool_lines: Literal[False] = False,
     ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]: ...
 
     def records(
@@ -905,7 +990,8 @@ class Recording:
         blobs: bool | Literal["checked"] = True,
         seals: bool = True,
         only: Collection[str] | None = None,
-    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]:
+        tool_lines: bool = False,
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob | ToolLine]]:
         """Every readable record with its line number, or those on ``lines`` (from 1, in
         order): a reader that knows which records it needs reads only those. ``blobs=False``:
         all but the blobs (a reader that takes values by their ref reads each when it needs
@@ -916,7 +1002,10 @@ class Recording:
         ``only``: the record types (their ``t``) to give, for a reader that has no use for the
         others; the others' lines are still checked, and a bad one reported as ever, but
         their records are not given, and those af writes in a shape known to be valid (a
-        seal, an eviction) are taken by their bytes, unparsed.
+        seal, an eviction) are taken by their bytes, unparsed. ``tool_lines`` (with ``only``
+        naming commits): a commit of a tool's outcome in af's common 1.1 shape, met as the
+        walk indexes the file, is given as a :class:`ToolLine` (its values, unparsed) rather
+        than as its record; any other commit as its record.
         Lines that are not valid records were reported in :attr:`problems` when the file was
         indexed, or are reported here. A walk of the whole file hands the pages it read back
         as it goes, so memory stays flat however big the file; a walk that meets
@@ -951,6 +1040,8 @@ class Recording:
         )
         fill = self._fill if self._v11 else None
         problems = self.problems
+        tool_lines = tool_lines and only is not None and "commit" in only
+        match, tool_line = _Match, _tool_line
         indexed = len(starts)
         release = RELEASE_EVERY
         for i in range(indexed):
@@ -1007,6 +1098,11 @@ class Recording:
                 continue
             try:
                 if data is None:
+                    data = loads(raw)
+                elif data.__class__ is match:  # a tool's commit in af's common shape
+                    if tool_lines:
+                        yield i + 1, tool_line(data)
+                        continue
                     data = loads(raw)
                 t = data.get("t")
                 cls = types.get(t)
@@ -1266,7 +1362,7 @@ class Recording:
         for i, raw, kind, data in self._scan(recent=True):
             if kind in skip:
                 continue
-            if data is None:
+            if data is None or data.__class__ is _Match:  # unparsed: indexed by its bytes
                 try:
                     data = loads(raw)
                 except orjson.JSONDecodeError as e:
