@@ -268,6 +268,7 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
     """One call of the overview: its sizes and decisions, its reply, what followed it."""
     width = max(out.width, 60)
     make = out.line  # without colour a line is built as its text alone
+    plain = out.plain
     out.print()
     segments = "?" if c.segments is None else plural(c.segments, "segment")
     chars = "?" if c.chars is None else f"{c.chars:,}"
@@ -280,7 +281,13 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
         ("?" if c.tools is None else f"{c.tools:,}", ""),
     ]
     attempt = _shown_attempt(c)
-    if attempt is None:
+    if attempt is None and plain:  # the line's text, as make() would join it
+        tools = "?" if c.tools is None else f"{c.tools:,}"
+        out.print(
+            f"call {c.call}{_summarizer_for(c.kind, c.fold)} · iteration {c.iteration}   "
+            f"system {segments}, {chars} chars  messages {c.messages:,}  tools {tools}"
+        )
+    elif attempt is None:
         out.print(
             make(
                 (f"call {c.call}", "bold cyan"),
@@ -309,15 +316,20 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
         if not c.errors:
             out.print(Line("  no reply recorded", style="yellow"))
     else:
-        out.print(
-            make(
-                ("  reply ", "dim"),
-                usage_text(r.usage),
-                (f" · {ms_text(r.ms)} · ", "dim"),
-                (stop_text(r.stop_reason), "yellow" if r.stop_reason in _NOTED else "dim"),
-                (f" · {safe(r.response_id)}" if r.response_id else "", "dim"),
+        if plain:  # the line's text, as make() would join it
+            rid = f" · {safe(r.response_id)}" if r.response_id else ""
+            stop = stop_text(r.stop_reason)
+            out.print(f"  reply {usage_text(r.usage)} · {ms_text(r.ms)} · {stop}{rid}")
+        else:
+            out.print(
+                make(
+                    ("  reply ", "dim"),
+                    usage_text(r.usage),
+                    (f" · {ms_text(r.ms)} · ", "dim"),
+                    (stop_text(r.stop_reason), "yellow" if r.stop_reason in _NOTED else "dim"),
+                    (f" · {safe(r.response_id)}" if r.response_id else "", "dim"),
+                )
             )
-        )
         for note in _reply_notes(r):
             out.print(Line(f"  {note}", style="yellow"))
         if r.missing:
@@ -328,6 +340,9 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             out.print_fit(make("  says ", style="dim"), r.text, width)
         for tc in r.tool_calls:
             name = safe(str(tc.name))
+            if plain:  # the line's text, as make() would join it
+                out.print(f"  → {name}({args_text(tc.args, width - len(name) - 8)})")
+                continue
             out.print(
                 make(
                     ("  → ", "cyan"),
@@ -350,8 +365,12 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
                 (" ran with invalid arguments: ", "yellow"),
             )
             out.print(fit(head, problems, width))
-    early = [g for g in c.governed if g.kind in ("pause", "resume") or g.moment != "tool_result"]
-    early = [g for g in early if g.kind != "check" and g.moment != "output"]
+    early = []
+    if c.governed:
+        early = [
+            g for g in c.governed if g.kind in ("pause", "resume") or g.moment != "tool_result"
+        ]
+        early = [g for g in early if g.kind != "check" and g.moment != "output"]
     for g in early:
         _print_governed(out, g, width)
     for res in c.results:
@@ -362,13 +381,19 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             tail = str(res.content)
         else:
             tail = f"(missing: {res.missing or 'no value'})"
-        style = status_style(res.result_status if status == "ok" and res.result_status else status)
-        said = make(
-            ("  ← ", style),
-            (safe(res.name), "cyan"),
-            (f" {res.shown or status}", style),
-            (f" · {ms_text(res.ms)} · ", "dim"),
-        )
+        said: Line | str
+        if plain:  # the line's text, as make() would join it
+            said = f"  ← {safe(res.name)} {res.shown or status} · {ms_text(res.ms)} · "
+        else:
+            style = status_style(
+                res.result_status if status == "ok" and res.result_status else status
+            )
+            said = make(
+                ("  ← ", style),
+                (safe(res.name), "cyan"),
+                (f" {res.shown or status}", style),
+                (f" · {ms_text(res.ms)} · ", "dim"),
+            )
         out.print_fit(said, tail, width)
         for note in res.notes:
             out.print(fit(Line("    "), note, width), style="dim")
