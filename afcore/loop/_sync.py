@@ -18,6 +18,10 @@ kept:
   ``signal``'s enum lookup that formats the task's repr on every run). A Ctrl-C taken by
   another thread of the process wakes the loop all the same (the loop's
   :class:`~afcore.loop._interrupt.SignalWake`, armed for the run).
+- **The file's sync.** A run's recording is complete on disk when the door returns; its
+  closing fsync is handed to the recording's sync thread as the door returns, not as the
+  run closes the file: woken earlier, that thread would take the GIL from the run's last
+  steps (whenever the loop lets it go), on the caller's clock.
 - **Inside a running loop** the door refuses with :class:`UsageError`, before anything is
   made, naming the async form to await.
 
@@ -53,6 +57,7 @@ from typing import Any, TypeVar
 
 from afcore.errors import UsageError
 from afcore.loop._interrupt import SignalWake
+from afcore.recording._writer import hold_syncs, release_syncs
 
 __all__ = ["run_sync"]
 
@@ -162,6 +167,7 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
         if wake is None:
             wake = home.wake = SignalWake(loop)
     woken = wake.arm() if wake is not None else None
+    held = hold_syncs()
     try:
         return loop.run_until_complete(task)
     except asyncio.CancelledError:
@@ -169,11 +175,14 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
             raise KeyboardInterrupt from None
         raise
     finally:
-        if wake is not None:
-            wake.disarm(woken)
-        if handler is not None and _signal.getsignal(signal.SIGINT) is handler:
-            _signal.signal(signal.SIGINT, signal.default_int_handler)
-        _settle(loop)
+        try:
+            if wake is not None:
+                wake.disarm(woken)
+            if handler is not None and _signal.getsignal(signal.SIGINT) is handler:
+                _signal.signal(signal.SIGINT, signal.default_int_handler)
+            _settle(loop)
+        finally:
+            release_syncs(held)
 
 
 def _settle(loop: asyncio.AbstractEventLoop) -> None:

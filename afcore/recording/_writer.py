@@ -1760,6 +1760,9 @@ class _Syncer:
         self._lock = threading.Lock()
         self._queued = 0
         self._idle = threading.Condition(self._lock)
+        self._held = threading.local()
+        """Per thread: the closing jobs a sync door holds until its run is over (see
+        :meth:`hold`), or none."""
 
     def put(
         self,
@@ -1771,7 +1774,33 @@ class _Syncer:
     ) -> None:
         """Sync ``fd`` (and close it); ``spare``: first make a file in that folder for the
         next run there, unless one is."""
-        self._put((fd, close, then, spare if spare is not None and _SPARES.wanted(spare) else None))
+        job = (fd, close, then, spare if spare is not None and _SPARES.wanted(spare) else None)
+        held: list[_Job] | None = getattr(self._held, "jobs", None)
+        if held is not None and close:
+            held.append(job)
+            return
+        self._put(job)
+
+    def hold(self) -> list[_Job] | None:
+        """From now until :meth:`release`, the files this thread's runs close are handed
+        to the sync thread at the release, not as they close. For a sync door: waking the
+        thread as a run closes its file makes the run's last steps wait for it, whenever
+        the loop lets the GIL go (its selector, a write); woken as the door returns, it
+        does its work while the caller goes on. Returns the list of held jobs (None: this
+        thread holds already, and the outer hold releases them)."""
+        if getattr(self._held, "jobs", None) is not None:
+            return None
+        jobs: list[_Job] = []
+        self._held.jobs = jobs
+        return jobs
+
+    def release(self, jobs: list[_Job] | None) -> None:
+        """Hand the jobs held since :meth:`hold` to the sync thread, in the order asked."""
+        if jobs is None:
+            return
+        self._held.jobs = None
+        for job in jobs:
+            self._put(job)
 
     def _put(self, job: _Job) -> None:
         with self._lock:
@@ -1827,9 +1856,28 @@ class _Syncer:
 _SYNCER = _Syncer()
 
 
+def _forked() -> None:
+    # A child forked while a door held its runs' closing jobs starts holding none: the
+    # runs it makes hand theirs over as they close, unless a door of its own holds them.
+    _SYNCER._held = threading.local()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def forget_folder(folder: Path) -> None:
     """The runs' folder ``folder`` was removed: the file made ahead there is given up."""
     _SPARES.forget(os.path.abspath(folder))
+
+
+def hold_syncs() -> list[_Job] | None:
+    """See :meth:`_Syncer.hold` (for the sync doors)."""
+    return _SYNCER.hold()
+
+
+def release_syncs(jobs: list[_Job] | None) -> None:
+    """See :meth:`_Syncer.release`."""
+    _SYNCER.release(jobs)
 
 
 def wait_for_syncs(timeout: float | None = None) -> bool:

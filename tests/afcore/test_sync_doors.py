@@ -10,6 +10,7 @@ import contextvars
 import gc
 import http.server
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -346,3 +347,75 @@ def test_the_loops_are_closed_at_exit_without_a_warning() -> None:
     """
     )
     assert out.strip() == "ok"
+
+
+def test_a_sync_run_hands_its_closed_file_to_the_sync_thread_as_the_door_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Woken as the run closes its file, the sync thread would take the GIL from the run's
+    # last steps; the door hands the file over as it returns, and the file is durable and
+    # closed once the syncs are waited for, as before.
+    from afcore import recording
+    from afcore.recording import _writer
+
+    handed: list[tuple[int, bool]] = []
+    real = _writer._SYNCER._put
+    monkeypatch.setattr(_writer._SYNCER, "_put", lambda job: (handed.append(job[:2]), real(job)))
+    inside: list[list[tuple[int, bool]]] = []
+
+    async def look(args: dict[str, Any], ctx: Any) -> str:
+        return "ok"
+
+    def respond(request: Request) -> Any:
+        if isinstance(request.messages[-1], ToolResultMessage):
+            return "done"
+        return {"tool_calls": [{"id": "c1", "name": "probe", "args": {}}]}
+
+    agent = (
+        Agent.create(provider=mock(respond=respond), model="m", record=tmp_path)
+        .tool(probe(look))
+        .build()
+    )
+
+    async def run_and_look() -> str:
+        answer = await agent.arun("go")
+        inside.append(list(handed))  # the run is over, its file closed: not handed yet
+        return answer
+
+    assert run_sync(run_and_look(), "run") == "done"
+    assert inside == [[]]
+    assert [close for _, close in handed] == [True]
+    assert recording.wait_for_syncs(timeout=30)
+    with pytest.raises(OSError):
+        os.fstat(handed[0][0])  # closed by the sync thread
+    assert agent.last_recording is not None
+    with recording.open_recording(agent.last_recording) as r:
+        assert recording.verify(r).ok
+    # An async run (no door) hands its file over as it closes.
+    handed.clear()
+    asyncio.run(agent.arun("go"))
+    assert [close for _, close in handed] == [True]
+
+
+def test_a_child_forked_inside_a_sync_run_holds_none_of_its_parents_files() -> None:
+    out = _script(
+        """
+    import os
+    from afcore.recording import _writer
+    from afcore.loop._sync import run_sync
+
+    async def fork_inside():
+        pid = os.fork()
+        if pid == 0:
+            # The child's own runs hand their files over as they close.
+            ok = getattr(_writer._SYNCER._held, "jobs", None) is None
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    assert run_sync(fork_inside(), "run") == 0
+    print("parent ok")
+    """,
+        timeout=60,
+    )
+    assert out.strip() == "parent ok"
