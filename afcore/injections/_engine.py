@@ -305,6 +305,8 @@ class InjectionEngine:
         """The ids of a composition's decisions and slots -> the composition."""
         self._written: dict[tuple[int, int], tuple[Any, ...]] = {}
         """(decisions, the decisions written before) -> what an iteration writes of them."""
+        self._fixed: tuple[Sequence[SystemSegment], Composition] | None = None
+        """A trivial engine's base prompt and its composition (see :meth:`compose_fixed`)."""
 
     @property
     def trivial(self) -> bool:
@@ -358,6 +360,17 @@ class InjectionEngine:
                 messages.append((inj.role, message, source))
         view._release()
         return segments, messages
+
+    def compose_fixed(self, turn: TurnState, base: Sequence[SystemSegment]) -> Composition:
+        """:meth:`compose` for an engine with nothing to evaluate (:attr:`trivial`): its
+        slots never change, so a base prompt's composition is made once and is every run's
+        (the same object, as :meth:`compose` gives for the same parts)."""
+        known = self._fixed
+        if known is not None and known[0] is base:
+            return known[1]
+        comp = self.compose(turn, base)
+        self._fixed = (base, comp)
+        return comp
 
     # -- each iteration ------------------------------------------------------------------
 

@@ -462,7 +462,7 @@ async def _start(run: RunState, message: str) -> None:
     assert run.sources is not None
     read_sources(run.sources, turn)
     if agent.engine.trivial:
-        run.fixed = agent.engine.compose(run.turn, run.base)
+        run.fixed = agent.engine.compose_fixed(run.turn, run.base)
     if conversation is not None:
         run.keep = conversation.keep
 

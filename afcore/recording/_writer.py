@@ -283,7 +283,7 @@ class Recorder:
                     raise FileExistsError(path)
                 # Worked on as strings: pathlib's parent and with_name cost ~5 us each.
                 where, name = os.path.split(path)
-                folder = os.path.abspath(where)
+                folder = _absolute(where)
                 self._fd = _SPARES.take(folder)
                 if self._fd >= 0:
                     self._unnamed = _SPARE
@@ -1656,6 +1656,22 @@ class NullRecorder(Recorder):
     def close(self, *, then: Callable[[], None] | None = None) -> None:
         if then is not None:
             then()
+
+
+_ABSOLUTE: dict[str, str] = {}
+"""A folder (absolute, as joined) -> its normal form, for :func:`_absolute`."""
+
+
+def _absolute(where: str) -> str:
+    """``os.path.abspath(where)``: the working directory is asked at each run (it may have
+    changed), the path's normal form worked out once."""
+    joined = where if os.path.isabs(where) else os.path.join(os.getcwd(), where)
+    found = _ABSOLUTE.get(joined)
+    if found is None:
+        if len(_ABSOLUTE) >= 64:
+            _ABSOLUTE.clear()
+        found = _ABSOLUTE[joined] = os.path.normpath(joined)
+    return found
 
 
 _SPARE = Path(".af-spare")

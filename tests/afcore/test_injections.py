@@ -644,3 +644,24 @@ def test_decisions_carried_over_equal_decisions_made_afresh_at_every_iteration()
             user_message="go", iteration=n, history=[], state=dict(state), identity=None
         )
         assert seen(carried) == seen(afresh), n
+
+
+def test_an_engine_with_nothing_to_evaluate_composes_a_base_once_for_every_run() -> None:
+    from afcore.injections._engine import InjectionEngine, TurnState
+    from afcore.messages import SystemSegment
+
+    echo = define_tool("echo", "Echo.", {"type": "object"}, lambda a, c: "ok")
+    engine = InjectionEngine(base=[], tools=[echo], injections=[], providers=[])
+    assert engine.trivial
+
+    def turn() -> TurnState:
+        return TurnState(user_message="go", iteration=0, history=(), state={}, identity=None)
+
+    base = (SystemSegment("Be brief."),)
+    first = engine.compose_fixed(turn(), base)
+    assert engine.compose_fixed(turn(), base) is first
+    assert first == engine.compose(turn(), base)  # what composing it afresh gives
+    other = (SystemSegment("Be kind."),)
+    composed = engine.compose_fixed(turn(), other)
+    assert [s.text for s in composed.system] == ["Be kind."]
+    assert [s.name for s in composed.specs] == ["echo"]
