@@ -61,22 +61,23 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{stamp}-{milli:03d}-{suffix}"
 
 
-_iso_second: tuple[datetime | None, str] = (None, "")
+_iso_second: tuple[tuple[int, ...] | None, str] = (None, "")
 
 
 def started_at(now: datetime) -> str:
     """``now`` as a header's ``started_at`` writes it: ISO 8601 to the millisecond
     (``now.isoformat(timespec="milliseconds")``). The second's part is kept for the runs
-    that start within it: formatting a datetime costs a short run more than its id."""
+    that start within it, found by the second's fields (making the second's datetime to
+    compare, and comparing two aware datetimes, cost twice the rest): formatting a
+    datetime costs a short run more than its id."""
     global _iso_second
     if now.tzinfo is not UTC:
         return now.isoformat(timespec="milliseconds")
-    milli = now.microsecond // 1000
-    second = now.replace(microsecond=0)
+    second = (now.second, now.minute, now.hour, now.day, now.month, now.year)
     last = _iso_second
     if last[0] != second:
-        last = _iso_second = (second, second.isoformat()[:19])
-    return f"{last[1]}.{milli:03d}+00:00"
+        last = _iso_second = (second, now.replace(microsecond=0).isoformat()[:19])
+    return f"{last[1]}.{now.microsecond // 1000:03d}+00:00"
 
 
 def resolve_run(ref: str, folder: Path | None = None) -> Path:
