@@ -1864,7 +1864,14 @@ class _Syncer:
             then()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Until every sync and close asked for is done; False if ``timeout`` came first."""
+        """Until every sync and close asked for is done; False if ``timeout`` came first.
+        Jobs this thread holds are handed over first (it waits for them too)."""
+        held: list[_Job] | None = getattr(self._held, "jobs", None)
+        if held:
+            jobs = held[:]
+            held.clear()
+            for job in jobs:
+                self._put(job)
         with self._lock:
             return self._idle.wait_for(lambda: not self._queued, timeout)
 
