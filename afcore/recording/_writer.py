@@ -1880,9 +1880,13 @@ _SYNCER = _Syncer()
 
 
 def _forked() -> None:
-    # A child forked while a door held its runs' closing jobs starts holding none: the
-    # runs it makes hand theirs over as they close, unless a door of its own holds them.
-    _SYNCER._held = threading.local()
+    # A child starts with no jobs and no thread of its parent's: its parent's files are
+    # the parent's to sync and close, and a count of jobs in flight copied from the parent
+    # (which no thread of the child would ever finish) kept the child's exit waiting on
+    # them for good, as a lock a parent's thread held at the fork would keep its next put.
+    # Nor does it hold jobs for a door it did not enter: its runs hand theirs over as they
+    # close, unless a door of its own holds them.
+    _SYNCER.__init__()  # type: ignore[misc]
 
 
 os.register_at_fork(after_in_child=_forked)

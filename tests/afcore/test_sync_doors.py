@@ -445,3 +445,26 @@ def test_a_child_forked_inside_a_sync_run_holds_none_of_its_parents_files() -> N
         timeout=60,
     )
     assert out.strip() == "parent ok"
+
+
+def test_a_child_forked_while_a_file_is_being_synced_exits_without_waiting_for_it() -> None:
+    out = _script(
+        """
+    import os, sys, time
+    from afcore.recording import _writer
+
+    # A closing job the sync thread is still on when the process forks (its callback slow).
+    fd = os.open(os.devnull, os.O_RDONLY)
+    _writer._SYNCER._put((fd, True, lambda: time.sleep(3), None))
+    pid = os.fork()
+    if pid == 0:
+        # Its exit waits for the syncs asked for in this process (none): a child that
+        # waited on its parent's job, which no thread of its own runs, never ended.
+        sys.exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    print("parent ok")
+    """,
+        timeout=60,
+    )
+    assert out.strip() == "parent ok"
