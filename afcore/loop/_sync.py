@@ -182,25 +182,15 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
                 wake.disarm(woken)
             if handler is not None and _signal.getsignal(signal.SIGINT) is handler:
                 _signal.signal(signal.SIGINT, signal.default_int_handler)
-            _settle(loop, task)
+            _settle(loop)
         finally:
             release_syncs(held)
 
 
-def _settle(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None = None) -> None:
+def _settle(loop: asyncio.AbstractEventLoop) -> None:
     """What ``asyncio.run`` did at its loop's close, short of closing it: cancel the tasks a
-    run left pending and close the async generators it left open. ``task``: the run's own,
-    done: when it is the only task the process holds, none is left to look for."""
-    if (
-        task is not None
-        and _ALL_TASKS is not None
-        and task.done()
-        and len(_ALL_TASKS) == 1
-        and task in _ALL_TASKS
-    ):
-        left: set[asyncio.Task[Any]] = set()
-    else:
-        left = asyncio.all_tasks(loop)
+    run left pending and close the async generators it left open."""
+    left = asyncio.all_tasks(loop)
     if left:
         for task in left:
             task.cancel()
@@ -221,29 +211,6 @@ def _settle(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None = No
         opened = list(agens)
         agens.clear()
         loop.run_until_complete(_gather([agen.aclose() for agen in opened]))
-
-
-def _all_tasks() -> weakref.WeakSet[asyncio.Task[Any]] | None:
-    """The registry of every task of the process, where this Python keeps them in one weak
-    set that every task joins (3.11's, C tasks and Python ones alike): its size says
-    whether any task but a run's own is alive, where ``asyncio.all_tasks`` copies it and
-    asks each task its loop and whether it is done (a tenth of a short run's door). None
-    elsewhere: every run asks ``asyncio.all_tasks``."""
-    from asyncio import tasks
-
-    registry = getattr(tasks, "_all_tasks", None)
-    c_registry = getattr(sys.modules.get("_asyncio"), "_all_tasks", registry)
-    if (
-        type(registry) is weakref.WeakSet
-        and c_registry is registry
-        and not hasattr(tasks, "_eager_tasks")
-        and not hasattr(tasks, "_scheduled_tasks")
-    ):
-        return registry
-    return None
-
-
-_ALL_TASKS = _all_tasks()
 
 
 async def _gather(aws: Any) -> None:
