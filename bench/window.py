@@ -38,7 +38,8 @@ is also read back to count its folds and the messages they evicted.
 Then the same comparison at windows of 500, 1,000, 2,000 and 4,000 messages: what the
 sliding window adds per iteration, divided by the window's size, should stay flat if the
 strategy's work is linear in the window. ``--profile NAME`` profiles the timed stretch of a
-variant under cProfile instead. Run: ``python -m bench.window``.
+variant under cProfile instead. ``--clock cpu`` times by the loop thread's CPU time, not the
+wall clock (steadier on a loaded machine). Run: ``python -m bench.window``.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ SUMMARY = "The agent echoed the numbers in order; every echo succeeded."
 USAGE = {"input_tokens": 1, "output_tokens": 1}
 
 Folds = Literal["none", "drop", "summary"]
+clock: Callable[[], float] = time.perf_counter
+"""What the probe reads at each model call: wall time, or with ``--clock cpu`` the CPU time
+of the thread that runs the loop (steadier on a loaded machine; the writer's own thread,
+which syncs the file, is left out of both sides alike)."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ class Probe:
         self.start = self.stop = -1
 
     def see(self, step: int, size: int) -> None:
-        self.stamps[step] = time.perf_counter()
+        self.stamps[step] = clock()
         self.sizes[step] = size
         if self.profiler is not None:
             if step == self.start:
@@ -429,7 +434,16 @@ def main() -> None:
         help="profile this variant's timed iterations instead",
     )
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time the iterations by the wall clock or by the loop thread's CPU time",
+    )
     args = parser.parse_args()
+    if args.clock == "cpu":
+        global clock
+        clock = time.thread_time
     if args.profile:
         variant = next(v for v in VARIANTS if v.key == args.profile)
         profile(variant, args.steps, runs=3, top=args.top)

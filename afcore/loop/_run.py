@@ -740,7 +740,7 @@ async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
         # Once a fold changed it, the window is named message by message; until then it is
         # the whole history, sent and hashed as for an agent without a strategy.
         conversation = run.live.messages
-        window = run.live.ranges + ranges(extra)
+        window = run.live.ranges + ranges(extra) if extra else run.live.ranges
     request = Request(
         model=run.model,
         system=comp.system,

@@ -31,21 +31,19 @@ from afcore.messages import (
     UserMessage,
 )
 from afcore.recording._models import (
-    ContextEvicted,
     ErrorEvent,
     Fold,
     FoldRefusal,
     FoldSummary,
     Line,
     line,
-    trusted,
 )
 from afcore.recording._writer import error_info, ranges
 from afcore.secrets import shorten
 from afcore.window._live import LiveWindowState
 from afcore.window._strategies import WindowStrategy
 from afcore.window._summary import SUMMARIZER_SYSTEM, frame, message_chars, transcript
-from afcore.window._turns import LiveMessage, plan
+from afcore.window._turns import LiveMessage, old_turns
 
 __all__ = ["visit"]
 
@@ -53,12 +51,13 @@ _SUMMARIZER_SOURCE = Source(kind="summarizer")
 # The summarizer's slots are the same objects at every fold: the writer knows them.
 _SUMMARIZER_SEGMENTS = (SystemSegment(SUMMARIZER_SYSTEM, _SUMMARIZER_SOURCE),)
 _NO_PARAMS: Mapping[str, Any] = MappingProxyType({})
-_evicted = line(ContextEvicted)
 _error = line(ErrorEvent)
-# The fold's value as the write takes it: a plain line, not a model made to be dumped.
-_fold = line(Fold)
-_refused = trusted(FoldRefusal)
-_summary = trusted(FoldSummary)
+# The fold's value as the write takes it: a plain line, not a model made to be dumped, its
+# refusals and summary given as lines too (the refusal of the run's request, the same at
+# every visit, is made once).
+_fold: Any = line(Fold, plain=True)
+_refused = line(FoldRefusal)
+_summary = line(FoldSummary)
 
 
 async def visit(run: RunState, strategy: WindowStrategy) -> None:
@@ -80,24 +79,38 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         if live and live[0] is seed
         else next((i for i in range(len(live) - 1, -1, -1) if live[i] is seed), None)
     )
-    cut = plan(
+    turns = old_turns(
         live,
         window.sizes,
         keep_recent_turns=strategy.keep_recent_turns,
         request=request,
         last_result=window.newest_result(),
     )
-    summarizes = strategy.summarizes
-    spans = cut.spans[:1] if summarizes else cut.spans
-    blocks = [(span[0].start, span[-1].end) for span in spans]
+    # The spans of turns that may leave (a summarizer folds the oldest only), as positions.
+    blocks: list[tuple[int, int]] = []
+    refusals: list[Line] = []
+    begin = -1
+    for start, end, reason in turns:
+        if reason is None:
+            if begin < 0:
+                begin = start
+            continue
+        refusals.append(_refused_turn(window, start, end, reason))
+        if begin >= 0:
+            blocks.append((begin, start - 1))
+            begin = -1
+    if begin >= 0:
+        blocks.append((begin, turns[-1][1]))
+    summarizes = strategy.summarizer is not None
+    if summarizes:
+        del blocks[1:]
     if not blocks and measured is None:
         return  # nothing old enough to leave: nothing to record
-    refusals = [_refused_turn(window, r.turn.start, r.turn.end, r.reason) for r in cut.refusals]
     run.folds += 1
     fold = run.folds
     reads = ["messages"] + ([f"reply:{run.last_call}"] if measured is not None else [])
     writes: list[Line] = []
-    summary: FoldSummary | None = None
+    summary: Line | None = None
     summary_item: LiveMessage | None = None
     rsid = ""
     if summarizes and blocks:
@@ -125,16 +138,24 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
                 summary_item = LiveMessage(n, message, rsid)
                 summary = _summary(message=n, call=call, by=by)
     rsid = rsid or rec.next_rsid("window")
-    left = [item for first, last in blocks for item in live[first : last + 1]]
+    if len(blocks) == 1:
+        first, last = blocks[0]
+        left = live[first : last + 1]
+    else:
+        left = [item for first, last in blocks for item in live[first : last + 1]]
     before = len(live)
     # The newest block first, so the positions of the older ones stay put.
     for first, last in reversed(blocks):
         window.remove(first, last, summary_item if (first, last) == blocks[0] else None)
+    if not rec.enabled:
+        return
+    numbers = [item.n for item in left]
+    iteration = run.iteration
     value = _fold(
         strategy=strategy.name,
-        iteration=run.iteration,
+        iteration=iteration,
         folded=_writers(left),
-        messages=ranges([item.n for item in left]),
+        messages=ranges(numbers),
         count=len(left),
         before=before,
         after=len(live),  # the window's own list, cut in place
@@ -145,22 +166,7 @@ async def visit(run: RunState, strategy: WindowStrategy) -> None:
         threshold=None if measured is None else strategy.threshold_tokens,
         summary=summary,
     )
-    iteration = run.iteration
-    writes.insert(0, rec.write(f"fold:{fold}", value))
-    rec.commit(rsid, "window", iteration, reads=reads, writes=writes)
-    event, message_hash, enabled = rec.event, rec.message_hash, rec.enabled
-    for item in left:
-        event(
-            _evicted(
-                rsid=rsid,
-                iter=iteration,
-                fold=fold,
-                message=item.n,
-                hash=message_hash(item.n) if enabled else "",
-            ),
-            flush=False,
-            trusted=True,  # stage ids, numbers and a hash: af's own values
-        )
+    rec.fold(rsid, iteration, fold, value, reads=reads, writes=writes, left=numbers)
     # Not written here: the fold goes out with the reply before it, by the loop's own rule
     # (before the tools run when the reply took long enough to matter, else with the next
     # call), so a fold at every iteration costs no write of its own.
@@ -266,7 +272,7 @@ async def _summarize(
     return response.text.strip(), call, by
 
 
-def _refused_turn(window: LiveWindowState, start: int, end: int, reason: str) -> FoldRefusal:
+def _refused_turn(window: LiveWindowState, start: int, end: int, reason: str) -> Line:
     """The refusal of the turn at positions ``start``..``end``: the same turn refusing for
     the same reason at every visit (the run's request) is described once."""
     live = window.items
@@ -274,7 +280,7 @@ def _refused_turn(window: LiveWindowState, start: int, end: int, reason: str) ->
     key = (id(first), id(last), end - start, reason)
     known = window.refusals.get(key)
     if known is not None and known[0] is first and known[1] is last:
-        kept: FoldRefusal = known[2]
+        kept: Line = known[2]
         return kept
     refusal = _refusal(live[start : end + 1], reason)
     if len(window.refusals) >= 64:
@@ -283,7 +289,7 @@ def _refused_turn(window: LiveWindowState, start: int, end: int, reason: str) ->
     return refusal
 
 
-def _refusal(items: list[LiveMessage], reason: str, *, error: str | None = None) -> FoldRefusal:
+def _refusal(items: list[LiveMessage], reason: str, *, error: str | None = None) -> Line:
     return _refused(
         reason=reason,
         messages=ranges([item.n for item in items]),

@@ -154,6 +154,7 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _monotonic = time.monotonic
 _MESSAGE_KEY = "message:"
 _CALL_KEY = "call:"
+_FOLD_KEY = "fold:"
 
 # The records of every iteration are made as lines of plain JSON, what they hold included:
 # orjson writes them without calling back into Python.
@@ -324,6 +325,8 @@ class Recorder:
         the digest of a window that is the whole history costs nothing per call."""
         self._history_ranges: list[tuple[int, int]] = []
         """The history's message numbers as ranges (injected messages leave gaps)."""
+        self._window: tuple[list[tuple[int, int]], Any] = ([], None)
+        """The last window a call named message by message, and the sha256 over its ids."""
         self._entries: dict[tuple[str, Source], tuple[str, Segment]] = {}
         """(system text, source) -> the text's id and its entry in a segment list (inline
         text, or a ref), made once."""
@@ -693,6 +696,77 @@ class Recorder:
             self._observe(raw)
         return seq
 
+    def fold(
+        self,
+        rsid: str,
+        iteration: int,
+        fold: int,
+        value: Line,
+        *,
+        reads: list[str],
+        writes: list[Line],
+        left: Sequence[int],
+    ) -> None:
+        """A window stage: its commit, writing ``fold:<fold>`` (``value``, a Fold as plain
+        JSON) before ``writes``, then a ``context_evicted`` event for each message number in
+        ``left``, with its hash. The lines :meth:`write`, :meth:`commit` and :meth:`event`
+        would make, the fold's value dumped once (a fold at every iteration of a long
+        window is common) and the events, af's own values, made as literals."""
+        key = _FOLD_KEY + str(fold)
+        try:
+            raw = _dumps(value)
+        except TypeError:  # a big integer, a lone surrogate: held in their lossless form
+            value = lossless(value)
+            raw = _dumps(value)
+        if self.redactor.screen(raw):
+            value = self.redactor.redact(orjson.loads(raw))
+            raw = _dumps(value)
+        if len(raw) <= INLINE_LIMIT:
+            # = write(key, value): the bytes just dumped, not dumped again with the commit
+            write: Line = {"key": key, "value": _Fragment(raw)}  # type: ignore[assignment]
+        else:
+            write = Line(_write(key=key, ref=self._store(value, screened=True)))
+        # = commit(rsid, "window", iteration, reads=reads, writes=[write, *writes])
+        seq = self.seq = self.seq + 1
+        versions = self.versions
+        read = [(k, versions[k]) for k in reads if k in versions]
+        versions[key] = versions["messages"] = seq
+        for w in writes:  # the summary's message
+            versions[w["key"]] = seq
+        writes.insert(0, write)
+        raw = _dumps(
+            {
+                "t": "commit",
+                "seq": seq,
+                "rsid": rsid,
+                "iter": iteration,
+                "reads": read,
+                "writes": writes,
+            },
+            default=as_json,
+        )
+        pending = self._pending
+        pending.append(raw)
+        observed = self.observers or self._watch.observers
+        if observed:
+            self._observe(raw)
+        ids, size = self._ids, _ID_SIZE
+        for n in left:
+            # = event(line(ContextEvicted)(...), flush=False, trusted=True): a literal
+            raw = _dumps(
+                {
+                    "t": "context_evicted",
+                    "rsid": rsid,
+                    "iter": iteration,
+                    "fold": fold,
+                    "message": n,
+                    "hash": ids[(n - 1) * size : n * size].decode(),
+                }
+            )
+            pending.append(raw)
+            if observed:
+                self._observe(raw)
+
     def _segment(self, seg: SystemSegment) -> tuple[str, Segment]:
         """A segment's id and its entry in a system list. Worked out once per redaction
         policy: the next runs of the agent take both from the policy's store of clean values
@@ -905,16 +979,32 @@ class Recorder:
                 window = self._history_ranges
             messages_hash = _b64(digest.digest()[:16])[:22].translate(_URLSAFE)
         else:
+            window = list(window)
             size = _ID_SIZE
-            digest = _sha256()
+            last = self._window
+            # A window that is the last one hashed with messages added at its end (the calls
+            # after a fold, until the next): that hash's state, fed only what was added.
+            # Otherwise (a fold changed it) hashed whole.
+            k = len(last[0]) - 1
+            if (
+                0 <= k < len(window)
+                and window[k][0] == last[0][k][0]
+                and window[k][1] >= last[0][k][1]
+                and window[:k] == last[0][:k]
+            ):
+                digest = last[1].copy()
+                todo = [(last[0][k][1] + 1, window[k][1]), *window[k + 1 :]]
+            else:
+                digest = _sha256()
+                todo = window
             # Hashed where they lie, not copied out first (a 2,000-message window is 44 KB);
             # the view is let go before the ids grow again.
             with memoryview(self._ids) as view:
-                for a, b in window:
+                for a, b in todo:
                     digest.update(view[(a - 1) * size : b * size])
+            self._window = (window, digest)
             # = V11.messages(...), kept as bytes: the call's digest takes it so
             messages_hash = _b64(digest.digest()[:16])[:22].translate(_URLSAFE)
-            window = list(window)
         origin = self._origin
         at = None if origin is None else round_ms((self.clock() - origin) * 1000)
         same = self._same
@@ -1629,6 +1719,9 @@ class NullRecorder(Recorder):
 
     def commit(self, rsid: str, stage: str, iteration: int, **_: Any) -> int:
         return 0
+
+    def fold(self, rsid: str, iteration: int, fold: int, value: Line, **_: Any) -> None:
+        pass
 
     def call(self, rsid: str, iteration: int, call: int, **_: Any) -> str:
         return ""

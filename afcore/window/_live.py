@@ -49,20 +49,27 @@ class LiveWindowState:
         """Remove positions ``first``..``last`` (whole turns), putting ``summary`` (a turn of
         its own) in their place."""
         count = last - first + 1
-        put = [summary] if summary is not None else []
-        self.items[first : last + 1] = put
-        self.messages[first : last + 1] = [s.message for s in put]
-        self.ranges = _cut(self.ranges, first, count, [s.n for s in put])
+        if summary is None:
+            del self.items[first : last + 1]
+            del self.messages[first : last + 1]
+            self.ranges = _cut(self.ranges, first, count, ())
+            put = 0
+        else:
+            self.items[first : last + 1] = [summary]
+            self.messages[first : last + 1] = [summary.message]
+            self.ranges = _cut(self.ranges, first, count, (summary.n,))
+            put = 1
         # The turns from position `first` to `last` are whole: find them by their sizes.
+        sizes = self.sizes
         k = pos = 0
         while pos < first:
-            pos += self.sizes[k]
+            pos += sizes[k]
             k += 1
         j, covered = k, 0
         while covered < count:
-            covered += self.sizes[j]
+            covered += sizes[j]
             j += 1
-        self.sizes[k:j] = [1] * len(put)
+        sizes[k:j] = [1] * put
         self.folded = True
 
     def newest_result(self) -> int | None:

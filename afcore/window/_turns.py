@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from afcore.messages import AssistantMessage, Message, ToolResultMessage
+from afcore.messages import AssistantMessage, Message, ToolCall, ToolResultMessage
 
 __all__ = [
     "LiveMessage",
@@ -20,6 +20,7 @@ __all__ = [
     "RefusalReason",
     "Turn",
     "count_into",
+    "old_turns",
     "plan",
     "segment",
     "turn_sizes",
@@ -111,28 +112,13 @@ def plan(
     the position of the user message the run answers, if it is in the window;
     ``last_result``: the position of the newest tool result (-1: find it). Only the turns
     old enough to leave are looked at."""
-    if last_result == -1:
-        last_result = next(
-            (
-                i
-                for i in range(len(live) - 1, -1, -1)
-                if isinstance(live[i].message, ToolResultMessage)
-            ),
-            None,
-        )
     spans: list[list[Turn]] = []
     refusals: list[Refusal] = []
     run: list[Turn] = []
-    start = 0
-    for size in sizes[: max(0, len(sizes) - keep_recent_turns)]:
-        end = start + size - 1
+    for start, end, reason in old_turns(
+        live, sizes, keep_recent_turns=keep_recent_turns, request=request, last_result=last_result
+    ):
         turn = Turn(start, end)
-        reason = (
-            "current_request"
-            if request is not None and start <= request <= end
-            else _refuses(live, start, end, last_result)
-        )
-        start += size
         if reason is None:
             run.append(turn)
             continue
@@ -145,6 +131,41 @@ def plan(
     return Plan(spans, refusals)
 
 
+def old_turns(
+    live: Sequence[LiveMessage],
+    sizes: Sequence[int],
+    *,
+    keep_recent_turns: int,
+    request: int | None,
+    last_result: int | None = -1,
+) -> list[tuple[int, int, RefusalReason | None]]:
+    """:func:`plan` in positions: each turn old enough to leave, oldest first, as its first
+    and last positions and why it stays (None: it may leave). What the loop's visit reads
+    at every iteration, with no objects made per turn; the one place refusals are decided."""
+    old = len(sizes) - keep_recent_turns
+    if old <= 0:
+        return []
+    if last_result == -1:
+        last_result = next(
+            (
+                i
+                for i in range(len(live) - 1, -1, -1)
+                if isinstance(live[i].message, ToolResultMessage)
+            ),
+            None,
+        )
+    turns: list[tuple[int, int, RefusalReason | None]] = []
+    start = 0
+    for size in sizes[:old] if old < len(sizes) else sizes:
+        end = start + size - 1
+        if request is not None and start <= request <= end:
+            turns.append((start, end, "current_request"))
+        else:
+            turns.append((start, end, _refuses(live, start, end, last_result)))
+        start += size
+    return turns
+
+
 def _refuses(
     live: Sequence[LiveMessage], start: int, end: int, last_result: int | None
 ) -> RefusalReason | None:
@@ -152,15 +173,15 @@ def _refuses(
     does."""
     first = live[start].message
     if isinstance(first, AssistantMessage):
-        calls = first.tool_calls
-        if calls:
-            answered = {
-                item.message.tool_call_id
+        calls = {b.id for b in first.content if isinstance(b, ToolCall)}
+        if calls and not calls.issubset(
+            [
+                m.tool_call_id
                 for item in live[start + 1 : end + 1]
-                if isinstance(item.message, ToolResultMessage)
-            }
-            if any(c.id not in answered for c in calls):
-                return "unresolved_tool_call"
+                if isinstance(m := item.message, ToolResultMessage)
+            ]
+        ):
+            return "unresolved_tool_call"
     if last_result is not None and start <= last_result <= end:
         return "last_tool_result"
     return None

@@ -494,31 +494,18 @@ def test_cutting_the_window_s_numbers_equals_cutting_them_one_by_one() -> None:
 
 
 def test_a_fold_is_written_as_its_model_dumps_it() -> None:
-    # The window stage writes a fold's value as a plain line; the reader's model of it
-    # dumps to the same bytes, refusals and a summary included.
-    from afcore.loop._window import _fold
+    # The window stage writes a fold's value as a plain line, its refusals and summary
+    # lines too; the reader's model of it dumps to the same bytes.
+    from afcore.loop._window import _fold, _refused, _summary
     from afcore.recording._models import Fold, FoldRefusal, FoldSummary, as_json, trusted
 
-    refusal = trusted(FoldRefusal)(
-        reason="summarizer_failed", messages=[(1, 1)], writers=["run#1"], error="boom"
-    )
-    kept = trusted(FoldRefusal)(reason="current_request", messages=[(1, 1)], writers=["run#1"])
-    for fields in (
-        {
-            "refusals": [kept],
-            "measured": None,
-            "measured_at": None,
-            "threshold": None,
-            "summary": None,
-        },
-        {"refusals": [], "measured": 120, "measured_at": 4, "threshold": 100, "summary": None},
-        {
-            "refusals": [refusal],
-            "measured": 0,
-            "measured_at": 4,
-            "threshold": 100,
-            "summary": trusted(FoldSummary)(message=9, call=4, by="mock:m"),
-        },
+    failed = {"reason": "summarizer_failed", "messages": [(1, 1)], "writers": ["run#1"]}
+    kept = {"reason": "current_request", "messages": [(1, 1)], "writers": ["run#1"]}
+    summary = {"message": 9, "call": 4, "by": "mock:m"}
+    for fields, refusals, made in (
+        ({"measured": None, "measured_at": None, "threshold": None}, [kept], None),
+        ({"measured": 120, "measured_at": 4, "threshold": 100}, [], None),
+        ({"measured": 0, "measured_at": 4, "threshold": 100}, [failed], summary),
     ):
         common: dict[str, Any] = {
             "strategy": "sliding_window",
@@ -529,7 +516,60 @@ def test_a_fold_is_written_as_its_model_dumps_it() -> None:
             "before": 5,
             "after": 3,
             "keep_recent_turns": 1,
+            **fields,
         }
-        line = orjson.dumps(_fold(**common, **fields), default=as_json)
-        model = orjson.dumps(as_json(trusted(Fold)(**common, **fields)), default=as_json)
+        error = {"error": "boom"}
+        line = orjson.dumps(
+            _fold(
+                **common,
+                refusals=[_refused(**r, **(error if r is failed else {})) for r in refusals],
+                summary=None if made is None else _summary(**made),
+            )
+        )
+        model = orjson.dumps(
+            as_json(
+                trusted(Fold)(
+                    **common,
+                    refusals=[
+                        trusted(FoldRefusal)(**r, **(error if r is failed else {}))
+                        for r in refusals
+                    ],
+                    summary=None if made is None else trusted(FoldSummary)(**made),
+                )
+            ),
+            default=as_json,
+        )
         assert line == model
+
+
+@pytest.mark.parametrize("inject", [False, True], ids=["plain", "with-injections"])
+def test_calls_after_a_fold_hash_their_window_as_a_whole(tmp_path: Path, inject: bool) -> None:
+    # After a fold, each call until the next is sent the window before it and what was added
+    # since (and, with injections, messages after it that come and go): the writer extends
+    # the last window's hash rather than hashing it again, and every call still rebuilds to
+    # the hash it was sent with.
+    provider, _ = researcher(12, usage=True)
+    builder: AgentBuilder = (
+        Agent.create(
+            provider=provider, model="m", max_iterations=40, record=fixed_recording(tmp_path)
+        )
+        .tool(search_tool())
+        .window(token_budget(threshold_tokens=800, keep_recent_turns=2))
+    )
+    if inject:
+        builder = builder.instruction(
+            "Cite the notes you used.", id="cite", when=lambda s: s.iteration % 3 != 1
+        )
+    agent = builder.build()
+    agent.run("research")
+    records = lines(agent.last_recording)
+    windows = [r["window"] for r in records if r["t"] == "call" and "window" in r]
+    grown = [
+        b
+        for a, b in zip(windows, windows[1:], strict=False)
+        if len(a) > 1 and b[: len(a) - 1] == a[:-1] and b[len(a) - 1][1] > a[-1][1]
+    ]
+    assert grown  # the writer's shortcut was taken
+    assert any(r["t"] == "commit" and r["rsid"].startswith("window#") for r in records)
+    with rec.open_recording(agent.last_recording) as r:
+        assert rec.verify(r).ok
