@@ -226,14 +226,27 @@ SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
 
 
 def _evicted(raw: bytes) -> ContextEvicted | None:
-    """The record on a context_evicted line as af writes it (see EVICTED_LINE), or None."""
-    found = EVICTED_LINE.fullmatch(raw, 0, len(raw) - 1) if raw[-1:] == b"\n" else None
-    if found is None:
+    """The record on a context_evicted line as af writes it (see EVICTED_LINE), or None.
+    Such a line is decoded straight to the Struct: its strings plain ASCII and its numbers
+    within 64 bits, msgspec makes of it what parsing and converting it would."""
+    if raw[-1:] != b"\n" or EVICTED_LINE.fullmatch(raw, 0, len(raw) - 1) is None:
         return None
-    rsid, it, fold, message, hash_ = found.groups()
-    return ContextEvicted(
-        rsid=rsid.decode(), iter=int(it), fold=int(fold), message=int(message), hash=hash_.decode()
-    )
+    return _decode_evicted(raw)
+
+
+_decode_evicted = msgspec.json.Decoder(ContextEvicted).decode
+_decode_commit = msgspec.json.Decoder(Commit).decode
+_TYPED_SIZE = 2000
+"""A commit line shorter than this, plain ASCII without escapes and its numbers within 64
+bits and without exponents, is decoded straight to its Struct (see
+:meth:`Recording._typed_commit`): for such a line msgspec and orjson agree on every value,
+and it cannot nest deeper than orjson parses. Any other is parsed, then converted."""
+_DIGITS = bytes.maketrans(b"123456789+-E", b"00000000000e")
+"""Digits and signs to 0, E to e: an exponent is then ``0e0`` (or a string that holds a
+digit, an e and a digit or a sign: parsed, as any line)."""
+_LONG = b"0" * 19
+"""19 digits in a row: a number past 64 bits (or part of a string)."""
+_force_setattr = msgspec.structs.force_setattr
 
 
 _Match = re.Match
@@ -1150,7 +1163,8 @@ class Recording:
         check, checked = self._checked_blob, _checked
         unindexed, other = _UNINDEXED, _OTHER
         small = self._small
-        evicted = _evicted
+        evicted, evicted_code, pairs = _evicted, _EVICTED, _PAIRS
+        commit, commit_code = self._typed_commit, _KIND_CODES["commit"]
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
         loads, types, convert, rejected, judge = (
             orjson.loads,
@@ -1199,22 +1213,34 @@ class Recording:
                     fast = (
                         _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
                     )
-                    if fast is not None and v11 and fast != blob:
+                    if fast is not None and v11 and fast != blob and fast != evicted_code:
                         fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
                     kind = -1
                     if fast == blob:
                         if size > id_end + 2 and raw[id_end] == 34:
-                            try:
-                                prefix = _prefix(raw[18:id_end], id_size)
-                            except ValueError:
-                                pass
-                            else:
+                            rid = raw[18:id_end]
+                            prefix = -1
+                            if short:  # _prefix's first way, inline: half the lines are blobs
+                                try:
+                                    prefix = (
+                                        (pairs[rid[:2]] << 24)
+                                        | (pairs[rid[2:4]] << 12)
+                                        | pairs[rid[4:6]]
+                                    )
+                                except KeyError:
+                                    pass
+                            if prefix < 0:
+                                try:
+                                    prefix = _prefix(rid, id_size)
+                                except ValueError:
+                                    pass
+                            if prefix >= 0:
                                 if blobs.setdefault(prefix, i) != i:
                                     collided.append((prefix << _LINE_BITS) | i)
                                 elif size <= _SMALL_BLOB:
                                     if len(small) >= _SMALL_KEPT:
                                         small.clear()
-                                    small[raw[18:id_end]] = (i, raw)
+                                    small[rid] = (i, raw)
                                 kinds.append(blob)
                                 if blob in skip:
                                     continue
@@ -1225,12 +1251,11 @@ class Recording:
                                     value = memoryview(raw)[value_at:-2]
                                     if short:  # V11's id (short_id) made and compared as bytes
                                         made = b64(sha256(value).digest()[:16])[:22]
-                                        made = made.translate(urlsafe)
-                                        if made == raw[18:id_end]:
-                                            yield line, checked(CheckedBlob, (made.decode(), True))
+                                        if made.translate(urlsafe) == rid:
+                                            yield line, checked(CheckedBlob, (rid.decode(), True))
                                             continue
                                     else:
-                                        ref = raw[18:id_end].decode("ascii", "replace")
+                                        ref = rid.decode("ascii", "replace")
                                         if of(value) == ref:
                                             yield line, checked(CheckedBlob, (ref, True))
                                             continue
@@ -1253,11 +1278,19 @@ class Recording:
                             put(idx.calls, int(head[1]), i)
                             kinds.append(call)
                             kind = call
-                    if kind < 0 and fast is None and (taken := evicted(raw)) is not None:
-                        # As af writes it: what parsing and converting it would give.
-                        kinds.append(other)
-                        yield line, taken
-                        continue
+                    elif fast == evicted_code:
+                        taken = evicted(raw)
+                        if taken is not None:
+                            # As af writes it: what parsing and converting it would give.
+                            kinds.append(other)
+                            yield line, taken
+                            continue
+                    elif fast is None and raw.startswith(b'{"t":"commit",'):
+                        taken = commit(i, raw) if size < _TYPED_SIZE else None
+                        if taken is not None:
+                            kinds.append(commit_code)
+                            yield line, taken
+                            continue
                     if kind < 0:
                         try:
                             data = loads(raw)
@@ -1314,6 +1347,52 @@ class Recording:
         finally:
             self._pos, self._last_end = pos, last_end
             small.clear()
+
+    def _typed_commit(self, i: int, raw: bytes) -> Commit | None:
+        """Commit line ``i`` indexed and typed by one decode straight to the Struct, when it
+        is in a shape where that gives what parsing, indexing and converting it would (see
+        :data:`_TYPED_SIZE`); None when it is not (it is then parsed as any line is)."""
+        # (find, not in: ``bytes in bytes`` raises and clears an error inside, 2,000 steps)
+        if not raw.isascii() or raw.find(b"\\") >= 0:
+            return None  # strings with escapes: orjson and msgspec may judge them apart
+        digits = raw.translate(_DIGITS)
+        if digits.find(b"0e0") >= 0 or digits.find(_LONG) >= 0:
+            return None  # a number past 64 bits or with an exponent (orjson: not JSON)
+        try:
+            found = _decode_commit(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        writes = found.writes
+        for w in writes:  # as _index_record reads them, or that says what is wrong
+            key = w.key
+            if key.startswith("message:") and not key[8:].isdigit():
+                return None
+        if self._v11 and not found.stage:
+            if raw.find(b'"stage":') >= 0:
+                return None  # said, and empty: as written
+            _force_setattr(found, "stage", found.rsid.partition("#")[0])  # as _fill gives it
+        # _index_record's, from the Struct.
+        idx = self._index
+        idx.commits.append(i)
+        keys, messages = idx.keys, idx.messages
+        dense = messages.dense
+        for w in writes:
+            key = w.key
+            if key.startswith("message:"):
+                n = int(key[8:])
+                if n == len(dense):
+                    dense.append(i)
+                else:
+                    _put(messages, n, i)
+            elif key in keys:
+                keys[key].append(i)
+            else:
+                keys[key] = array("q", (i,))
+        tool = found.tool
+        if tool is not None:
+            idx.tool_commits.append(i)
+            idx.tools.setdefault(f"{tool.name}#{tool.k}", i)
+        return found
 
     def read_blob(self, ref: str) -> Any:
         """The value stored under ``ref``, read from the file now and kept nowhere: for a

@@ -108,6 +108,9 @@ def _verify(rec: Recording) -> VerifyReport:
     lists_ok: set[str] = set()
     """slot lists whose every ref was stored before a call that named them"""
     messages = 0
+    due = "message:1"
+    """the key of the next message, as af writes them"""
+    refs = hashes.refs
     calls = 0
     later: list[tuple[int, int, int]] = []
     """calls whose hash is checked after the walk: their place in the checks, line, number"""
@@ -221,7 +224,22 @@ def _verify(rec: Recording) -> VerifyReport:
             last_seq = seq
             if record.reads:
                 check_reads(line, seq, record.reads)
-            numbers = note_writes(line, seq, record.writes)
+            writes = record.writes
+            if len(writes) == 1 and (w := writes[0]).key == due:
+                # note_writes's, inline: most commits write the next message (a tool result)
+                ref = w.ref
+                if ref is not None and ref not in blobs:
+                    check_ref(line, ref, f"write of {due}")
+                messages += 1
+                if messages == len(refs) and type(ref) is str:
+                    refs.append(ref)  # message()'s, for the next message written by ref
+                else:
+                    message(messages, w)
+                written[seq] = (due, "messages")
+                numbers = [messages]
+            else:
+                numbers = note_writes(line, seq, writes)
+            due = f"message:{messages + 1}"
             if wrongs := window.commit(record, numbers):
                 problems.extend(Problem(line, p) for p in wrongs)
         elif kind is ContextEvicted:
@@ -279,6 +297,7 @@ def _verify(rec: Recording) -> VerifyReport:
             assert isinstance(record, Reply)
             check_seq(line, record.seq)
             numbers = note_writes(line, record.seq, record.writes, (f"reply:{record.call}",))
+            due = f"message:{messages + 1}"
             window.reply(record, numbers)
             if record.call != calls:
                 problems.append(
@@ -389,7 +408,7 @@ class _CallHashes:
         """ids of the blobs seen so far whose value hashes to their id (the pass adds them)"""
         self.bad: set[str] = set()
         """ids under which a blob that does not hash to it was stored"""
-        self._refs: list[str | None] = [None]
+        self.refs: list[str | None] = [None]
         """message n -> the hash it was written under (None: not seen)"""
         self._lists: dict[str, list[str] | None] = {}
         self._marks: list[tuple[list[tuple[int, int]], Any]] = []
@@ -398,7 +417,7 @@ class _CallHashes:
 
     def message(self, n: int, write: Any) -> None:
         """Message ``n`` was written (``write``): the id it stands for, from its first write."""
-        refs = self._refs
+        refs = self.refs
         if n == len(refs) and n:  # the next message, as af writes them
             refs.append(None)
         elif n >= len(refs):
@@ -417,7 +436,7 @@ class _CallHashes:
 
     def ref(self, n: int) -> str | None:
         """The id message ``n`` was written under, as far as the pass has seen."""
-        refs = self._refs
+        refs = self.refs
         return refs[n] if 0 < n < len(refs) else None
 
     def check(self, call: Call) -> CallCheck | None:
@@ -516,7 +535,7 @@ class _CallHashes:
         return ref
 
     def _messages(self, window: list[tuple[int, int]]) -> str | None:
-        refs = self._refs
+        refs = self.refs
         count = len(refs) - 1
         for a, b in window:
             if not 1 <= a <= b <= count:

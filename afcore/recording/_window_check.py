@@ -12,6 +12,7 @@ Summarizer calls (`summarize#k`) are sent their transcript and checked by their 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 from afcore.recording._structs import Call, Commit, ContextEvicted, Reply
@@ -38,13 +39,14 @@ class WindowReplay:
         """``numbers``: of the messages it writes, when the caller has read them already."""
         if numbers is None:
             numbers = _numbers(record.writes)
-        if record.stage == "inject":
-            self.injected.update(numbers)
-        elif record.stage == "window":
-            return self._fold(record, numbers)
-        elif record.stage in ("history", "seed", "output") or record.stage.startswith("tool:"):
+        stage = record.stage
+        if stage.startswith("tool:") or stage in _JOINING:
             self._join(numbers)  # what joins the history (see the writer's joins_history)
-        return []
+        elif stage == "inject":
+            self.injected.update(numbers)
+        elif stage == "window":
+            return self._fold(record, numbers)
+        return _NO_PROBLEMS
 
     def _join(self, numbers: list[int]) -> None:
         self.live.extend(numbers)
@@ -143,11 +145,20 @@ class WindowReplay:
         at = next((i for i, n in enumerate(self.live) if n in gone), len(self.live))
         kept = [n for n in self.live if n not in gone]
         summaries = [n for n in numbers if n not in gone]
-        self.live = kept[:at] + summaries + kept[at:]
-        self._runs = _runs([], self.live)
+        self.live = live_now = kept[:at] + summaries + kept[at:]
+        # _runs([], live_now), cut where a number is not one more than the one before: a
+        # window stage comes at every iteration of a run under a sliding window.
+        cuts = [k for k, (a, b) in enumerate(pairwise(live_now), 1) if b != a + 1]
+        bounds = [0, *cuts, len(live_now)] if live_now else []
+        self._runs = [(live_now[s], live_now[e - 1]) for s, e in pairwise(bounds)]
         self.folds[fold] = gone
         return problems
 
+
+_JOINING = frozenset({"history", "seed", "output"})
+"""Stages whose messages join the history, with the tools' (``tool:<name>``)."""
+_NO_PROBLEMS: list[str] = []
+"""What :meth:`WindowReplay.commit` gives for a stage with nothing wrong (never added to)."""
 
 _NONE_LEFT: set[int] = set()
 """Shared by the folds all of whose messages were accounted for: never added to (a message is
