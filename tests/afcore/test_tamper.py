@@ -400,3 +400,75 @@ def test_verify_says_the_same_of_a_file_it_indexes_as_it_walks_and_of_one_indexe
         path = tmp_path / f"edited-{resealed}.jsonl"
         path.write_bytes(reseal(data) if resealed and b'"t":"seal"' in data else data)
         assert _verdict(path, index=False) == _verdict(path, index=True)
+
+
+_COMMIT_EDITS = {
+    # what is edited: (the bytes, what they become, typed straight by msgspec)
+    "an exponent": (b'"iter":2,', b'"iter":2,"x":1e400,', False),
+    "a number past 64 bits": (b'"iter":2,', b'"iter":%d,' % 2**64, False),
+    "19 digits in a string": (b'"inject#4"', b'"inject#1234567890123456789"', False),
+    "an escape": (b'"inject#4"', b'"inject\\u00234"', False),
+    "a byte past ASCII": (b'"inject#4"', '"inject#4é"'.encode(), False),
+    "a stage said empty": (b'"iter":2,', b'"iter":2,"stage":"",', False),
+    "a message key not a number": (b'"key":"injections"', b'"key":"message:x"', False),
+    "a message key with a sign": (b'"key":"injections"', b'"key":"message:+1"', False),
+    "a field of the wrong type": (b'"reads":[]', b'"reads":{}', False),
+    "a stage said": (b'"iter":2,', b'"iter":2,"stage":"window",', True),
+    "a field twice": (b'"reads":[]', b'"reads":[],"reads":[["tools",2]]', True),
+    "a field unknown": (b'"reads":[]', b'"reads":[],"x":[[{"y":null}]]', True),
+}
+
+
+@pytest.mark.parametrize("how", sorted(_COMMIT_EDITS))
+def test_a_commit_not_in_the_shape_af_writes_is_read_as_any_line_is(
+    how: str, tmp_path: Path
+) -> None:
+    """The checking walk decodes a commit line straight to its record when it is in the shape
+    af writes (plain ASCII, no escapes, numbers within 64 bits and without exponents); any
+    other is parsed and converted as every reader does. Either way verify says of the file
+    what it says of the same file indexed first, whose lines are all parsed."""
+    from afcore.recording._reader import Recording
+    from tests.conftest import reseal
+
+    source = ROOT / "recordings" / "sample-sliding.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"commit","seq":6,'))
+    old, new, typed = _COMMIT_EDITS[how]
+    assert old in lines[at]
+    edited = lines[at].replace(old, new, 1)
+    for line, straight in ((lines[at], True), (edited, typed)):
+        with rec.open_recording(source, index=False) as fresh:
+            assert isinstance(fresh, Recording)
+            assert (fresh._typed_commit(at, line) is not None) is straight
+    for resealed in (False, True):
+        data = b"".join([*lines[:at], edited, *lines[at + 1 :]])
+        path = tmp_path / f"edited-{resealed}.jsonl"
+        path.write_bytes(reseal(data) if resealed else data)
+        assert _verdict(path, index=False) == _verdict(path, index=True)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        (b'"message":2,', b'"message":12345678901234567890,'),
+        (b'"fold":1,', b'"fold":1.0,'),
+        (b'"iter":3,', b'"iter":3,"x":1e400,'),
+        (b'"rsid":"window#9",', b'"rsid":"window\\u00239",'),
+        (b'"message":2,', b'"message":2,"message":3,'),
+    ],
+)
+def test_an_eviction_not_in_the_shape_af_writes_is_read_as_any_line_is(
+    edit: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    """An eviction in af's shape is taken by its pattern and decoded straight to its record;
+    any other is parsed, and verify says of it what a reader of the indexed file says."""
+    from tests.conftest import reseal
+
+    lines = (ROOT / "recordings" / "sample-sliding.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"context_evicted"'))
+    assert edit[0] in lines[at]
+    data = b"".join([*lines[:at], lines[at].replace(*edit), *lines[at + 1 :]])
+    for resealed in (False, True):
+        path = tmp_path / f"edited-{resealed}.jsonl"
+        path.write_bytes(reseal(data) if resealed else data)
+        assert _verdict(path, index=False) == _verdict(path, index=True)
