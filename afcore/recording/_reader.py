@@ -161,6 +161,8 @@ _FAST = {
     b'{"t":"contex': _EVICTED,
     b'{"t":"commit': ord("c"),
 }
+_FAST_11 = {head: code for head, code in _FAST.items() if code not in (ord("C"), ord("r"))}
+"""The lines of a 1.1 file taken by their first bytes: calls and replies are parsed."""
 _NUMBER = rb"(-?(?:0|[1-9]\d{0,17}))"
 _TEXT = rb'"([\x20\x21\x23-\x5b\x5d-\x7e]*)"'
 EVICTED_LINE = re.compile(
@@ -1163,7 +1165,10 @@ class Recording:
         check, checked = self._checked_blob, _checked
         unindexed, other = _UNINDEXED, _OTHER
         small = self._small
-        evicted, evicted_code, pairs = _evicted, _EVICTED, _PAIRS
+        evicted_code, pairs = _EVICTED, _PAIRS
+        evicted = _evicted
+        # 1.1 calls and replies are parsed (see _REPLY_HEAD)
+        fast_heads = _FAST_11 if v11 else _FAST
         commit, commit_code = self._typed_commit, _KIND_CODES["commit"]
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
         loads, types, convert, rejected, judge = (
@@ -1211,10 +1216,10 @@ class Recording:
                     kind = sealed
                 else:
                     fast = (
-                        _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
+                        fast_heads.get(raw[:12])
+                        if size > 20 and not torn and raw[-2] == 125
+                        else None
                     )
-                    if fast is not None and v11 and fast != blob and fast != evicted_code:
-                        fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
                     kind = -1
                     if fast == blob:
                         if size > id_end + 2 and raw[id_end] == 34:
