@@ -1291,10 +1291,10 @@ class Recording:
                             yield line, taken
                             continue
                     elif fast is None and raw.startswith(b'{"t":"commit",'):
-                        taken = commit(i, raw) if size < _TYPED_SIZE else None
-                        if taken is not None:
+                        typed_commit = commit(i, raw) if size < _TYPED_SIZE else None
+                        if typed_commit is not None:
                             kinds.append(commit_code)
-                            yield line, taken
+                            yield line, typed_commit
                             continue
                     if kind < 0:
                         try:

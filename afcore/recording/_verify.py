@@ -227,12 +227,12 @@ def _verify(rec: Recording) -> VerifyReport:
             writes = record.writes
             if len(writes) == 1 and (w := writes[0]).key == due:
                 # note_writes's, inline: most commits write the next message (a tool result)
-                ref = w.ref
-                if ref is not None and ref not in blobs:
-                    check_ref(line, ref, f"write of {due}")
+                written_as = w.ref
+                if written_as is not None and written_as not in blobs:
+                    check_ref(line, written_as, f"write of {due}")
                 messages += 1
-                if messages == len(refs) and type(ref) is str:
-                    refs.append(ref)  # message()'s, for the next message written by ref
+                if messages == len(refs) and type(written_as) is str:
+                    refs.append(written_as)  # message()'s, for the next message written by ref
                 else:
                     message(messages, w)
                 written[seq] = (due, "messages")
