@@ -1290,7 +1290,7 @@ class Recording:
                             kinds.append(other)
                             yield line, taken
                             continue
-                    elif fast is None and raw.startswith(b'{"t":"commit",'):
+                    elif fast == commit_code:
                         typed_commit = commit(i, raw) if size < _TYPED_SIZE else None
                         if typed_commit is not None:
                             kinds.append(commit_code)

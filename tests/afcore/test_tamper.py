@@ -472,3 +472,25 @@ def test_an_eviction_not_in_the_shape_af_writes_is_read_as_any_line_is(
         path = tmp_path / f"edited-{resealed}.jsonl"
         path.write_bytes(reseal(data) if resealed else data)
         assert _verdict(path, index=False) == _verdict(path, index=True)
+
+
+def test_the_checking_walk_types_the_commits_in_af_s_shape_straight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk of ``af verify`` hands af's usual commits to the straight decode (a change to
+    how lines are told apart by their first bytes must not route them past it)."""
+    from afcore.recording._reader import Recording
+
+    typed: list[int] = []
+    straight = Recording._typed_commit
+
+    def counted(self: Recording, i: int, raw: bytes) -> Any:
+        found = straight(self, i, raw)
+        if found is not None:
+            typed.append(i)
+        return found
+
+    monkeypatch.setattr(Recording, "_typed_commit", counted)
+    with rec.open_recording(ROOT / "recordings" / "sample-sliding.jsonl", index=False) as r:
+        assert rec.verify(r).ok
+    assert len(typed) >= 20
