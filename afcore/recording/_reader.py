@@ -361,6 +361,22 @@ _DENSE_GAP = 4096
 """A number this far past the array's end goes in the dict rather than growing the array."""
 
 
+def _index_writes(idx: _Index, keys: list[str], i: int) -> None:
+    """Line ``i`` wrote ``keys``: where each key's versions are found."""
+    index, dense = idx.keys, idx.messages.dense
+    for key in keys:
+        if key.startswith("message:"):
+            n = int(key[8:])
+            if n == len(dense):  # the next message, as af writes them
+                dense.append(i)
+            else:
+                _put(idx.messages, n, i)
+        elif key in index:
+            index[key].append(i)
+        else:
+            index[key] = array("q", (i,))
+
+
 def _put(numbers: _Numbered, n: int, value: int) -> None:
     """``numbers[n] = value`` unless already set."""
     if n < 0:
@@ -741,24 +757,11 @@ class Recording:
         t: str = data["t"]
         if t in _UNINDEXED:
             return _OTHER
-        messages = idx.messages
         _add = _put_next
         try:
             if t == "commit" or t == "reply":
                 idx.commits.append(i)
-                keys, dense = idx.keys, messages.dense
-                for w in data.get("writes") or ():
-                    key = w["key"]
-                    if key.startswith("message:"):
-                        n = int(key[8:])
-                        if n == len(dense):  # the next message, as af writes them
-                            dense.append(i)
-                        else:
-                            _put(messages, n, i)
-                    elif key in keys:
-                        keys[key].append(i)
-                    else:
-                        keys[key] = array("q", (i,))
+                _index_writes(idx, [w["key"] for w in data.get("writes") or ()], i)
                 if t == "reply":
                     _add(idx.replies, int(data["call"]), i)
                 elif (tool := data.get("tool")) is not None:
@@ -1379,20 +1382,7 @@ class Recording:
         # _index_record's, from the Struct.
         idx = self._index
         idx.commits.append(i)
-        keys, messages = idx.keys, idx.messages
-        dense = messages.dense
-        for w in writes:
-            key = w.key
-            if key.startswith("message:"):
-                n = int(key[8:])
-                if n == len(dense):
-                    dense.append(i)
-                else:
-                    _put(messages, n, i)
-            elif key in keys:
-                keys[key].append(i)
-            else:
-                keys[key] = array("q", (i,))
+        _index_writes(idx, [w.key for w in writes], i)
         tool = found.tool
         if tool is not None:
             idx.tool_commits.append(i)

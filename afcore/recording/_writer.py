@@ -645,17 +645,24 @@ class Recorder:
             return known
         if isinstance(value, BaseModel):
             value = as_json(value)  # plain JSON: written, and maybe stored, without callbacks
+        value, raw = self._dumped(value)
+        if len(raw) <= INLINE_LIMIT:
+            return Line(_write(key=key, value=value))
+        return Line(_write(key=key, ref=self._store(value, screened=True)))
+
+    def _dumped(self, value: Any) -> tuple[Any, bytes]:
+        """``value`` as it is written, and its bytes: held in its lossless form where JSON
+        cannot say it (a big integer, a lone surrogate), redacted where the screen finds a
+        secret."""
         try:
             raw = _dumps(value, default=as_json)
-        except TypeError:  # a big integer, a lone surrogate: held in their lossless form
+        except TypeError:
             value = lossless(value)
             raw = _dumps(value)
         if self.redactor.screen(raw):
             value = self.redactor.redact(orjson.loads(raw))
             raw = _dumps(value)
-        if len(raw) <= INLINE_LIMIT:
-            return Line(_write(key=key, value=value))
-        return Line(_write(key=key, ref=self._store(value, screened=True)))
+        return value, raw
 
     def commit(
         self,
@@ -713,14 +720,7 @@ class Recorder:
         would make, the fold's value dumped once (a fold at every iteration of a long
         window is common) and the events, af's own values, made as literals."""
         key = _FOLD_KEY + str(fold)
-        try:
-            raw = _dumps(value)
-        except TypeError:  # a big integer, a lone surrogate: held in their lossless form
-            value = lossless(value)
-            raw = _dumps(value)
-        if self.redactor.screen(raw):
-            value = self.redactor.redact(orjson.loads(raw))
-            raw = _dumps(value)
+        value, raw = self._dumped(value)
         if len(raw) <= INLINE_LIMIT:
             # = write(key, value): the bytes just dumped, not dumped again with the commit
             write: Line = {"key": key, "value": _Fragment(raw)}  # type: ignore[assignment]

@@ -8,6 +8,7 @@ import pytest
 from afcore import recording as rec
 from afcore.errors import RecordingFormatError, RunNotFoundError, UnsupportedVersionError
 from afcore.recording import Call, Reply, RunEnd, UnknownRecord
+from tests.afcore.byte_edits import edited as edited_line
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 VERSIONS = ("v1.0", "v1.1")
@@ -342,14 +343,7 @@ def test_only_lines_that_are_valid_evictions_are_taken_by_their_bytes() -> None:
 
     @given(st.data())
     def edited(data: st.DataObject) -> None:
-        line = bytearray(data.draw(st.sampled_from([*written, _EVICTION])))
-        for _ in range(data.draw(st.integers(1, 3))):
-            at = data.draw(st.integers(0, len(line)))
-            byte = data.draw(st.sampled_from([*b'0123456789-"\\:,{}[] .eE+a\x00\x7f\xc3\xff']))
-            if data.draw(st.booleans()) and at < len(line):
-                line[at] = byte
-            else:
-                line.insert(at, byte)
+        line = edited_line(data, data.draw(st.sampled_from([*written, _EVICTION])))
         if EVICTED_LINE.fullmatch(bytes(line)):
             msgspec.convert(orjson.loads(bytes(line)), ContextEvicted)
 

@@ -15,6 +15,7 @@ from afcore.readmodel import overview
 from afcore.recording import _reader
 from afcore.recording._reader import TOOL_COMMIT, ToolLine, _tool_line
 from afcore.recording._structs import Commit
+from tests.afcore.byte_edits import edited as edited_line
 
 SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -159,14 +160,7 @@ def test_only_valid_tool_commits_are_taken_by_their_bytes() -> None:
 
     @given(st.data())
     def edited(data: st.DataObject) -> None:
-        line = bytearray(_COMMON)
-        for _ in range(data.draw(st.integers(1, 3))):
-            at = data.draw(st.integers(0, len(line)))
-            byte = data.draw(st.sampled_from([*b'0123456789-"\\:,{}[] .eE+a\x00\x7f\xc3\xff']))
-            if data.draw(st.booleans()) and at < len(line):
-                line[at] = byte
-            else:
-                line.insert(at, byte)
+        line = edited_line(data, _COMMON)
         found = TOOL_COMMIT.fullmatch(bytes(line))
         if found:
             record = msgspec.convert(orjson.loads(bytes(line)), Commit)
