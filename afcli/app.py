@@ -6,8 +6,9 @@ Exit codes: 0 ok, 1 the run or the check failed, 2 usage error, 130 interrupted.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, get_type_hints
 
 import typer
@@ -17,24 +18,65 @@ from afcli._help import Command, Group, reflow
 
 __all__ = ["app", "main"]
 
-# Each command's module, named as the command, defines a function of the same name. In the
-# order of af --help.
-COMMANDS = (
-    "run",
-    "resume",
-    "chat",
-    "ls",
-    "show",
-    "verify",
-    "schema",
-    "why",
-    "lens",
-    "sessions",
-    "replay",
-    "diff",
-    "export",
-    "report",
-)
+# Each command's module, named as the command, defines a function of the same name; here with
+# the first paragraph of its docstring, the line ``af --help`` lists it with (a test keeps the
+# two equal). In the order of af --help.
+SUMMARIES = {
+    "run": "Run an agent on a message and record the run.",
+    "resume": "Continue a paused run: a tool middleware link asked a person about a tool call.",
+    "chat": (
+        "Talk with an agent: each message is one turn of a session, kept in a store, so the "
+        "conversation outlives this process and any process can continue it."
+    ),
+    "ls": "List recordings, newest first: start time, agent, status, iterations, tokens.",
+    "show": (
+        "Show a recorded run: each call's slot sizes, tool calls and results, and the outcome. "
+        "A flow's recording shows as the tree of its steps with each agent's calls."
+    ),
+    "verify": ("Check a recording: every call rebuilt byte for byte, the commit log consistent."),
+    "schema": (
+        "Print the JSON Schema of a recording's lines (one record each), as JSON on stdout."
+    ),
+    "why": (
+        "Why does KEY hold what it holds? Walks back from the stage that wrote it through what "
+        "each stage read, with the rules that decided on the way and their evidence, offline."
+    ),
+    "lens": (
+        "Open a recording in the Lens: the scrubber, each call's slots as sent, its response."
+    ),
+    "sessions": (
+        "List the sessions in a store, the most recently active first: agent, turn state, "
+        "turns, inbox depth, last activity. With an ID: that session's turns (status, run id, "
+        "answer) and the messages waiting in its inbox."
+    ),
+    "replay": (
+        "Run a recorded agent again with every model call answered from the recording: no "
+        "network, no key. Each request the agent builds is compared with the recorded one; the "
+        "first difference stops the replay and is shown with the `af why` key that explains "
+        "the recorded side."
+    ),
+    "diff": (
+        "Compare two recordings (a run and its replay, or two runs of one agent before and "
+        "after a change), call by call: what differs in each slot (segments with their "
+        "injections, messages, tools, params), in the tool calls and their results, and in the "
+        "answers."
+    ),
+    "export": (
+        "Write a run (an agent's, or a flow's composed run) as a bundle to attach to a bug "
+        "report, safe by default."
+    ),
+    "report": (
+        "Print a Markdown summary of a run to paste into an issue: the agent, the model, the "
+        "outcome, the answer, the calls (the one that failed or was refused picked out), the "
+        "verification, af's version, and how to open the attached bundle."
+    ),
+}
+COMMANDS = tuple(SUMMARIES)
+
+# The arguments with which af prints its own help and nothing else: its list of commands needs
+# each one's name and summary, not its module.
+_HELP = frozenset({"--help", "-h"})
+_ROOT_HELP = _HELP | {"--debug"}
 
 
 class _App(typer.Typer):
@@ -62,6 +104,15 @@ class _App(typer.Typer):
         """Register ``name`` alone, if no command is registered yet."""
         if self._pending == COMMANDS:
             self._pending = (name,)
+
+    def listed(self) -> None:
+        """Register each command as its name and summary alone, if no command is registered
+        yet: for af's own help, which lists them and runs none. Importing the 14 modules and
+        building their options is half of ``af --help``'s start-up otherwise."""
+        if self._pending == COMMANDS:
+            self._pending = ()
+            for name, summary in SUMMARIES.items():
+                self.command(name, cls=Command, help=reflow(summary))(_listed)
 
 
 app = _App(
@@ -168,10 +219,25 @@ def _add(name: str) -> None:
     app.command(name, cls=Command, help=reflow(fn.__doc__))(fn)
 
 
+def _listed() -> None:
+    """A command as ``af --help`` lists it: never run (the help exits first)."""
+    raise AssertionError("a command registered for af --help alone was run")
+
+
+def root_help(args: list[str], environ: Mapping[str, str]) -> bool:
+    """Whether ``af ARGS`` prints af's own help and runs nothing: no arguments, or a help flag
+    with no command (and not shell completion, which reads the commands' options)."""
+    if "_AF_COMPLETE" in environ or not _ROOT_HELP.issuperset(args):
+        return False
+    return not args or not _HELP.isdisjoint(args)
+
+
 def main() -> None:
     """The console script: run the app and turn anything that escapes into an exit code."""
     if len(sys.argv) > 1 and sys.argv[1] in COMMANDS:
         app.only(sys.argv[1])
+    elif root_help(sys.argv[1:], os.environ):
+        app.listed()
     try:
         app(prog_name="af")
     except KeyboardInterrupt:

@@ -3,8 +3,11 @@ stand-ins for the Markdown and traceback classes it never uses here."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+import pytest
 
 from afcli._help import reflow
 from tests.afcli.conftest import Invoke
@@ -87,3 +90,52 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("ok\n")
+
+
+def test_each_command_s_summary_is_its_docstring_s_first_paragraph() -> None:
+    # af --help lists the commands from SUMMARIES without importing their modules.
+    import importlib
+    import inspect
+
+    from afcli.app import COMMANDS, SUMMARIES
+
+    for name in COMMANDS:
+        fn = getattr(importlib.import_module(f"afcli.commands.{name}"), name)
+        first = inspect.cleandoc(fn.__doc__).split("\n\n")[0]
+        assert SUMMARIES[name] == " ".join(first.split()), name
+
+
+def test_only_af_s_own_help_lists_the_commands_by_their_summaries() -> None:
+    from afcli.app import root_help
+
+    assert root_help([], {}) and root_help(["--help"], {}) and root_help(["--debug", "-h"], {})
+    assert not root_help(["--debug"], {})  # a usage error, not the help
+    assert not root_help(["--version"], {}) and not root_help(["--help", "ls"], {})
+    assert not root_help([], {"_AF_COMPLETE": "complete_bash"})
+
+
+# The console script, which lists the commands by their summaries, and the app with every
+# command's module registered.
+HELP_BY = {
+    "summaries": "import sys; sys.argv = ['af', *sys.argv[1:]]; from afcli import main; main()",
+    "modules": "import sys; from afcli.app import app; app(sys.argv[1:], prog_name='af')",
+}
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+@pytest.mark.parametrize("colour", [False, True], ids=["plain", "colour"])
+@pytest.mark.parametrize("args", [("--help",), ("-h",), ()], ids=["--help", "-h", "none"])
+def test_af_help_from_the_summaries_reads_as_from_the_modules(
+    columns: str, colour: bool, args: tuple[str, ...]
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env.update({"COLUMNS": columns, "FORCE_COLOR" if colour else "NO_COLOR": "1"})
+    outs = {
+        how: subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, env=env, timeout=60
+        )
+        for how, code in HELP_BY.items()
+    }
+    assert outs["summaries"].stdout == outs["modules"].stdout
+    assert b"report" in outs["summaries"].stdout
+    assert outs["summaries"].returncode == outs["modules"].returncode

@@ -141,6 +141,14 @@ def test_help_starts_without_the_read_model_or_the_recording_models() -> None:
     assert not {"pydantic", "afcore.readmodel._model", "afcore.recording._reader"} & held
 
 
+def test_help_lists_the_commands_without_their_modules() -> None:
+    # Their summaries are enough to list them; msgspec and the record types are a reader's.
+    held = held_at_exit("--help")
+    assert "afcli.app" in held, "the probe ran no af"
+    assert not {m for m in held if m.startswith("afcli.commands.")}
+    assert not {"msgspec", "afcore.recording._typed", "afcli._render"} & held
+
+
 def test_help_draws_without_markdown_or_tracebacks() -> None:
     # typer's formatter imports both when it loads (a third of the start-up); af's help is
     # Rich markup and af prints its own errors, so neither is drawn.
