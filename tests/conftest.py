@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,12 @@ settings.register_profile(
     derandomize=bool(os.environ.get("CI")),
 )
 settings.load_profile("af")
+
+# A suite started in the background of a non-interactive shell (`pytest &`) has SIGINT
+# ignored, and every process it starts would inherit that: the Ctrl-C tests' processes would
+# never hear theirs. Their own, as a terminal's foreground job has it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def ticking_clock(step: float = 0.001) -> Callable[[], float]:
