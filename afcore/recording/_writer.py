@@ -726,30 +726,8 @@ class Recorder:
             write: Line = {"key": key, "value": _Fragment(raw)}  # type: ignore[assignment]
         else:
             write = Line(_write(key=key, ref=self._store(value, screened=True)))
-        # = commit(rsid, "window", iteration, reads=reads, writes=[write, *writes])
-        seq = self.seq = self.seq + 1
-        versions = self.versions
-        read = [(k, versions[k]) for k in reads if k in versions]
-        versions[key] = versions["messages"] = seq
-        for w in writes:  # the summary's message
-            versions[w["key"]] = seq
-        writes.insert(0, write)
-        raw = _dumps(
-            {
-                "t": "commit",
-                "seq": seq,
-                "rsid": rsid,
-                "iter": iteration,
-                "reads": read,
-                "writes": writes,
-            },
-            default=as_json,
-        )
-        pending = self._pending
-        pending.append(raw)
-        observed = self.observers or self._watch.observers
-        if observed:
-            self._observe(raw)
+        self.commit(rsid, "window", iteration, reads=reads, writes=[write, *writes])
+        pending, observed = self._pending, self.observers or self._watch.observers
         ids, size = self._ids, _ID_SIZE
         for n in left:
             # = event(line(ContextEvicted)(...), flush=False, trusted=True): a literal
