@@ -588,12 +588,16 @@ class Recording:
         self._recent.clear()
         self._recent_size = 0
 
-    def _scan(self, *, recent: bool = False) -> Iterator[tuple[int, bytes, int, Any]]:
+    def _scan(
+        self, *, recent: bool = False, skip: Collection[int] = ()
+    ) -> Iterator[tuple[int, bytes, int, Any]]:
         """Index the lines not indexed yet, one at a time, giving each as it is indexed:
         ``(line index, bytes, kind code, parsed JSON or None)``. Blobs, calls and replies as
         af writes them are indexed from their first bytes, unparsed; the rest are parsed
         here, and what was parsed is handed on so that no line is parsed twice.
-        ``recent``: keep the last blob lines for :meth:`blob` (a walk that resolves refs)."""
+        ``recent``: keep the last blob lines for :meth:`blob` (a walk that resolves refs).
+        ``skip``: kind codes of the lines taken by their bytes (blobs, seals, evictions) that
+        the walk has no use for: indexed, not given (most lines of a big file)."""
         file = self._file
         if file is None:
             return
@@ -616,6 +620,8 @@ class Recording:
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
         line = len(starts)
         readline, piece_size = file.readline, _PIECE
+        give_blobs, give_seals = blob not in skip, sealed not in skip
+        give_evicted = evicted not in skip
         try:
             # Lines come from the buffered file (split in C); the map serves reads later.
             # A long line comes in pieces, and one over the limit is passed over, never held:
@@ -645,7 +651,8 @@ class Recording:
                 if size == 42 and raw[-1] == 10 and seal_line(raw, 0, 41):
                     seals.append(i)
                     kinds.append(sealed)
-                    yield i, raw, sealed, None
+                    if give_seals:
+                        yield i, raw, sealed, None
                     continue
                 fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
                 if v11 and (fast == call or fast == reply):
@@ -666,7 +673,8 @@ class Recording:
                                 if self._recent_size > RECENT_BYTES:
                                     self._trim_recent()
                             kinds.append(blob)
-                            yield i, raw, blob, None
+                            if give_blobs:
+                                yield i, raw, blob, None
                             continue
                 elif fast == reply:
                     head = _REPLY_HEAD.match(raw)
@@ -688,7 +696,8 @@ class Recording:
                 elif fast == evicted:
                     if evicted_line(raw, 0, size - 1):
                         kinds.append(evicted)
-                        yield i, raw, evicted, None
+                        if give_evicted:
+                            yield i, raw, evicted, None
                         continue
                 elif fast == commit and v11:
                     found = tool_commit(raw, 0, size - 1)
@@ -1117,7 +1126,7 @@ class Recording:
         # Lines not indexed yet come from the file as the index takes them in. A walk that
         # hands out no blob values keeps the last blob lines it passed: the records after
         # them name them.
-        for i, raw, kind, data in self._scan(recent=blobs is not True):
+        for i, raw, kind, data in self._scan(recent=blobs is not True, skip=skip):
             if kind in skip:
                 continue
             if starts[i] > release:  # values read by ref come through the map

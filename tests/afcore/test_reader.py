@@ -67,6 +67,38 @@ def test_a_raw_walk_indexes_as_it_goes_and_passes_over_what_is_not_a_record(
         assert walked[0][1]["t"] == "header"
 
 
+@pytest.mark.parametrize(
+    "name", ["sample-sliding.jsonl", "sample-compaction.jsonl", "sample-trip.jsonl"]
+)
+def test_a_walk_indexes_the_lines_it_does_not_give(name: str) -> None:
+    """A run's view asks for no blobs, seals or evictions: the walk passes them over unparsed
+    and gives none of them, yet indexes each (the same index, and the same problems, as a
+    whole open makes)."""
+    from afcore.readmodel._run import _READ
+
+    path = Path(__file__).resolve().parents[2] / "recordings" / name
+    with rec.open_recording(path) as whole:
+        kinds = [whole.kind(line) for line in range(1, whole.line_count + 1)]
+        seals = whole.seal_lines
+        problems = [str(p) for p in whole.problems]
+        refs = {
+            whole.raw(line)["id"]: whole.blob(whole.raw(line)["id"])
+            for line, kind in enumerate(kinds, 1)
+            if kind == "blob"
+        }
+    with rec.open_recording(path, index=False) as walk:
+        given = [line for line, _ in walk.records(blobs=False, seals=False, only=_READ)]
+        assert walk.complete
+        assert [walk.kind(line) for line in range(1, walk.line_count + 1)] == kinds
+        assert walk.seal_lines == seals and [str(p) for p in walk.problems] == problems
+        assert {ref: walk.blob(ref) for ref in refs} == refs
+    lines = path.read_bytes().splitlines()
+    evicted = {n for n, line in enumerate(lines, 1) if line.startswith(b'{"t":"context_evicted"')}
+    assert seals and refs and (evicted or "trip" in name)
+    assert not {kinds[line - 1] for line in given} & {"blob", "seal"}
+    assert not evicted & set(given)
+
+
 def test_malformed_line_is_reported_by_line_number(fixtures: Path) -> None:
     with rec.open_recording(fixtures / "malformed.jsonl") as r:
         assert [p.line for p in r.problems] == [5]
