@@ -28,6 +28,7 @@ from afcore.readmodel._walk import (
     Resolver,
     attempt_of,
     error_of,
+    missing_text,
     response_of,
 )
 from afcore.recording._typed import at_defaults, dump
@@ -158,7 +159,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     previous_tools: list[str] | None = None
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
-    by_ref = resolver.by_ref
+    blob = rec.blob
     shown: dict[tuple[str, str], str] = {}
     for line, record in rec.records(blobs=False, seals=False, only=_READ, tool_lines=True):
         kind = type(record)
@@ -166,30 +167,41 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             # A tool's outcome in af's common shape: read as its record would be below (no
             # governance, no limits, the outcome's plain fields alone).
             assert isinstance(record, ToolLine)
-            target = current(record.iter)
-            if target is None:
-                continue
-            message, missing = by_ref(record.ref)
-            status, result_status = record.status, record.result_status
+            it, ref, name, k, call_id, status, ms, result_status = record
+            # The agent's last call, as current() finds it, without its walk (most results).
+            target = calls[-1] if calls else None
+            if target is None or target.kind != "agent" or target.iteration != it:
+                target = current(it)
+                if target is None:
+                    continue
+            try:
+                message, missing = blob(ref), None
+            except KeyError as e:  # as Resolver.by_ref says it
+                message, missing = None, missing_text(e)
             said = shown.get((status, result_status))
             if said is None:
                 plain = {"status": status, "result_status": result_status}
                 said = shown[status, result_status] = shown_status(plain)
-            message = as_dict(message)
+            if message.__class__ is dict:
+                content, is_error = message.get("content"), message.get("is_error") is True
+            else:
+                content, is_error = None, False
+            # In the fields' order: name, call_id, status, ms, content, is_error, missing,
+            # result_status, shown, notes, run, k.
             target.results.append(
                 ToolResult(
-                    name=record.name,
-                    call_id=record.call_id,
-                    status=status,
-                    ms=record.ms,
-                    content=message.get("content"),
-                    is_error=message.get("is_error") is True,
-                    missing=missing,
-                    result_status=result_status,
-                    shown=said,
-                    notes=(),
-                    run=None,
-                    k=record.k,
+                    name,
+                    call_id,
+                    status,
+                    ms,
+                    content,
+                    is_error,
+                    missing,
+                    result_status,
+                    said,
+                    (),
+                    None,
+                    k,
                 )
             )
         elif kind is Call:

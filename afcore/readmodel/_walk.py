@@ -32,6 +32,7 @@ __all__ = [
     "attempt_of",
     "error_of",
     "is_injection",
+    "missing_text",
     "response_of",
     "source_json",
     "window_numbers",
@@ -46,6 +47,11 @@ def window_numbers(window: Any, most: int) -> Iterator[int]:
             a, b = r
             if isinstance(a, int) and isinstance(b, int):
                 yield from range(max(a, 1), min(b, most) + 1)
+
+
+def missing_text(e: KeyError) -> str:
+    """What a value the file does not hold (or cannot give) is shown as."""
+    return str(e.args[0]) if e.args else "a value is missing from the file"
 
 
 class Resolver:
@@ -64,14 +70,14 @@ class Resolver:
             # A ref is read from the file at once (what ``Recording.value`` does with it).
             return (self.rec.blob(ref) if ref else self.rec.value(write)), None
         except KeyError as e:
-            return None, str(e.args[0]) if e.args else "a value is missing from the file"
+            return None, missing_text(e)
 
     def by_ref(self, ref: str) -> tuple[Any, str | None]:
         """:meth:`value` of a write by ``ref`` (a string)."""
         try:
             return self.rec.blob(ref), None
         except KeyError as e:
-            return None, str(e.args[0]) if e.args else "a value is missing from the file"
+            return None, missing_text(e)
 
     def listed(self, ref: str) -> list[dict[str, Any]] | None:
         """A call's segment or tool list (shared by calls that sent the same), or None."""
