@@ -333,19 +333,33 @@ class Printer:
         if self._size > self._BLOCK:
             self.flush()
 
+    def print_sized(self, text: str, size: int) -> None:
+        """``print(text)`` without colour, for a line of one line known to take ``size``
+        cells (made of parts measured once)."""
+        if size <= self.width:
+            self._put(text)
+        else:
+            self.print(text)
+
     def print_fit(self, head: Line | str, tail: str, width: int) -> None:
         """``print(fit(head, tail, width))``, the line measured once."""
         if not self.plain or head.__class__ is not str:
             self.print(fit(head, tail, width))
             return
         assert isinstance(head, str)
-        size, room = _head_room(head, width)
-        cut, more = _cut(tail, room, None)
-        text = head + cut
-        if size + more <= self.width and "\n" not in head:
-            self._put(text)  # the cut holds no newline: line() flattens them
+        if "\n" in head:
+            self.print(fit(head, tail, width))
+            return
+        self.print_cut(head, cells(head), tail, width)
+
+    def print_cut(self, head: str, size: int, tail: str, width: int) -> None:
+        """:meth:`print_fit` without colour, for a ``head`` known to take ``size`` cells and
+        to hold no newline (a line whose head is made of parts measured once)."""
+        cut, more = _cut(tail, width - size - 1, None)
+        if size + more <= self.width:
+            self._put(head + cut)  # the cut holds no newline: line() flattens them
         else:
-            self.print(text)
+            self.print(head + cut)
 
     def flush(self) -> None:
         if self._out:

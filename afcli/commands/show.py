@@ -16,6 +16,7 @@ from afcli._render import (
     Line,
     Printer,
     block,
+    cells,
     dumps,
     fit,
     out_console,
@@ -272,21 +273,24 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
     out.print()
     segments = "?" if c.segments is None else plural(c.segments, "segment")
     chars = "?" if c.chars is None else f"{c.chars:,}"
-    sizes = [
-        ("system ", "dim"),
-        (f"{segments}, {chars} chars", ""),
-        ("  messages ", "dim"),
-        (f"{c.messages:,}", ""),
-        ("  tools ", "dim"),
-        ("?" if c.tools is None else f"{c.tools:,}", ""),
-    ]
     attempt = _shown_attempt(c)
+    sizes = []
+    if attempt is not None or not plain:
+        sizes = [
+            ("system ", "dim"),
+            (f"{segments}, {chars} chars", ""),
+            ("  messages ", "dim"),
+            (f"{c.messages:,}", ""),
+            ("  tools ", "dim"),
+            ("?" if c.tools is None else f"{c.tools:,}", ""),
+        ]
     if attempt is None and plain:  # the line's text, as make() would join it
         tools = "?" if c.tools is None else f"{c.tools:,}"
-        out.print(
+        top = (
             f"call {c.call}{_summarizer_for(c.kind, c.fold)} · iteration {c.iteration}   "
             f"system {segments}, {chars} chars  messages {c.messages:,}  tools {tools}"
         )
+        out.print_sized(top, len(top))  # numbers and words in ASCII, and "·": a cell each
     elif attempt is None:
         out.print(
             make(
@@ -336,6 +340,8 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             out.print(Line(f"  (reply message missing: {safe(r.missing)})", style="red"))
         if r.text and c.kind == "summarizer":
             out.print_fit(make("  summary ", style="dim"), r.text, width)
+        elif r.text and r.tool_calls and plain:
+            out.print_cut("  says ", 7, r.text, width)
         elif r.text and r.tool_calls:
             out.print_fit(make("  says ", style="dim"), r.text, width)
         for tc in r.tool_calls:
@@ -373,6 +379,7 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
         early = [g for g in early if g.kind != "check" and g.moment != "output"]
     for g in early:
         _print_governed(out, g, width)
+    heads = _RESULT_HEADS
     for res in c.results:
         status = res.status
         if res.call_id in refused:
@@ -381,9 +388,20 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             tail = str(res.content)
         else:
             tail = f"(missing: {res.missing or 'no value'})"
-        said: Line | str
         if plain:  # the line's text, as make() would join it
-            said = f"  ← {safe(res.name)} {res.shown or status} · {ms_text(res.ms)} · "
+            # Its head measured once for each tool and status: the time is ASCII.
+            key = (res.name, res.shown or status)
+            known = heads.get(key)
+            if known is None:
+                known = _result_head(*key)
+                if len(heads) >= 1024:
+                    heads.clear()
+                heads[key] = known
+            ms = ms_text(res.ms)
+            if known[1] >= 0:
+                out.print_cut(f"{known[0]}{ms} · ", known[1] + len(ms) + 3, tail, width)
+            else:
+                out.print_fit(f"{known[0]}{ms} · ", tail, width)
         else:
             style = status_style(
                 res.result_status if status == "ok" and res.result_status else status
@@ -394,7 +412,7 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
                 (f" {res.shown or status}", style),
                 (f" · {ms_text(res.ms)} · ", "dim"),
             )
-        out.print_fit(said, tail, width)
+            out.print_fit(said, tail, width)
         for note in res.notes:
             out.print(fit(Line("    "), note, width), style="dim")
         linked = (res.run or {}).get("recording")
@@ -412,6 +430,21 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             out.print(fit(Line("    "), why, width), style="dim")
         for skipped in err.attempt.skipped if err.attempt is not None else []:
             out.print(fit(Line("  skipped ", style="yellow"), _skipped_text(skipped), width))
+
+
+_RESULT_HEADS: dict[tuple[str, str], tuple[str, int]] = {}
+"""A tool result's line without colour, up to its time, by tool name and status: its text
+and the cells it takes (see :func:`_result_head`)."""
+
+
+def _result_head(name: str, status: str) -> tuple[str, int]:
+    """``  ← search ok · ``: the head of a tool result's line without colour, and the cells it
+    takes (-1: measured with the rest of the line, as a head that holds a newline or a
+    character Rich measures with its neighbours is)."""
+    head = f"  ← {safe(name)} {status} · "
+    if "\n" in head or "\u200d" in head or "\ufe0f" in head:
+        return head, -1
+    return head, cells(head)
 
 
 _GOVERNED = {

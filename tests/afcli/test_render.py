@@ -182,3 +182,68 @@ def test_a_plain_run_prints_as_its_lines_pieces_would(
     hostile_shown = "".join(fast[1::2])
     assert "東" in hostile_shown and "\\x1b[31m" in hostile_shown and "[bold]" in hostile_shown
     assert fast == [shown(path) for path in files]
+
+
+_NAMES = ["search", "東京タワー", "a\nb", "x\u200dy", "👍🏽", "é" * 30, "[b]x", "\x1b[31m", "t\tb"]
+_TAILS = ["short", "a" * 500, "東京" * 100, "line\nbreak " * 20, "", "\u202eevil" * 30, "é" * 90]
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_a_tool_results_line_measured_by_its_parts_is_the_line_measured_whole(
+    width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without colour a tool result's line is written from a head measured once for its tool
+    and status: the same bytes as when each line is measured whole (the head a newline, a
+    joiner or wide characters make is measured with the rest), whatever the name, the
+    status, the time and the result."""
+    import io
+
+    from rich.console import Console
+
+    from afcli._render import Printer
+    from afcli.commands import show
+    from afcore.readmodel import CallSummary, ToolResult
+
+    statuses = [("ok", "", 3.25), ("error", "error · absent", 12345.6), ("ok", "ok", 0.04)]
+    results = [
+        ToolResult(name, f"c{i}", status, ms, tail, False, None, None, said)
+        for i, (name, tail) in enumerate((name, tail) for name in _NAMES for tail in _TAILS)
+        for status, said, ms in [statuses[i % 3]]
+    ]
+    call = CallSummary(
+        call=1,
+        iteration=1,
+        rsid="call-llm#1",
+        model="m",
+        line=1,
+        kind="agent",
+        fold=None,
+        segments=1,
+        chars=10,
+        messages=1,
+        window=[[1, 1]],
+        tools=1,
+        tools_added=[],
+        tools_removed=[],
+        injections=None,
+        attempt=None,
+        results=results,
+    )
+
+    def shown() -> str:
+        buffer = io.StringIO()
+        out = Printer(Console(file=buffer, width=width, color_system=None, markup=False))
+        show._print_call_line(out, call)
+        out.flush()
+        return buffer.getvalue()
+
+    show._RESULT_HEADS.clear()
+    fast = shown()
+    assert fast.count("  ← ") >= len(results)
+    # Every head measured with the rest of its line, as print_fit() measures a line.
+    monkeypatch.setattr(
+        show, "_result_head", lambda name, status: (f"  ← {show.safe(name)} {status} · ", -1)
+    )
+    show._RESULT_HEADS.clear()
+    assert shown() == fast
+    show._RESULT_HEADS.clear()
