@@ -31,10 +31,12 @@ from pydantic import BaseModel
 from afcore._signals import leave_sigint_to_the_main_thread
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import (
+    AssistantMessage,
     CacheBreakpoint,
     Message,
     Source,
     SystemSegment,
+    ToolCall,
     ToolResultMessage,
     ToolSpec,
     Usage,
@@ -146,6 +148,7 @@ _Fragment = orjson.Fragment
 _id = V11.of
 _ID_SIZE = V11.size
 _SEAL_LINE = b'{"t":"seal","h":"'
+_SEAL_END = b'"}\n'
 _BLOB_OPEN = b'{"t":"blob","id":"'
 _BLOB_ID = slice(len(_BLOB_OPEN), len(_BLOB_OPEN) + 22)
 """Where a blob line (as :meth:`Recorder._store_raw` makes it) holds its id."""
@@ -153,6 +156,8 @@ _b64 = binascii.b2a_base64
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _monotonic = time.monotonic
 _MESSAGE_KEY = "message:"
+_CALL_READS = ("system", "tools", "messages")
+"""What an agent's call is composed from (a summarizer's call reads its transcript)."""
 _CALL_KEY = "call:"
 _FOLD_KEY = "fold:"
 
@@ -305,8 +310,9 @@ class Recorder:
                 ) from None
             except OSError as e:
                 raise UsageError(f"cannot write a recording at {path}: {e.strerror}") from None
-        self._broken = False
-        """A write failed: nothing more is written (a line after a torn one would be lost)."""
+        self._broken = self._fd < 0
+        """Nothing is written: there is no file (the run is watched, not recorded), or a
+        write failed (a line after a torn one would be lost)."""
         self.seq = 0
         self._stage_counter = -1
         self.versions: dict[str, int] = {}
@@ -325,6 +331,8 @@ class Recorder:
         the digest of a window that is the whole history costs nothing per call."""
         self._history_ranges: list[tuple[int, int]] = []
         """The history's message numbers as ranges (injected messages leave gaps)."""
+        self._history_start = self._history_end = -1
+        """The first and last message numbers of the history's last range (-1: none)."""
         self._window: tuple[list[tuple[int, int]], Any] = ([], None)
         """The last window a call named message by message, and the sha256 over its ids."""
         self._entries: dict[tuple[str, Source], tuple[str, Segment]] = {}
@@ -416,16 +424,15 @@ class Recorder:
         iteration boundary, have it made durable."""
         pending = self._pending
         if pending:
-            if self._fd < 0 or self._broken:  # watched, not recorded; or a write failed
+            if self._broken:  # watched, not recorded; or a write failed
                 pending.clear()
                 return
             pending.append(b"")
             batch = b"\n".join(pending)  # every line, each ending with its newline
             pending.clear()
-            h = _sha256(self._chain)  # = seal(chain, batch), made in place
-            h.update(batch)
-            chain = self._chain = h.digest()[:16]
-            sealed = batch + _SEAL_LINE + _b64(chain)[:22].translate(_URLSAFE) + b'"}\n'
+            # = seal(chain, batch)
+            chain = self._chain = _sha256(self._chain + batch).digest()[:16]
+            sealed = b"".join((batch, _SEAL_LINE, _b64(chain).translate(_URLSAFE, b"=\n"), _SEAL_END))
             try:
                 done = os.write(self._fd, sealed)
                 if done < len(sealed):  # a short write (a disk filling up): on where it stopped
@@ -557,14 +564,12 @@ class Recorder:
         the conversation (an injected message does not: it is sent, not remembered). A short
         message is written in the write itself, a long one as a blob it refers to; either
         way its id is that of its canonical JSON."""
+        cls = type(message)
         try:
-            if (
-                type(message) is ToolResultMessage
-                and not message.is_error
-                and type(message.content) is str
-            ):
-                # = to_json() with its keys in sorted order, nothing nested to sort (a
-                # tool's result, one each iteration)
+            # = to_json() with its keys in sorted order, for the messages of every iteration:
+            # a tool's result (nothing nested to sort), and a reply that asks for one tool
+            # (its arguments sorted by orjson)
+            if cls is ToolResultMessage and type(message.content) is str and not message.is_error:
                 raw = _dumps(
                     {
                         "content": message.content,
@@ -572,6 +577,26 @@ class Recorder:
                         "role": "tool",
                         "tool_call_id": message.tool_call_id,
                     }
+                )
+            elif (
+                cls is AssistantMessage
+                and len(content := message.content) == 1
+                and type(block := content[0]) is ToolCall
+                and not block.id_synthesized
+            ):
+                raw = _dumps(
+                    {
+                        "content": [
+                            {
+                                "args": block.args,
+                                "id": block.id,
+                                "name": block.name,
+                                "type": "tool_call",
+                            }
+                        ],
+                        "role": "assistant",
+                    },
+                    option=_SORTED,
                 )
             else:
                 raw = _dumps(message.to_json(), option=_SORTED)
@@ -584,17 +609,18 @@ class Recorder:
             hashed = ref.encode()
             value = None
         else:  # = _id(raw), kept as bytes: the digests take it so
-            hashed = _b64(_sha256(raw).digest()[:16])[:22].translate(_URLSAFE)
+            hashed = _b64(_sha256(raw).digest()[:16]).translate(_URLSAFE, b"=\n")
             value = _Fragment(raw)
         self._ids += hashed
         n = self._messages = self._messages + 1
         if history:
             self._history_digest.update(hashed)
-            spans = self._history_ranges
-            if spans and spans[-1][1] == n - 1:
-                spans[-1] = (spans[-1][0], n)
+            if self._history_end == n - 1:  # the history's last range goes on
+                self._history_ranges[-1] = (self._history_start, n)
             else:
-                spans.append((n, n))
+                self._history_start = n
+                self._history_ranges.append((n, n))
+            self._history_end = n
         if source is None and value is not None:
             # = _write(key=..., value=value): a literal, for the messages of every iteration
             return n, {"key": _MESSAGE_KEY + str(n), "value": value}  # type: ignore[return-value]
@@ -927,7 +953,7 @@ class Recorder:
         params: Mapping[str, Any],
         cache: Sequence[CacheBreakpoint],
         extra: Sequence[int] = (),
-        reads: Sequence[str] = ("system", "tools", "messages"),
+        reads: Sequence[str] = _CALL_READS,
         attempt: AttemptInfo | None = None,
     ) -> str:
         """Record a model call as it is sent, and write it out; return the request's hash.
@@ -938,7 +964,7 @@ class Recorder:
             # The whole history, then the extra (injected) messages: the same list object
             # from call to call while the injected messages do not change.
             known_extra = self._extra
-            if known_extra[0] is not extra and (extra or known_extra[1]):
+            if (extra or known_extra[1]) and known_extra[0] is not extra:
                 # A rule flipping back and forth sends two lists of injected messages in
                 # turn: each is joined and ranged once.
                 recent = self._extras.get(id(extra))
@@ -953,9 +979,9 @@ class Recorder:
             if known_extra[1]:
                 digest.update(known_extra[1])
                 window = [*self._history_ranges, *known_extra[2]]
-            else:  # serialized at once (_emit), so the live list may be given as it is
+            else:  # serialized at once, so the live list may be given as it is
                 window = self._history_ranges
-            messages_hash = _b64(digest.digest()[:16])[:22].translate(_URLSAFE)
+            messages_hash = _b64(digest.digest()[:16]).translate(_URLSAFE, b"=\n")
         else:
             window = list(window)
             size = _ID_SIZE
@@ -982,7 +1008,7 @@ class Recorder:
                     digest.update(view[(a - 1) * size : b * size])
             self._window = (window, digest)
             # = V11.messages(...), kept as bytes: the call's digest takes it so
-            messages_hash = _b64(digest.digest()[:16])[:22].translate(_URLSAFE)
+            messages_hash = _b64(digest.digest()[:16]).translate(_URLSAFE, b"=\n")
         origin = self._origin
         at = None if origin is None else round_ms((self.clock() - origin) * 1000)
         same = self._same
@@ -1001,30 +1027,39 @@ class Recorder:
                 self.redactor.count += same[5]
             # = short_id(...), inline
             digest_hash = (
-                _b64(_sha256(same[6] + messages_hash + same[7]).digest()[:16])[:22]
-                .translate(_URLSAFE)
+                _b64(_sha256(same[6] + messages_hash + same[7]).digest()[:16])
+                .translate(_URLSAFE, b"=\n")
                 .decode()
             )
             seq = self.seq = self.seq + 1
             versions = self.versions
             # = _call(seq=..., hash=..., at=at): a literal, for the call of every iteration
             # (tests check each line against its model's own dump).
+            if reads is _CALL_READS:  # = the comprehension below, unrolled
+                read = []
+                if "system" in versions:
+                    read.append(("system", versions["system"]))
+                if "tools" in versions:
+                    read.append(("tools", versions["tools"]))
+                if "messages" in versions:
+                    read.append(("messages", versions["messages"]))
+            else:
+                read = [(k, versions[k]) for k in reads if k in versions]
             record = {
                 "t": "call",
                 "seq": seq,
                 "rsid": rsid,
                 "iter": iteration,
                 "call": call,
-                "reads": [(k, versions[k]) for k in reads if k in versions],
+                "reads": read,
                 "window": window,
                 "hash": digest_hash,
             }
             if at is not None:
                 record["at"] = at
-            raw = _dumps(record)  # = self._emit(record): plain JSON
-            self._pending.append(raw)
+            self._pending.append(_dumps(record))  # = self._emit(record): plain JSON
             if self.observers or self._watch.observers:
-                self._observe(raw)
+                self._observe(self._pending[-1])
             versions[_CALL_KEY + str(call)] = seq
             self.flush()
             return digest_hash
@@ -1578,11 +1613,12 @@ class Recorder:
             n = self._messages = self._messages + 1
             if history:
                 self._history_digest.update(ref.encode())
-                spans = self._history_ranges
-                if spans and spans[-1][1] == n - 1:
-                    spans[-1] = (spans[-1][0], n)
+                if self._history_end == n - 1:
+                    self._history_ranges[-1] = (self._history_start, n)
                 else:
-                    spans.append((n, n))
+                    self._history_start = n
+                    self._history_ranges.append((n, n))
+                self._history_end = n
 
 
 def error_info(
