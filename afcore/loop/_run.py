@@ -788,21 +788,24 @@ async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
         run.tool_counts[call.name] = k
         ks.append(k)
     if rec.enabled:
-        paused = not calls and response.stop_reason == "pause_turn"
-        # An answer the output chain or a contract settles is routed after them.
-        settled = not calls and not paused and run.agent.governance.settles
+        route: str | None
+        tool_calls: list[Line] = []
+        if calls:
+            route = "tools"
+            for c, k in zip(calls, ks):  # = line(ReplyToolCall)(...): literals, every call's
+                tool_calls.append({"id": c.id, "name": c.name, "k": k})  # type: ignore[arg-type]
+        elif response.stop_reason == "pause_turn":
+            route = "continue"
+        else:  # an answer the output chain or a contract settles is routed after them
+            route = None if run.agent.governance.settles else "answer"
         rec.reply(
             rsid,
             run.iteration,
             n,
-            route=None if settled else "tools" if calls else "continue" if paused else "answer",
+            route=route,
             message_write=write,
             stop_reason=response.stop_reason,
-            # = line(ReplyToolCall)(id=c.id, name=c.name, k=k): a literal, for every call
-            tool_calls=[
-                {"id": c.id, "name": c.name, "k": k}  # type: ignore[misc]
-                for c, k in zip(calls, ks, strict=True)
-            ],
+            tool_calls=tool_calls,
             usage=response.usage,
             model=response.model,
             ms=ms,
@@ -917,7 +920,7 @@ async def run_tools(
                 rsid,
                 f"tool:{call.name}",
                 run.iteration,
-                reads=(reply_key, *(d.reads if d is not None else ())),
+                reads=(reply_key,) if d is None else (reply_key, *d.reads),
                 writes=writes,
                 tool=_outcome(call, k, status, ms, facts),
             )

@@ -155,10 +155,8 @@ _BLOB_ID = slice(len(_BLOB_OPEN), len(_BLOB_OPEN) + 22)
 _b64 = binascii.b2a_base64
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _monotonic = time.monotonic
-_MESSAGE_KEY = "message:"
 _CALL_READS = ("system", "tools", "messages")
 """What an agent's call is composed from (a summarizer's call reads its transcript)."""
-_CALL_KEY = "call:"
 _FOLD_KEY = "fold:"
 
 # The records of every iteration are made as lines of plain JSON, what they hold included:
@@ -623,8 +621,8 @@ class Recorder:
             self._history_end = n
         if source is None and value is not None:
             # = _write(key=..., value=value): a literal, for the messages of every iteration
-            return n, {"key": _MESSAGE_KEY + str(n), "value": value}  # type: ignore[return-value]
-        key = _MESSAGE_KEY + str(n)
+            return n, {"key": f"message:{n}", "value": value}  # type: ignore[return-value]
+        key = f"message:{n}"
         src = None if source is None else self._source_line(source)
         if value is None:
             return n, _write(key=key, ref=ref, source=src)
@@ -703,7 +701,10 @@ class Recorder:
         """A stage's commit. ``stage`` is not written (it is the rsid up to its ``#``)."""
         seq = self.seq = self.seq + 1
         versions = self.versions
-        read = [(k, versions[k]) for k in reads if k in versions]
+        read = []  # = [(k, versions[k]) for k in reads if k in versions], without its frame
+        for k in reads:
+            if k in versions:
+                read.append((k, versions[k]))
         if writes:
             for w in writes:
                 key = w["key"]
@@ -1060,7 +1061,7 @@ class Recorder:
             self._pending.append(_dumps(record))  # = self._emit(record): plain JSON
             if self.observers or self._watch.observers:
                 self._observe(self._pending[-1])
-            versions[_CALL_KEY + str(call)] = seq
+            versions[f"call:{call}"] = seq
             self.flush()
             return digest_hash
         frame = self._frame
