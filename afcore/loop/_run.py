@@ -792,8 +792,8 @@ async def _call_model(run: RunState) -> tuple[str, Response, list[int]]:
         tool_calls: list[Line] = []
         if calls:
             route = "tools"
-            for c, k in zip(calls, ks):  # = line(ReplyToolCall)(...): literals, every call's
-                tool_calls.append({"id": c.id, "name": c.name, "k": k})  # type: ignore[arg-type]
+            for i, c in enumerate(calls):  # = line(ReplyToolCall)(...): a literal, every call's
+                tool_calls.append({"id": c.id, "name": c.name, "k": ks[i]})  # type: ignore[arg-type]
         elif response.stop_reason == "pause_turn":
             route = "continue"
         else:  # an answer the output chain or a contract settles is routed after them
@@ -961,8 +961,13 @@ def _outcome(call: ToolCall, k: int, status: ToolStatus, ms: float, facts: _Fact
     ):
         # = _tool_outcome(...) with none of its sparse fields but the status: a literal,
         # for the tool of every iteration (tests check it against the model's own dump)
-        out = {"name": call.name, "k": k, "call_id": call.id, "status": status}
-        out["ms"] = round(ms * 1000) / 1000  # = round_ms(ms)
+        out = {
+            "name": call.name,
+            "k": k,
+            "call_id": call.id,
+            "status": status,
+            "ms": round(ms * 1000) / 1000,  # = round_ms(ms)
+        }
         reading = "denied" if status == "withheld" else facts.result_status
         if reading is not None:
             out["result_status"] = reading

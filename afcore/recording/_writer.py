@@ -430,7 +430,8 @@ class Recorder:
             pending.clear()
             # = seal(chain, batch)
             chain = self._chain = _sha256(self._chain + batch).digest()[:16]
-            sealed = b"".join((batch, _SEAL_LINE, _b64(chain).translate(_URLSAFE, b"=\n"), _SEAL_END))
+            seal = _b64(chain).translate(_URLSAFE, b"=\n")
+            sealed = b"".join((batch, _SEAL_LINE, seal, _SEAL_END))
             try:
                 done = os.write(self._fd, sealed)
                 if done < len(sealed):  # a short write (a disk filling up): on where it stopped
@@ -562,12 +563,15 @@ class Recorder:
         the conversation (an injected message does not: it is sent, not remembered). A short
         message is written in the write itself, a long one as a blob it refers to; either
         way its id is that of its canonical JSON."""
-        cls = type(message)
         try:
             # = to_json() with its keys in sorted order, for the messages of every iteration:
             # a tool's result (nothing nested to sort), and a reply that asks for one tool
             # (its arguments sorted by orjson)
-            if cls is ToolResultMessage and type(message.content) is str and not message.is_error:
+            if (
+                type(message) is ToolResultMessage
+                and type(message.content) is str
+                and not message.is_error
+            ):
                 raw = _dumps(
                     {
                         "content": message.content,
@@ -577,7 +581,7 @@ class Recorder:
                     }
                 )
             elif (
-                cls is AssistantMessage
+                type(message) is AssistantMessage
                 and len(content := message.content) == 1
                 and type(block := content[0]) is ToolCall
                 and not block.id_synthesized
