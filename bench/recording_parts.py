@@ -9,6 +9,11 @@ spent waiting for the sync thread's GIL is not counted). Taking a part out break
 (nothing is screened, nothing is written...): the files are thrown away, and nothing here
 is a benchmark with a target (``bench.recording_cost`` is). cProfile (``bench.profile_loop``)
 slows every Python call about threefold; this times the loop as it runs.
+
+The floor is timed twice: alone (its steps in a loop of their own, which keeps them hot in
+the caches), and in the loop (the recorder's methods doing the floor's steps and nothing
+else, the rest of the run as it is, its header and closing included): what recording can
+cost at best where it runs, between the provider, the tools and the loop's own work.
 Run: ``python -m bench.recording_parts``.
 """
 
@@ -21,7 +26,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +157,85 @@ def _floor(iterations: int, folder: Path) -> float:
         path.unlink()
 
 
+class _FloorRecorder:
+    """The recorder's per-iteration methods doing the floor's steps and nothing else (no
+    versions, reads, ranges, sparse fields, observers, sync): the floor as the loop pays it,
+    its own calls into the recorder included. Its files are thrown away."""
+
+    _sha256, _b64 = hashlib.sha256, binascii.b2a_base64
+    _urlsafe = bytes.maketrans(b"+/", b"-_")
+    _before, _after = b'{"messages":"', b'","model":"mock","system":[],"tools":[]}'
+
+    @staticmethod
+    def message(self: Any, message: Any, **_: Any) -> tuple[int, Line]:
+        f = _FloorRecorder
+        raw = orjson.dumps(message.to_json(), option=orjson.OPT_SORT_KEYS)
+        self.redactor.screen(raw)
+        hashed = f._b64(f._sha256(raw).digest()[:16])[:22].translate(f._urlsafe)
+        self._history_digest.update(hashed)
+        n = self._messages = self._messages + 1
+        return n, Line({"key": "message", "value": orjson.Fragment(raw)})
+
+    @staticmethod
+    def reply(self: Any, *_: Any, message_write: Line, **__: Any) -> int:
+        self.seq += 1
+        record = {"t": "reply", "seq": self.seq, "writes": [message_write], "ms": 0.01}
+        self._pending.append(orjson.dumps(record))
+        return int(self.seq)
+
+    @staticmethod
+    def commit(self: Any, *_: Any, writes: list[Line] | None = None, **__: Any) -> int:
+        self.seq += 1
+        record = {"t": "commit", "seq": self.seq, "writes": writes or [], "ms": 0.01}
+        self._pending.append(orjson.dumps(record))
+        return int(self.seq)
+
+    @staticmethod
+    def call(self: Any, *_: Any, **__: Any) -> str:
+        f = _FloorRecorder
+        window = f._b64(self._history_digest.copy().digest()[:16])[:22].translate(f._urlsafe)
+        digest = f._sha256(f._before + window + f._after).digest()[:16]
+        self.seq += 1
+        record = {
+            "t": "call",
+            "seq": self.seq,
+            "window": [(1, self.seq)],
+            "hash": f._b64(digest)[:22].translate(f._urlsafe).decode(),
+        }
+        self._pending.append(orjson.dumps(record))
+        self.flush()
+        return ""
+
+    @staticmethod
+    def flush(self: Any) -> None:
+        f = _FloorRecorder
+        pending = self._pending
+        if not pending or self._fd < 0:
+            pending.clear()
+            return
+        pending.append(b"")
+        batch = b"\n".join(pending)
+        pending.clear()
+        chain = self._chain = f._sha256(self._chain + batch).digest()[:16]
+        seal = f._b64(chain)[:22].translate(f._urlsafe)
+        os.write(self._fd, batch + b'{"t":"seal","h":"' + seal + b'"}\n')
+
+    @staticmethod
+    def nothing(self: Any, *_: Any, **__: Any) -> None:
+        pass
+
+
+@contextmanager
+def _floor_in_the_loop() -> Iterator[None]:
+    f = _FloorRecorder
+    with ExitStack() as stack:
+        for name in ("message", "reply", "commit", "call", "flush"):
+            stack.enter_context(_patched(Recorder, name, getattr(f, name)))
+        for name in ("before_tool", "sync"):
+            stack.enter_context(_patched(Recorder, name, f.nothing))
+        yield
+
+
 def _timed(agent: Any, iterations: int) -> float:
     gc.collect()
     start = time.thread_time()
@@ -163,25 +247,28 @@ def _timed(agent: Any, iterations: int) -> float:
     return elapsed
 
 
-def measure(iterations: int, rounds: int) -> tuple[float, float, float, dict[str, float]]:
-    """Best seconds per run: recording on, off, the floor alone, and on without each part."""
+def measure(iterations: int, rounds: int) -> tuple[float, float, float, float, dict[str, float]]:
+    """Best seconds per run: recording on, off, the floor alone, the floor in the loop, and
+    on without each part."""
     with recordings_dir() as folder:
         on = build_agent(iterations, record=folder)
         off = build_agent(iterations, record=None)
         run_once(on, iterations)
         run_once(off, iterations)
         _floor(iterations, folder)
-        best_on = best_off = best_floor = float("inf")
+        best_on = best_off = best_floor = best_looped = float("inf")
         without = dict.fromkeys(PARTS, float("inf"))
         for r in range(rounds):
             best_off = min(best_off, _timed(off, iterations))
             best_floor = min(best_floor, _floor(iterations, folder))
+            with _floor_in_the_loop():
+                best_looped = min(best_looped, _timed(on, iterations))
             names = list(PARTS) if r % 2 == 0 else list(reversed(PARTS))
             for name in names:
                 with PARTS[name]():
                     without[name] = min(without[name], _timed(on, iterations))
             best_on = min(best_on, _timed(on, iterations))
-    return best_on, best_off, best_floor, without
+    return best_on, best_off, best_floor, best_looped, without
 
 
 def main() -> None:
@@ -190,7 +277,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     n = args.iterations
-    on, off, floor, without = measure(n, args.rounds)
+    on, off, floor, looped, without = measure(n, args.rounds)
 
     def us(seconds: float) -> str:
         return f"{seconds / n * 1e6:.2f}"
@@ -207,6 +294,8 @@ def main() -> None:
             ("ratio on / off", f"{on / off:.2f}"),
             ("the floor: what cannot be left out", us(floor)),
             ("ratio at the floor (off + floor) / off", f"{(off + floor) / off:.2f}"),
+            ("the floor in the loop (the recorder's methods)", us(looped - off)),
+            ("ratio at the floor in the loop", f"{looped / off:.2f}"),
             ("-- saved by taking out --", ""),
             *rows,
         ],

@@ -1343,6 +1343,10 @@ class Recorder:
         goes from it (``tools``, ``answer``, ``continue``), written under the key ``route``."""
         seq = self.seq = self.seq + 1
         versions = self.versions
+        key = message_write["key"]
+        versions[key] = versions[f"reply:{call}"] = seq
+        if key.startswith(("message:", "fold:")):
+            versions["messages"] = seq
         if route is None:
             writes = [message_write]
         else:
@@ -1351,11 +1355,6 @@ class Recorder:
                 known = self._routes[route] = _write(key="route", value=route)
             writes = [message_write, known]
             versions["route"] = seq
-        key = message_write["key"]
-        versions[key] = seq
-        if key.startswith(("message:", "fold:")):
-            versions["messages"] = seq
-        versions[f"reply:{call}"] = seq
         # = _reply(...): a literal, for the reply of every iteration (its sparse fields
         # written when they hold something, in the model's order)
         record = {
