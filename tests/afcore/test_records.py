@@ -17,7 +17,16 @@ from pydantic import BaseModel, TypeAdapter
 from afcore import Agent, circuit_breaker, define_tool, mock, rule
 from afcore import recording as rec
 from afcore.errors import ReliabilityFailFastError, ServerError
-from afcore.messages import Request, Response, ToolCall, Usage
+from afcore.messages import (
+    AssistantMessage,
+    Message,
+    Request,
+    Response,
+    TextBlock,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+)
 from afcore.recording._models import (
     RECORD_ADAPTER,
     Blob,
@@ -36,6 +45,8 @@ from afcore.recording._models import (
     line,
     trusted,
 )
+from afcore.recording._writer import Recorder
+from afcore.secrets import Redaction
 from tests.conftest import fixed_recording
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,6 +240,31 @@ def test_a_tool_loop_round_trips_line_by_line(tmp_path: Path) -> None:
 
 
 # -- the writer's side ---------------------------------------------------------------------
+
+
+_MESSAGES: list[Message] = [
+    ToolResultMessage("c1", "echo", "ok 1"),
+    ToolResultMessage("c\u00e9", "na\u00efve", 'line\nnext "quoted" \u2028 \U0001f600'),
+    ToolResultMessage("c2", "echo", "failed", is_error=True),
+    AssistantMessage((ToolCall("c1", "echo", {"n": 1}),)),
+    AssistantMessage((ToolCall("c2", "find", {"z": {"b": 2, "a": [3, {"y": 1, "x": 0}]}}),)),
+    AssistantMessage((ToolCall("c3", "echo", {}, id_synthesized=True),)),
+    AssistantMessage((TextBlock("thinking aloud"), ToolCall("c4", "echo", {"n": 4}))),
+]
+
+
+@pytest.mark.parametrize("message", _MESSAGES, ids=range(len(_MESSAGES)))
+def test_a_message_is_written_as_its_canonical_json(tmp_path: Path, message: Message) -> None:
+    """The writer spells the messages of every iteration (a tool's result, a reply asking
+    for one tool) from literals rather than ``to_json()``: each must be the canonical JSON
+    of the message (keys sorted at every depth), the bytes its id is taken over."""
+    recorder = Recorder(tmp_path / "m.jsonl", run_id="m", redactor=Redaction().compile())
+    try:
+        _, write = recorder.message(message)
+        canonical = orjson.dumps(message.to_json(), option=orjson.OPT_SORT_KEYS)
+        assert orjson.dumps(write) == b'{"key":"message:1","value":' + canonical + b"}"
+    finally:
+        recorder.close()
 
 
 def test_sparse_fields_are_written_only_when_they_hold_something() -> None:
