@@ -51,6 +51,7 @@ __all__ = [
     "MAX_LINE",
     "CallCheck",
     "CheckedBlob",
+    "CheckedTool",
     "Problem",
     "Recording",
     "ToolLine",
@@ -221,6 +222,33 @@ def _tool_line(found: re.Match[bytes]) -> ToolLine:
         float(ms),
         result.decode(),
     )
+
+
+TOOL_CHECK = re.compile(
+    rb'\{"t":"commit","seq":(%s),"rsid":"tool:[\x20\x21\x23-\x5b\x5d-\x7e]*","iter":%s,'
+    rb'"reads":(\[(?:%s(?:,%s)*)?\]),'
+    rb'"writes":\[\{"key":"message:(0|[1-9]\d{0,17})","ref":"([A-Za-z0-9_-]{1,64})"\}\],'
+    rb'"tool":\{"name":%s,"k":(%s),"call_id":%s,"status":"(?:%s)",'
+    rb'"ms":-?(?:0|[1-9]\d{0,15})\.\d{1,17},"result_status":"(?:%s)"\}\}'
+    % (_INT, _INT, _READ_PAIR, _READ_PAIR, _TEXT, _INT, _TEXT, _OUTCOME_STATUS, _RESULT_STATUS)
+)
+"""The lines :data:`TOOL_COMMIT` takes, with the groups a check reads: seq, reads (the JSON
+array), the message's number and ref, the tool's name and k. A checking walk gives such a
+line as a :class:`CheckedTool`."""
+
+
+class CheckedTool(NamedTuple):
+    """A commit of a tool's outcome in af's common 1.1 shape (see :data:`TOOL_CHECK`), as a
+    checking walk gives it (``records(blobs="checked", tool_lines=True)``): the values a
+    check of the commit log reads, the record left unbuilt. The line is a valid commit
+    whose stage is a tool's (``tool:<name>``) and whose one write is ``message:<message>``
+    by ``ref``. A named tuple: a big file's walk makes one per tool call."""
+
+    seq: int
+    reads: list[list[Any]]
+    """As parsed: ``[key, seq]`` pairs of a string and an integer."""
+    message: int
+    ref: str
 
 
 SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
@@ -1021,8 +1049,8 @@ class Recording:
         blobs: Literal["checked"],
         seals: bool = True,
         only: Collection[str] | None = None,
-        tool_lines: Literal[False] = False,
-    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]: ...
+        tool_lines: bool = False,
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob | CheckedTool]]: ...
 
     def records(
         self,
@@ -1032,7 +1060,7 @@ class Recording:
         seals: bool = True,
         only: Collection[str] | None = None,
         tool_lines: bool = False,
-    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob | ToolLine]]:
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob | ToolLine | CheckedTool]]:
         """Every readable record with its line number, or those on ``lines`` (from 1, in
         order): a reader that knows which records it needs reads only those. ``blobs=False``:
         all but the blobs (a reader that takes values by their ref reads each when it needs
@@ -1046,7 +1074,8 @@ class Recording:
         seal, an eviction) are taken by their bytes, unparsed. ``tool_lines`` (with ``only``
         naming commits): a commit of a tool's outcome in af's common 1.1 shape, met as the
         walk indexes the file, is given as a :class:`ToolLine` (its values, unparsed) rather
-        than as its record; any other commit as its record.
+        than as its record; any other commit as its record. With ``blobs="checked"``, such a
+        commit met as the walk indexes the file is given as a :class:`CheckedTool`.
         Lines that are not valid records were reported in :attr:`problems` when the file was
         indexed, or are reported here. A walk of the whole file hands the pages it read back
         as it goes, so memory stays flat however big the file; a walk that meets
@@ -1081,6 +1110,7 @@ class Recording:
         )
         fill = self._fill if self._v11 else None
         problems = self.problems
+        checked_tools = tool_lines
         tool_lines = tool_lines and only is not None and "commit" in only
         match, tool_line = _Match, _tool_line
         indexed = len(starts)
@@ -1121,7 +1151,7 @@ class Recording:
                 name = _KIND_NAMES.get(kind, "a")
                 problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
         if checked:
-            yield from self._scan_checked(skip, release)
+            yield from self._scan_checked(skip, release, tools=checked_tools and self._v11)
             return
         # Lines not indexed yet come from the file as the index takes them in. A walk that
         # hands out no blob values keeps the last blob lines it passed: the records after
@@ -1166,13 +1196,14 @@ class Recording:
                 problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
 
     def _scan_checked(
-        self, skip: set[int], release: int
-    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob]]:
+        self, skip: set[int], release: int, *, tools: bool = False
+    ) -> Iterator[tuple[int, Record | UnknownRecord | CheckedBlob | CheckedTool]]:
         """The lines not indexed yet, for a checking walk (``records(blobs="checked")``): each
         indexed as :meth:`_scan` indexes it and handed out as :meth:`records` hands it out,
         in one loop (the checking walk of a big file spends its time per line). No blob line
         is kept: a checking reader reads the few values it needs by their ref
-        (:meth:`read_blob`), from the map."""
+        (:meth:`read_blob`), from the map. ``tools``: a commit of a tool's outcome in af's
+        common 1.1 shape is given as a :class:`CheckedTool`."""
         file = self._file
         if file is None:
             return
@@ -1196,6 +1227,8 @@ class Recording:
         # 1.1 calls and replies are parsed (see _REPLY_HEAD)
         fast_heads = _FAST_11 if v11 else _FAST
         commit, commit_code = self._typed_commit, _KIND_CODES["commit"]
+        tool_check = TOOL_CHECK.fullmatch if tools else None
+        dense, tool_index, tool_commits = idx.messages.dense, idx.tools, idx.tool_commits
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
         loads, types, convert, rejected, judge = (
             orjson.loads,
@@ -1317,6 +1350,27 @@ class Recording:
                             yield line, taken
                             continue
                     elif fast == commit_code:
+                        if tool_check is not None:
+                            shape = tool_check(raw, 0, size - 1)
+                            if shape is not None:
+                                # Indexed as _scan indexes it, from the groups.
+                                commits.append(i)
+                                n = int(shape[3])
+                                if n == len(dense):
+                                    dense.append(i)
+                                else:
+                                    _put(idx.messages, n, i)
+                                tool_commits.append(i)
+                                tool_index.setdefault(f"{shape[5].decode()}#{int(shape[6])}", i)
+                                kinds.append(commit_code)
+                                yield (
+                                    line,
+                                    checked(
+                                        CheckedTool,
+                                        (int(shape[1]), loads(shape[2]), n, shape[4].decode()),
+                                    ),
+                                )
+                                continue
                         typed_commit = commit(i, raw) if size < _TYPED_SIZE else None
                         if typed_commit is not None:
                             kinds.append(commit_code)

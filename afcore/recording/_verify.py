@@ -23,6 +23,7 @@ from afcore.recording._reader import (
     SEAL_LINE,
     CallCheck,
     CheckedBlob,
+    CheckedTool,
     Problem,
     Recording,
     TornTail,
@@ -45,6 +46,7 @@ from afcore.recording._structs import (
     ToolProgress,
     ToolStart,
     UnknownRecord,
+    Write,
 )
 from afcore.recording._typed import typed
 from afcore.recording._window_check import WindowReplay, _number
@@ -125,7 +127,7 @@ def _verify(rec: Recording) -> VerifyReport:
                 Problem(line, f"{what} refers to blob {ref[:12]}, not stored before it")
             )
 
-    def check_reads(line: int, seq: int, reads: list[tuple[str, int]]) -> None:
+    def check_reads(line: int, seq: int, reads: list[Any]) -> None:
         for key, version in reads:
             keys = written.get(version)
             if keys is None or version >= seq:
@@ -196,13 +198,15 @@ def _verify(rec: Recording) -> VerifyReport:
 
     # The types are compared by identity (every record is an instance of its model, never of
     # a subclass), most frequent first: this loop runs once per line of the file.
-    for line, record in rec.records(blobs="checked", seals=False):
+    for line, record in rec.records(blobs="checked", seals=False, tool_lines=True):
         kind = type(record)
         # Seals are checked on the bytes after the walk (a malformed one comes here too).
         if end_line is not None and kind is not Seal:
             # A paused run goes on in the same file: its run_end, then a resume record.
             if not (paused and kind is Resume):
-                t = "blob" if isinstance(record, CheckedBlob) else record.t
+                t = (
+                    "blob" if kind is CheckedBlob else "commit" if kind is CheckedTool else record.t  # type: ignore[union-attr]
+                )
                 problems.append(Problem(line, f"a {t} record follows run_end (line {end_line})"))
             end_line = None
         elif kind is Resume:
@@ -216,6 +220,29 @@ def _verify(rec: Recording) -> VerifyReport:
             else:
                 problems.append(Problem(line, f"blob {ref[:12]} does not hash to its id"))
                 bad.add(ref)
+        elif kind is CheckedTool:
+            # A tool's commit in af's common shape: what the Commit branch below does with
+            # it, its one write a message by ref and its stage a tool's (which joins).
+            seq, reads, n, ref = record  # type: ignore[misc]
+            if seq != last_seq + 1:
+                problems.append(Problem(line, f"seq {seq} follows seq {last_seq}"))
+            last_seq = seq
+            if reads:
+                check_reads(line, seq, reads)
+            if n == messages + 1:  # the key is due's (the number is written plain)
+                if ref not in blobs:
+                    check_ref(line, ref, f"write of {due}")
+                messages = n
+                if messages == len(refs):
+                    refs.append(ref)
+                else:
+                    message(messages, Write(key=due, ref=ref))
+                written[seq] = (due, "messages")
+                numbers = [messages]
+            else:
+                numbers = note_writes(line, seq, [Write(key=f"message:{n}", ref=ref)])
+            due = f"message:{messages + 1}"
+            window.join(numbers)
         elif kind is Commit:
             assert isinstance(record, Commit)
             seq = record.seq

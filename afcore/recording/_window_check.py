@@ -41,14 +41,15 @@ class WindowReplay:
             numbers = _numbers(record.writes)
         stage = record.stage
         if stage.startswith("tool:") or stage in _JOINING:
-            self._join(numbers)  # what joins the history (see the writer's joins_history)
+            self.join(numbers)  # what joins the history (see the writer's joins_history)
         elif stage == "inject":
             self.injected.update(numbers)
         elif stage == "window":
             return self._fold(record, numbers)
         return _NO_PROBLEMS
 
-    def _join(self, numbers: list[int]) -> None:
+    def join(self, numbers: list[int]) -> None:
+        """Messages ``numbers`` join the live window (a tool's commit, a kept reply, ...)."""
         self.live.extend(numbers)
         runs = self._runs
         if len(numbers) == 1 and runs:  # _runs's, inline: most stages write one message
@@ -65,7 +66,7 @@ class WindowReplay:
         # An answer a reliability rule refused is kept in the file but joins no window.
         kept = record.decision is None or record.decision.verb == "ok"
         if kept and record.rsid.startswith("call-llm#"):
-            self._join(_numbers(record.writes) if numbers is None else numbers)
+            self.join(_numbers(record.writes) if numbers is None else numbers)
 
     def call(self, record: Call) -> str | None:
         """Why the call's window is not the live window (None when it is)."""

@@ -1,0 +1,214 @@
+"""The checking walk of ``af verify`` takes lines af writes in a known shape by their bytes; what
+it says of a file is what it says when every line is parsed and converted, whatever was edited.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from afcore import recording as rec
+from afcore.recording import _reader
+from afcore.recording._hashing import V11
+from afcore.recording._reader import TOOL_CHECK, TOOL_COMMIT, CheckedTool
+from afcore.recording._structs import Commit, Write
+from afcore.recording._typed import record
+from tests.afcore.byte_edits import edited as edited_line
+from tests.afcore.test_tamper import _mangled, _verdict
+from tests.conftest import reseal
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = [ROOT / "recordings" / f"sample-{name}.jsonl" for name in ("trip", "sliding")]
+
+
+def by_ref(path: Path) -> list[bytes]:
+    """The sample's lines with each tool's message in a blob line before its commit, under its
+    id, as af writes a long tool result, and sealed again."""
+    out = []
+    for line in path.read_bytes().splitlines(keepends=True):
+        data = orjson.loads(line)
+        if data.get("t") == "commit" and data.get("tool") and data.get("writes"):
+            write = data["writes"][0]
+            if "value" in write:
+                value = write.pop("value")
+                write["ref"] = ref = V11.content(value)
+                blob = {"t": "blob", "id": ref, "value": value}
+                out.append(orjson.dumps(blob, option=orjson.OPT_SORT_KEYS) + b"\n")
+                if isinstance(data["tool"].get("ms"), int):
+                    data["tool"]["ms"] += 0.5
+                data["tool"].setdefault("result_status", "success")
+                line = orjson.dumps(data) + b"\n"
+        out.append(line)
+    return reseal(b"".join(out)).splitlines(keepends=True)
+
+
+def _general(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No tool commit taken by its bytes: each parsed and converted, as any line."""
+    monkeypatch.setattr(_reader, "TOOL_CHECK", re.compile(b"(?!)"))
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """verify's say on ``path`` from the walk that takes tool commits by their bytes, having
+    checked that the walk that parses them, and a reader of the file indexed first, say the
+    same."""
+    fast = _verdict(path, index=False)
+    with monkeypatch.context() as m:
+        _general(m)
+        assert _verdict(path, index=False) == fast
+    assert _verdict(path, index=True) == fast
+    return fast
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
+def test_af_s_tool_commits_are_taken_by_their_bytes(
+    sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool's commit with its message by ref comes out of the checking walk as a
+    CheckedTool (a change to the walk must not route them past it), and the file verifies."""
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(by_ref(sample)))
+    with rec.open_recording(path, index=False) as walk:
+        kinds = [type(r) for _, r in walk.records(blobs="checked", seals=False, tool_lines=True)]
+    assert kinds.count(CheckedTool) >= 5
+    assert Commit in kinds  # the others (inject, window, seed) as their records
+    verdict = _both(path, monkeypatch)
+    assert verdict[0]["ok"], verdict
+
+
+def test_the_other_walks_give_tool_commits_as_records(tmp_path: Path) -> None:
+    """Only a walk that asks for them gets CheckedTools (a continuing writer reads Commits)."""
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(by_ref(SAMPLES[0])))
+    with rec.open_recording(path, index=False) as walk:
+        assert not any(isinstance(r, CheckedTool) for _, r in walk.records(blobs="checked"))
+
+
+_COMMON = (
+    b'{"t":"commit","seq":5,"rsid":"tool:search#3","iter":1,"reads":[["reply:1",4]],'
+    b'"writes":[{"key":"message:3","ref":"2Ixn7A3X_Bt2Y7yN8x3-ng"}],"tool":{"name":"search",'
+    b'"k":1,"call_id":"c1","status":"ok","ms":4.693,"result_status":"success"}}'
+)
+
+
+def _as_record(line: bytes) -> Any:
+    """The line as a reader that parses it takes it (a 1.1 commit's stage from its rsid)."""
+    data = orjson.loads(line)
+    data.setdefault("stage", data["rsid"].partition("#")[0])
+    return record(data)
+
+
+def test_what_the_shape_takes_is_a_tool_commit_with_its_values() -> None:
+    """A line the shape takes is valid JSON and a valid commit, whatever bytes of it were
+    changed: its stage a tool's, its one write the message by ref, and the CheckedTool holds
+    its values. It takes the lines the run view's shape takes, no others."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @given(st.data())
+    def edited(data: st.DataObject) -> None:
+        line = edited_line(data, _COMMON)
+        found = TOOL_CHECK.fullmatch(line)
+        assert (found is None) == (TOOL_COMMIT.fullmatch(line) is None)
+        if found is None:
+            return
+        commit = _as_record(line)
+        assert isinstance(commit, Commit)
+        assert commit.stage.startswith("tool:")
+        assert commit.tool is not None
+        seq, reads, n, ref = int(found[1]), orjson.loads(found[2]), int(found[3]), found[4]
+        assert (seq, [tuple(r) for r in reads]) == (commit.seq, commit.reads)
+        assert commit.writes == [Write(key=f"message:{n}", ref=ref.decode())]
+        assert f"{found[5].decode()}#{int(found[6])}" == f"{commit.tool.name}#{commit.tool.k}"
+
+    edited()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        (b'"seq":5', b'"seq":6'),
+        (b'"seq":5', b'"seq":-5'),
+        (b'"seq":5', b'"seq":5.0'),
+        (b'"seq":5', b'"seq":"5"'),
+        (b'"seq":5', b'"seq":123456789012345678901'),
+        (b'"message:3"', b'"message:03"'),
+        (b'"message:3"', b'"message:4"'),
+        (b'"message:3"', b'"message:0"'),
+        (b'"message:3"', b'"message:999999999999999999"'),
+        (b'"message:3"', b'"message:x"'),
+        (b'"message:3"', b'"fold:3"'),
+        (b'"ref":"2Ixn7A3X_Bt2Y7yN8x3-ng"', b'"ref":"nowhere"'),
+        (b'"ref":"2Ixn7A3X_Bt2Y7yN8x3-ng"', b'"ref":"2Ixn7A3X_Bt2Y7yN8x3-ng","value":1'),
+        (b'"reads":[["reply:1",4]]', b'"reads":[]'),
+        (b'"reads":[["reply:1",4]]', b'"reads":[["reply:1",4],["reply:1",4]]'),
+        (b'"reads":[["reply:1",4]]', b'"reads":[["reply:1",99]]'),
+        (b'"reads":[["reply:1",4]]', b'"reads":[["reply:1",-0]]'),
+        (b'"reads":[["reply:1",4]]', b'"reads":[["reply:1"]]'),
+        (b'"rsid":"tool:search#3"', b'"rsid":"inject#3"'),
+        (b'"rsid":"tool:search#3"', b'"rsid":"tool:search#3","stage":"inject"'),
+        (b'"status":"ok"', b'"status":"fine"'),
+        (b'"k":1', b'"k":-0'),
+        (b"}}", b'},"extra":1}'),
+        (b'"seq":5', b'"seq":5,"seq":6'),
+    ],
+)
+@pytest.mark.parametrize("resealed", [False, True])
+def test_a_tool_commit_edited_says_what_a_parsed_one_says(
+    edit: tuple[bytes, bytes], resealed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool commit changed in its bytes, whether the shape still takes it or not: verify
+    says what it says when the line is parsed."""
+    lines = by_ref(SAMPLES[0])
+    at = next(i for i, x in enumerate(lines) if TOOL_CHECK.fullmatch(x.rstrip(b"\n")))
+    common = lines[at].rstrip(b"\n")
+    old, new = edit
+    line = _COMMON.replace(old, new, 1)
+    assert line != _COMMON
+    # The same edit on the sample's own first tool commit.
+    found = TOOL_CHECK.fullmatch(common)
+    assert found is not None
+    ours = {
+        b'"seq":5': b'"seq":' + found[1],
+        b'"message:3"': b'"message:' + found[3] + b'"',
+        b'"ref":"2Ixn7A3X_Bt2Y7yN8x3-ng"': b'"ref":"' + found[4] + b'"',
+        b'"reads":[["reply:1",4]]': b'"reads":' + found[2],
+        b'"rsid":"tool:search#3"': common[common.index(b'"rsid":') : common.index(b',"iter"')],
+        b'"k":1': b'"k":' + found[6],
+    }
+    mine = ours.get(old, old)
+    if mine not in common:
+        pytest.skip("the sample's commit says it otherwise")
+    if old in ours:
+        new = new.replace(old, mine)
+    lines[at] = common.replace(mine, new, 1) + b"\n"
+    data = b"".join(lines)
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(reseal(data) if resealed else data)
+    _both(path, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(64))
+def test_verify_says_the_same_of_an_edited_file_whichever_way_it_reads_tool_commits(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line lost, doubled, moved or cut short, a value or a byte changed, a seal forged, the
+    file torn, sealed again or not: verify says the same taking tool commits by their bytes
+    or parsing them, and the same as of the file indexed first."""
+    lines = by_ref(SAMPLES[seed % len(SAMPLES)])
+    tools = [i for i, x in enumerate(lines) if TOOL_CHECK.fullmatch(x.rstrip(b"\n"))]
+    if seed % 3 == 0:
+        # Near a tool commit: the lines the fast path reads and those around it.
+        at = tools[seed % len(tools)]
+        lines = [*lines[: at - 1], *_mangled(lines[at - 1 : at + 2], seed).splitlines(True)]
+        lines += by_ref(SAMPLES[seed % len(SAMPLES)])[at + 2 :]
+        data = b"".join(lines)
+    else:
+        data = _mangled(lines, seed)
+    for resealed in (False, True):
+        path = tmp_path / f"edited-{resealed}.jsonl"
+        path.write_bytes(reseal(data) if resealed else data)
+        _both(path, monkeypatch)
