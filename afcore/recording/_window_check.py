@@ -137,14 +137,28 @@ class WindowReplay:
             return [f"{fold_write.key} does not say which messages left"]
         gone = set(removed)
         problems = []
-        live = set(self.live)
-        absent = [n for n in removed if n not in live]
-        if absent:
-            problems.append(
-                f"{fold_write.key} removes messages {_short(absent)}, not in the window"
-            )
-        at = next((i for i, n in enumerate(self.live) if n in gone), len(self.live))
-        kept = [n for n in self.live if n not in gone]
+        window = self.live
+        at = _index(window, removed[0]) if removed else -1
+        end = at + len(removed)
+        if (
+            at >= 0
+            and window[at:end] == removed
+            and gone.isdisjoint(window[:at])
+            and gone.isdisjoint(window[end:])
+        ):
+            # As a fold removes them, together: each is in the window, the first of them at
+            # ``at``, and what stays is the window less that stretch (what the lines below
+            # work out, in C).
+            kept = window[:at] + window[end:]
+        else:
+            live = set(window)
+            absent = [n for n in removed if n not in live]
+            if absent:
+                problems.append(
+                    f"{fold_write.key} removes messages {_short(absent)}, not in the window"
+                )
+            at = next((i for i, n in enumerate(window) if n in gone), len(window))
+            kept = [n for n in window if n not in gone]
         summaries = [n for n in numbers if n not in gone]
         self.live = live_now = kept[:at] + summaries + kept[at:]
         # _runs([], live_now), cut where a number is not one more than the one before: a
@@ -201,6 +215,14 @@ def _expand(ranges: Any) -> list[int] | None:
         if len(out) > _LIMIT:
             return None
     return out
+
+
+def _index(numbers: list[int], n: int) -> int:
+    """Where ``n`` first is in ``numbers`` (-1: nowhere)."""
+    try:
+        return numbers.index(n)
+    except ValueError:
+        return -1
 
 
 def _short(numbers: list[int]) -> str:

@@ -212,3 +212,55 @@ def test_verify_says_the_same_of_an_edited_file_whichever_way_it_reads_tool_comm
         path = tmp_path / f"edited-{resealed}.jsonl"
         path.write_bytes(reseal(data) if resealed else data)
         _both(path, monkeypatch)
+
+
+def _fold_as_ever(live: list[int], removed: list[int], numbers: list[int]) -> tuple[Any, ...]:
+    """What a fold leaves, worked out one message at a time (the window check's way before
+    it took a fold's stretch whole): the live window, its runs, the absent messages."""
+    from itertools import pairwise
+
+    gone = set(removed)
+    absent = [n for n in removed if n not in set(live)]
+    at = next((i for i, n in enumerate(live) if n in gone), len(live))
+    kept = [n for n in live if n not in gone]
+    now = kept[:at] + [n for n in numbers if n not in gone] + kept[at:]
+    runs: list[tuple[int, int]] = []
+    for a, b in pairwise([None, *now]):
+        if a is not None and b == a + 1:
+            runs[-1] = (runs[-1][0], b)
+        else:
+            runs.append((b, b))
+    return now, runs, absent
+
+
+def test_a_fold_leaves_the_window_it_left_taken_whole_or_one_by_one() -> None:
+    """The window check takes the stretch a fold removes whole when it lies together in the
+    live window; whatever the window and the fold (duplicates, numbers not in it, a stretch
+    in pieces), what it leaves and what it reports are what taking them one by one gives."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from afcore.recording._window_check import WindowReplay, _short
+
+    numbers = st.lists(st.integers(0, 12), max_size=14)
+
+    @given(numbers, st.data(), st.lists(st.integers(0, 14), max_size=2))
+    def folded(live: list[int], data: st.DataObject, summaries: list[int]) -> None:
+        if live and data.draw(st.booleans()):  # a stretch of the window, as af folds
+            a = data.draw(st.integers(0, len(live) - 1))
+            removed = live[a : data.draw(st.integers(a, len(live)))]
+        else:
+            removed = data.draw(numbers)
+        ranges = [[n, n] for n in removed]
+        fold = Write(key="fold:1", ref="f")
+        check = WindowReplay(lambda _: {"messages": ranges}, lambda _: None)
+        check.join(list(live))
+        commit = Commit(seq=1, rsid="window#1", stage="window", iter=1, writes=[fold])
+        problems = check.commit(commit, summaries)
+        now, runs, absent = _fold_as_ever(live, removed, summaries)
+        assert (check.live, check._runs) == (now, runs)
+        said = f"fold:1 removes messages {_short(absent)}, not in the window"
+        assert problems == ([said] if absent else [])
+        assert check.folds[1] == set(removed)
+
+    folded()
