@@ -123,7 +123,12 @@ class WindowReplay:
         ]
 
     def _fold(self, record: Commit, numbers: list[int]) -> list[str]:
-        fold_write = next((w for w in record.writes if w.key.startswith("fold:")), None)
+        writes = record.writes
+        fold_write = (
+            writes[0]  # as af writes a fold: its one write
+            if len(writes) == 1 and writes[0].key.startswith("fold:")
+            else next((w for w in writes if w.key.startswith("fold:")), None)
+        )
         if fold_write is None:
             return ["a window stage writes no fold"]
         try:
@@ -159,7 +164,7 @@ class WindowReplay:
                 )
             at = next((i for i, n in enumerate(window) if n in gone), len(window))
             kept = [n for n in window if n not in gone]
-        summaries = [n for n in numbers if n not in gone]
+        summaries = [n for n in numbers if n not in gone] if numbers else numbers
         self.live = live_now = kept[:at] + summaries + kept[at:]
         # _runs([], live_now), cut where a number is not one more than the one before: a
         # window stage comes at every iteration of a run under a sliding window.
@@ -203,10 +208,13 @@ def _runs(runs: list[tuple[int, int]], numbers: list[int]) -> list[tuple[int, in
     return runs
 
 
+_PAIR = (list, tuple)
+
+
 def _expand(ranges: Any) -> list[int] | None:
     out: list[int] = []
     for r in ranges:
-        if not (isinstance(r, list | tuple) and len(r) == 2):
+        if not (isinstance(r, _PAIR) and len(r) == 2):
             return None
         a, b = r
         if not (isinstance(a, int) and isinstance(b, int)) or not 0 <= b - a < _LIMIT:
