@@ -1230,6 +1230,7 @@ class Recording:
         tool_check = TOOL_CHECK.fullmatch if tools else None
         dense, tool_index, tool_commits = idx.messages.dense, idx.tools, idx.tool_commits
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
+        from_bytes = int.from_bytes
         loads, types, convert, rejected, judge = (
             orjson.loads,
             AGENT_TYPES,
@@ -1283,6 +1284,29 @@ class Recording:
                     if fast == blob:
                         if size > id_end + 2 and raw[id_end] == 34:
                             rid = raw[18:id_end]
+                            if (
+                                short
+                                and raw.startswith(b'","value":', id_end)
+                                and raw.startswith(_BLOB_PREFIX)
+                                and blob not in skip
+                            ):
+                                # As af writes a blob: its value's canonical JSON, in line.
+                                digest = sha256(memoryview(raw)[value_at:-2]).digest()
+                                if b64(digest[:16])[:22].translate(urlsafe) == rid:
+                                    # Intact: its id is the digest's (V11's short_id, made
+                                    # and compared as bytes), and so is the id's prefix, its
+                                    # first 36 bits (as _prefix reads them from the digits).
+                                    prefix = from_bytes(digest[:5], "big") >> 4
+                                    if blobs.setdefault(prefix, i) != i:
+                                        collided.append((prefix << _LINE_BITS) | i)
+                                    elif size <= _SMALL_BLOB:
+                                        if len(small) >= _SMALL_KEPT:
+                                            small.clear()
+                                        small[rid] = (i, raw)
+                                    kinds.append(blob)
+                                    yield line, checked(CheckedBlob, (rid.decode(), True))
+                                    continue
+                                # Not intact: indexed and reported below, as any blob line.
                             prefix = -1
                             if short:  # _prefix's first way, inline: half the lines are blobs
                                 try:

@@ -264,3 +264,49 @@ def test_a_fold_leaves_the_window_it_left_taken_whole_or_one_by_one() -> None:
         assert check.folds[1] == set(removed)
 
     folded()
+
+
+def test_a_blob_s_prefix_from_its_digest_is_its_id_s() -> None:
+    """The checking walk takes an intact blob's prefix from its value's digest: the id's first
+    36 bits, as the index reads them from the id's digits."""
+    import hashlib
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from afcore.recording._reader import _prefix
+
+    values = st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+        max_leaves=8,
+    )
+
+    @given(values)
+    def prefixed(value: Any) -> None:
+        ref = V11.content(value)
+        digest = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).digest()
+        assert _prefix(ref, V11.size) == int.from_bytes(digest[:5], "big") >> 4
+        assert _prefix(ref.encode(), V11.size) == _prefix(ref, V11.size)
+
+    prefixed()
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
+def test_the_checking_walk_indexes_as_a_whole_open_does(sample: Path, tmp_path: Path) -> None:
+    """What verify's walk leaves indexed is what opening the file whole indexes: every blob
+    found under its id, every line of its kind."""
+    lines = by_ref(sample)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join([*lines, lines[3]]))  # a blob stored twice: a second under its id
+    with rec.open_recording(path, index=False) as walked, rec.open_recording(path) as whole:
+        rec.verify(walked)
+        assert walked._index.blob_keys == whole._index.blob_keys
+        # (an eviction it takes by its bytes is "another type" to it, as to kind())
+        kinds = whole._index.kinds.replace(b"E", b"o")
+        assert walked._index.kinds == kinds
+        assert walked._index.starts == whole._index.starts
+        assert walked._index.tools == whole._index.tools
+        assert walked._index.tool_commits == whole._index.tool_commits
+        assert walked._index.commits == whole._index.commits
+        assert walked._index.messages.dense == whole._index.messages.dense
