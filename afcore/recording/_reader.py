@@ -255,15 +255,6 @@ SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
 """A seal as af writes it: taken by its bytes, unparsed (a file holds one per write)."""
 
 
-def _evicted(raw: bytes) -> ContextEvicted | None:
-    """The record on a context_evicted line as af writes it (see EVICTED_LINE), or None.
-    Such a line is decoded straight to the Struct: its strings plain ASCII and its numbers
-    within 64 bits, msgspec makes of it what parsing and converting it would."""
-    if raw[-1:] != b"\n" or EVICTED_LINE.fullmatch(raw, 0, len(raw) - 1) is None:
-        return None
-    return _decode_evicted(raw)
-
-
 _decode_evicted = msgspec.json.Decoder(ContextEvicted).decode
 _decode_commit = msgspec.json.Decoder(Commit).decode
 _TYPED_SIZE = 2000
@@ -1223,7 +1214,7 @@ class Recording:
         unindexed, other = _UNINDEXED, _OTHER
         small = self._small
         evicted_code, pairs = _EVICTED, _PAIRS
-        evicted = _evicted
+        evicted_line, decode_evicted = EVICTED_LINE.fullmatch, _decode_evicted
         # 1.1 calls and replies are parsed (see _REPLY_HEAD)
         fast_heads = _FAST_11 if v11 else _FAST
         commit, commit_code = self._typed_commit, _KIND_CODES["commit"]
@@ -1367,11 +1358,14 @@ class Recording:
                             kinds.append(call)
                             kind = call
                     elif fast == evicted_code:
-                        taken = evicted(raw)
-                        if taken is not None:
-                            # As af writes it: what parsing and converting it would give.
+                        # A fold writes one per message that left. The line ends with its
+                        # newline (``fast`` says so).
+                        if evicted_line(raw, 0, size - 1) is not None:
+                            # As af writes it (see EVICTED_LINE): its strings plain ASCII and
+                            # its numbers within 64 bits, msgspec makes of it what parsing and
+                            # converting it would.
                             kinds.append(other)
-                            yield line, taken
+                            yield line, decode_evicted(raw)
                             continue
                     elif fast == commit_code:
                         if tool_check is not None:

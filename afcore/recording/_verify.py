@@ -212,10 +212,9 @@ def _verify(rec: Recording) -> VerifyReport:
         elif kind is Resume:
             problems.append(Problem(line, "a resume record that follows no paused run_end"))
         if kind is CheckedBlob:
-            assert isinstance(record, CheckedBlob)
-            ref = record.id
+            ref, intact = record  # type: ignore[misc]
             blobs.add(ref)
-            if record.intact:
+            if intact:
                 good.add(ref)
             else:
                 problems.append(Problem(line, f"blob {ref[:12]} does not hash to its id"))
