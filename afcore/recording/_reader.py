@@ -1371,23 +1371,21 @@ class Recording:
                         if tool_check is not None:
                             shape = tool_check(raw, 0, size - 1)
                             if shape is not None:
+                                seq, reads, number, by_ref, name, k, _ = shape.groups()
                                 # Indexed as _scan indexes it, from the groups.
                                 commits.append(i)
-                                n = int(shape[3])
+                                n = int(number)
                                 if n == len(dense):
                                     dense.append(i)
                                 else:
                                     _put(idx.messages, n, i)
                                 tool_commits.append(i)
-                                tool_index.setdefault(f"{shape[5].decode()}#{int(shape[6])}", i)
+                                # name#k, k as int() writes it: as the digits, but -0 as 0
+                                key = name + b"#" + (k if k != b"-0" else b"0")
+                                tool_index.setdefault(key.decode(), i)
                                 kinds.append(commit_code)
-                                yield (
-                                    line,
-                                    checked(
-                                        CheckedTool,
-                                        (int(shape[1]), loads(shape[2]), n, shape[4].decode()),
-                                    ),
-                                )
+                                taken = (int(seq), loads(reads), n, by_ref.decode())
+                                yield line, checked(CheckedTool, taken)
                                 continue
                         typed_commit = commit(i, raw) if size < _TYPED_SIZE else None
                         if typed_commit is not None:
