@@ -297,8 +297,12 @@ def test_the_checking_walk_indexes_as_a_whole_open_does(sample: Path, tmp_path: 
     """What verify's walk leaves indexed is what opening the file whole indexes: every blob
     found under its id, every line of its kind."""
     lines = by_ref(sample)
+    tool = next(x for x in lines if TOOL_CHECK.fullmatch(x.rstrip(b"\n")))
+    minus = re.sub(rb'"k":\d+', b'"k":-0', tool).replace(b'"name":"', b'"name":"x', 1)
+    assert TOOL_CHECK.fullmatch(minus.rstrip(b"\n"))
     path = tmp_path / "run.jsonl"
-    path.write_bytes(b"".join([*lines, lines[3]]))  # a blob stored twice: a second under its id
+    # A blob stored twice (a second under its id), a tool's k written -0.
+    path.write_bytes(b"".join([*lines, lines[3], minus]))
     with rec.open_recording(path, index=False) as walked, rec.open_recording(path) as whole:
         rec.verify(walked)
         assert walked._index.blob_keys == whole._index.blob_keys
