@@ -1364,7 +1364,7 @@ class Recording:
                             # As af writes it (see EVICTED_LINE): its strings plain ASCII and
                             # its numbers within 64 bits, msgspec makes of it what parsing and
                             # converting it would.
-                            kinds.append(other)
+                            kinds.append(evicted_code)
                             yield line, decode_evicted(raw)
                             continue
                     elif fast == commit_code:
