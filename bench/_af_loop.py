@@ -127,3 +127,30 @@ def recordings_dir() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    """Run as ``python -m bench._af_loop --iterations N --runs K`` (the loop bench starts it
+    in a process of its own, as it does the peers' scripts): ``K`` timed runs of the
+    scripted loop, recording on (``--no-record``: off), after a warm-up run, each after a
+    garbage collection (see :func:`timed_run`); prints their seconds as JSON."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    with recordings_dir() as folder:
+        agent = build_agent(args.iterations, record=None if args.no_record else folder)
+        run_once(agent, args.iterations)
+        path = agent.last_recording
+        if path is not None:
+            path.unlink()
+        times = [timed_run(agent, args.iterations) for _ in range(args.runs)]
+    print(json.dumps(times))
+
+
+if __name__ == "__main__":
+    main()
