@@ -278,18 +278,27 @@ async def drive(
                     checks=run.output_checks,
                     tier=output.tier if output is not None else None,
                 )
+            answered = run.answered
             rec.event(
                 _run_end(
                     status=status,
                     iterations=run.iteration,
                     calls=run.calls,
                     usage=usage_line(run.usage),
-                    answer=rec.write("answer", answer) if answer else None,
+                    # The answer's write as the finalize stage made it (screened then).
+                    answer=None
+                    if not answer
+                    else answered[1]
+                    if answered is not None and answered[0] is answer
+                    else rec.write("answer", answer),
                     error=None if ended_by is None else as_json(ended_by),
                     ms=round_ms(run.ms_before + (clock() - started) * 1000),
                     redactions=rec.redactor.count,
                     contract=None if contract is None else as_json(contract),
-                )
+                ),
+                # Made of af's own values and of writes screened as they were made, but
+                # for an error's message.
+                trusted=ended_by is None,
             )
     finally:
         rec.close()
@@ -368,12 +377,14 @@ async def iterate(run: RunState) -> tuple[RunStatus, str]:
                 await visit(run, agent.window)
             answer, limit_reads = _limits_travel(run, answer)
             fin = rec.next_rsid("finalize")
+            written = rec.write("answer", answer)
+            run.answered = (answer, written)
             rec.commit(
                 fin,
                 "finalize",
                 run.iteration,
                 reads=[*reads, *limit_reads],
-                writes=[rec.write("answer", answer)],
+                writes=[written],
             )
             await settle_typed(run, answer)
             return "answer", answer
@@ -421,15 +432,13 @@ async def _start(run: RunState, message: str) -> None:
         agent.replayer.start(rec.path if rec.enabled else None)
     run.sources = open_sources(run)
     if rec.enabled:
-        redactor = rec.redactor
         # Before anything is written: a secret the inputs name (a state's `password`, a
         # `token=...` in the message or the conversation before it) is replaced wherever
         # it appears, the header included.
         inputs = {"user_message": message, "state": run.state, "identity": run.identity}
         if run.conversation is not None:
             inputs["history"] = [m.to_json() for m in run.conversation.history]
-        redactor.learn(inputs)
-        rec.header(_header_line(run), screened=True)
+        rec.header(_header_line(run, inputs), screened=True)
         for t in agent.tools.values():
             rec.tool_ref(t.spec)
     if agent.window is not None:
@@ -467,12 +476,15 @@ async def _start(run: RunState, message: str) -> None:
         run.keep = conversation.keep
 
 
-def _header_line(run: RunState) -> Line:
+def _header_line(run: RunState, inputs: dict[str, Any]) -> Line:
     """The header, every value in it screened: the run's own fields (its id, start, session,
     seed, replay) at each run, the agent's through :func:`_header_fixed`. Screened apart
     they are redacted as the header whole would be: a secret the agent's fields name is
     replaced in the run's own (they are screened again), and one the run's own name is in
-    the redactor's shape, which :func:`_header_fixed` is looked up by."""
+    the redactor's shape, which :func:`_header_fixed` is looked up by. The redactor learns
+    the secrets the run's ``inputs`` name first; inputs and own fields are screened in one
+    pass, and apart only when it finds something (the walk of the two together changes
+    nothing when the screen of their bytes finds nothing: neither then names a secret)."""
     agent, redactor = run.agent, run.rec.redactor
     config, replayer, link = agent.recording, agent.replayer, _session_link(run)
     own: dict[str, Any] = {
@@ -483,7 +495,15 @@ def _header_line(run: RunState) -> Line:
         "replay_of": None if replayer is None else replayer.link,
     }
     count = redactor.count
-    screened = _screened(redactor, own)
+    try:
+        clean = not redactor.screen(orjson.dumps((inputs, own), default=as_json))
+    except TypeError:  # not JSON as it is (a big integer, a lone surrogate): apart
+        clean = False
+    if clean:
+        screened = own
+    else:
+        redactor.learn(inputs)
+        screened = _screened(redactor, own)
     shape = redactor.shape
     fixed, replaced = _header_fixed(run)
     if redactor.shape != shape:  # the agent's fields named a secret the run's may hold

@@ -203,6 +203,25 @@ def test_the_runs_own_header_fields_are_screened_with_what_the_run_learned(
     assert header["run_id"] == "run-[redacted:field:password]"
 
 
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        {"state": {"password": SECRET}},
+        {"state": {"password": SECRET, "big": 2**70}},  # not JSON as it is: screened apart
+        {"identity": {"api_key": SECRET}},
+    ],
+)
+def test_what_the_inputs_name_is_learned_before_the_header_and_the_message_are_written(
+    tmp_path: Path, inputs: dict[str, Any]
+) -> None:
+    agent = _agent(tmp_path)
+    _run(agent)
+    agent.recording = RecordingConfig(dir=tmp_path, run_id=f"run-{SECRET}")
+    path = _run(agent, **inputs)
+    assert SECRET.encode() not in path.read_bytes()
+    assert _header(path)["run_id"].startswith("run-[redacted:field:")
+
+
 # -- the first call's frame, taken from the runs before -----------------------------------
 
 
