@@ -7,7 +7,8 @@ its thread. Two ways keep Ctrl-C working:
   is the main thread, inside :func:`inline`. The SIGINT handler in force (the event loop's,
   or the command's) is wrapped for the run (:func:`sigint_reaches_tools`): it runs as before
   (it cancels the run, says the run is stopping) and then raises :class:`ToolInterrupted`
-  into the tool, which is unwound there and then. No thread, no hand-off: a tool call costs a
+  into the tool, which is unwound there and then (a sync door's own handler does both
+  itself: it has nothing to wrap). No thread, no hand-off: a tool call costs a
   function call. What cannot be unwound this way is a tool stuck in C code that does not
   return to Python on a signal (CPython runs handlers between bytecodes), and a cancel that
   is not a signal (``asyncio.wait_for``'s timeout) waits for the tool to return; a tool that
@@ -52,7 +53,9 @@ __all__ = [
     "in_thread",
     "inline",
     "new_threads_leave_sigint",
+    "reaches_tools",
     "sigint_reaches_tools",
+    "tool_running",
 ]
 
 INTERRUPTED_TEXT = (
@@ -76,6 +79,9 @@ _inline_depth = 0
 agent of its own)."""
 _wrapped = 0
 """How many runs on the main thread have the SIGINT handler wrapped (nested runs share it)."""
+_reaching: Any = None
+"""The SIGINT handler a sync door installed for its run, which raises into an inline tool
+itself (see :func:`reaches_tools`): a run under it has nothing to wrap."""
 
 
 _beside: contextvars.ContextVar[bool] = contextvars.ContextVar("af_beside", default=False)
@@ -133,6 +139,15 @@ def sigint_reaches_tools() -> Iterator[None]:
     # member first, and the failed lookup formats the handler's repr, which for the event
     # loop's handler is its task's, callbacks and source lines: ~60 us a run.
     previous = _signal.getsignal(signal.SIGINT)
+    if previous is _reaching and previous is not None:
+        # A sync door's own handler, which raises into an inline tool already: two
+        # sigactions a run fewer.
+        _wrapped = 1
+        try:
+            yield
+        finally:
+            _wrapped = 0
+        return
     if not callable(previous):
         yield  # SIG_IGN, SIG_DFL or a handler not set from Python: leave it alone
         return
@@ -151,6 +166,20 @@ def sigint_reaches_tools() -> Iterator[None]:
         _wrapped = 0
         if _signal.getsignal(signal.SIGINT) is handler:
             _signal.signal(signal.SIGINT, previous)
+
+
+def reaches_tools(handler: Callable[[int, Any], None] | None) -> None:
+    """``handler`` (None: none) is the SIGINT handler a sync door put in force for its run,
+    which raises :class:`ToolInterrupted` into an inline tool after its own work
+    (:func:`tool_running` says whether one was, as the signal came), as the wrapper of
+    :func:`sigint_reaches_tools` does: a run under it is not wrapped again."""
+    global _reaching
+    _reaching = handler
+
+
+def tool_running() -> bool:
+    """Whether an inline tool is running on the main thread (see :func:`reaches_tools`)."""
+    return _inline_depth > 0
 
 
 @contextmanager

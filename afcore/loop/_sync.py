@@ -56,7 +56,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from afcore.errors import UsageError
-from afcore.loop._interrupt import SignalWake
+from afcore.loop._interrupt import SignalWake, ToolInterrupted, reaches_tools, tool_running
 from afcore.recording._writer import hold_syncs, release_syncs
 
 __all__ = ["run_sync"]
@@ -147,10 +147,15 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
 
     def on_sigint(signum: int, frame: Any) -> None:
         nonlocal interrupts
+        # An inline tool is unwound too (ToolInterrupted), after the run is cancelled: the
+        # loop's wrapper of the handler is this handler's own part (see reaches_tools).
+        running = tool_running()
         interrupts += 1
         if interrupts == 1 and not task.done():
             task.cancel()
             loop.call_soon_threadsafe(lambda: None)  # wake a select() with a long timeout
+            if running:
+                raise ToolInterrupted
             return
         raise KeyboardInterrupt
 
@@ -161,6 +166,7 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
         try:
             _signal.signal(signal.SIGINT, on_sigint)
             handler = on_sigint
+            reaches_tools(on_sigint)
         except ValueError:  # an embedded interpreter that does not take signals
             pass
     wake = None
@@ -180,8 +186,10 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
         try:
             if wake is not None:
                 wake.disarm(woken)
-            if handler is not None and _signal.getsignal(signal.SIGINT) is handler:
-                _signal.signal(signal.SIGINT, signal.default_int_handler)
+            if handler is not None:
+                reaches_tools(None)
+                if _signal.getsignal(signal.SIGINT) is handler:
+                    _signal.signal(signal.SIGINT, signal.default_int_handler)
             _settle(loop)
         finally:
             release_syncs(held)
