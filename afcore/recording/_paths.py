@@ -35,7 +35,7 @@ def in_folder(folder: Path, name: str) -> Path:
     """``folder / name`` for a ``name`` of one part (a generated run's file), made from the
     folder's parts as they are (joining parses both again: ~20 us of a short run cold)."""
     child = getattr(folder, "_make_child_relpath", None)
-    return child(name) if child is not None else folder / name  # type: ignore[no-any-return]
+    return child(name) if child is not None else folder / name
 
 
 _last_ms = 0
