@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,36 @@ def test_a_forked_child_draws_its_own_run_id_suffixes() -> None:
     parent = [new_run_id() for _ in range(8)]
     assert len(child) == 8
     assert not {i.rsplit("-", 1)[1] for i in child} & {i.rsplit("-", 1)[1] for i in parent}
+
+
+def test_runs_write_where_the_recordings_folder_is_as_each_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The default folder's Path is kept per value of $AF_RECORDINGS: a changed value, or a
+    # relative one read from another working directory, is where the next run writes.
+    from afcore import Agent, mock
+
+    agent = Agent.create(provider=mock(reply="hi"), model="m").build()
+    wheres = []
+    for env, cwd in (
+        ("one", tmp_path),
+        ("two", tmp_path),
+        ("one", tmp_path / "sub"),
+        (None, tmp_path),
+    ):
+        cwd.mkdir(exist_ok=True)
+        monkeypatch.chdir(cwd)
+        if env is None:
+            monkeypatch.delenv("AF_RECORDINGS", raising=False)
+        else:
+            monkeypatch.setenv("AF_RECORDINGS", env)
+        assert agent.run("go") == "hi"
+        path = agent.last_recording
+        assert path is not None and path.is_file()
+        wheres.append(path.resolve().parent)
+    assert wheres == [
+        tmp_path / "one",
+        tmp_path / "two",
+        tmp_path / "sub" / "one",
+        tmp_path / "recordings",
+    ]
