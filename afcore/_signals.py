@@ -1,10 +1,11 @@
-"""Signals and the threads af starts."""
+"""Signals and the threads af starts: how they are scheduled."""
 
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # no stub: the C half of signal
+import os
 
-__all__ = ["leave_sigint_to_the_main_thread"]
+__all__ = ["leave_sigint_to_the_main_thread", "yield_to_the_threads_that_wake_this_one"]
 
 
 def leave_sigint_to_the_main_thread() -> None:
@@ -19,3 +20,21 @@ def leave_sigint_to_the_main_thread() -> None:
     mask = getattr(_signal, "pthread_sigmask", None)
     if mask is not None:
         mask(_signal.SIG_BLOCK, (_signal.SIGINT,))
+
+
+def yield_to_the_threads_that_wake_this_one() -> None:
+    """For a bookkeeping thread that others wake (the recording's sync thread): scheduled
+    as batch work (Linux's SCHED_BATCH), so that, woken, it does not take the CPU from the
+    thread that woke it, which then goes on until its time slice ends or it waits. It keeps
+    its share of the CPU; only the preemption at its wake-up is given up. Measured under
+    load (8 on 2 cores): a short run whose end woke that thread took a median 3 to 13 ms
+    (the run's thread preempted, then queued behind other processes) against 0.8 ms as
+    batch work, the same as with the wake left until after the run. Elsewhere, or where
+    the system refuses: nothing."""
+    policy = getattr(os, "SCHED_BATCH", None)
+    if policy is None:
+        return
+    try:
+        os.sched_setscheduler(0, policy, os.sched_param(0))
+    except OSError:
+        pass

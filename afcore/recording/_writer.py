@@ -28,7 +28,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
-from afcore._signals import leave_sigint_to_the_main_thread
+from afcore._signals import (
+    leave_sigint_to_the_main_thread,
+    yield_to_the_threads_that_wake_this_one,
+)
 from afcore.errors import ProviderError, RecordingWriteError, UsageError
 from afcore.messages import (
     AssistantMessage,
@@ -1941,6 +1944,7 @@ class _Syncer:
 
     def _run(self) -> None:
         leave_sigint_to_the_main_thread()
+        yield_to_the_threads_that_wake_this_one()  # a run's thread wakes it as it ends
         while True:
             job = self._jobs.get()
             if job is None:

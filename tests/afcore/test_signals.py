@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from afcore import Agent, mock
+from afcore.recording import wait_for_syncs
 
 
 def _blocked(thread: threading.Thread) -> set[int]:
@@ -32,6 +34,21 @@ def test_the_recording_sync_thread_blocks_sigint(
     assert all(2 in _blocked(t) for t in syncers)  # SIGINT
     # The thread that runs the tests, which started it, still takes it.
     assert 2 not in _blocked(threading.current_thread())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="SCHED_BATCH is Linux's")
+def test_the_recording_sync_thread_does_not_preempt_the_run_that_wakes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AF_RECORDINGS", str(tmp_path))
+    agent = Agent.create(provider=mock(reply="hi"), model="m").build()
+    assert agent.run("go") == "hi"
+    assert wait_for_syncs(10)
+    syncers = [t for t in threading.enumerate() if t.name == "af-recording-sync"]
+    assert syncers
+    assert all(os.sched_getscheduler(t.native_id or 0) == os.SCHED_BATCH for t in syncers)
+    # The thread that runs the tests, which started it, is scheduled as it was.
+    assert os.sched_getscheduler(0) != os.SCHED_BATCH
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads a thread's signal mask in /proc")
