@@ -48,9 +48,12 @@ class Separate:
             text=True,
             cwd=self.cwd,
         )
-        if done.returncode != 0:
-            sys.exit(f"{' '.join(self.command)} failed:\n{done.stderr}")
-        return [float(x) for x in json.loads(done.stdout.strip().splitlines()[-1])]
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            sys.exit(
+                f"{' '.join(self.command)} (in {self.cwd or '.'}) timed no runs:\n{done.stderr}"
+            )
+        return [float(x) for x in json.loads(lines[-1])]
 
     @classmethod
     def af(cls, checkout: Path | None = None) -> Separate:
