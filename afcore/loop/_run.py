@@ -285,11 +285,14 @@ async def drive(
                     iterations=run.iteration,
                     calls=run.calls,
                     usage=usage_line(run.usage),
-                    # The answer's write as the finalize stage made it (screened then).
+                    # The answer's write as the finalize stage made it, by a redactor
+                    # that has learned nothing since.
                     answer=None
                     if not answer
                     else answered[1]
-                    if answered is not None and answered[0] is answer
+                    if answered is not None
+                    and answered[0] is answer
+                    and answered[2] == rec.redactor.shape
                     else rec.write("answer", answer),
                     error=None if ended_by is None else as_json(ended_by),
                     ms=round_ms(run.ms_before + (clock() - started) * 1000),
@@ -378,7 +381,8 @@ async def iterate(run: RunState) -> tuple[RunStatus, str]:
             answer, limit_reads = _limits_travel(run, answer)
             fin = rec.next_rsid("finalize")
             written = rec.write("answer", answer)
-            run.answered = (answer, written)
+            if rec.enabled:
+                run.answered = (answer, written, rec.redactor.shape)
             rec.commit(
                 fin,
                 "finalize",

@@ -271,8 +271,9 @@ class RunState:
     """The keys the limits were written under (what a limits block appended reads)."""
     required: list[tuple[str, str]] = field(default_factory=list)
     """``(instruction id, why)``: instructions a tool's envelope pushed into the next call."""
-    answered: tuple[str, Line] | None = None
-    """The answer the finalize stage wrote, and its write (run_end names it again)."""
+    answered: tuple[str, Line, tuple[Any, ...]] | None = None
+    """The answer the finalize stage wrote, its write (run_end names it again) and the
+    redactor's shape as it was written."""
 
     def rec_value(self, key: str) -> Any:
         """For a continued run: the value of ``key``'s last write before the pause."""
