@@ -56,7 +56,10 @@ def main() -> None:
     old = OldPeer(args.fastest)
     latest_name = f"pydantic-ai {version('pydantic-ai-slim')}"
     old_name = f"pydantic-ai {args.fastest}"
-    others = [(f"af of {path} (recording on)", Separate.af(path)) for path in args.af_checkout]
+    others = [
+        (f"af of {path.resolve().name} (recording on)", Separate.af(path))
+        for path in args.af_checkout
+    ]
     verdicts = []
     for n in args.iterations:
         af_runs = max(4, 2000 // n // 5)
