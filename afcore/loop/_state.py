@@ -209,7 +209,7 @@ class RunState:
     history: list[Message] = field(default_factory=list)
     iteration: int = 0
     calls: int = 0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = Usage()  # frozen: shared by the runs until their first reply adds to it
     tool_counts: dict[str, int] = field(default_factory=dict)
     loop_thread: int = 0
     last_text: str = ""
