@@ -339,8 +339,9 @@ class Agent:
             run_id = config.run_id or new_run_id(started)
             folder = config.dir or default_dir()
             name = f"{run_id}{SUFFIX}"
+            fresh = config.run_id is None
             rec = Recorder(
-                in_folder(folder, name) if config.run_id is None else folder / name,
+                in_folder(folder, name) if fresh else folder / name,
                 run_id=run_id,
                 redactor=_policy(config.redaction, redaction).compile(self.provider.secrets()),
                 clock=config.clock,
@@ -348,7 +349,10 @@ class Agent:
                 watchers=self.watchers,
                 frames=runner._frames,
                 origin=config.origin,
-                fresh=config.run_id is None,
+                fresh=fresh,
+                # A generated id is one part: the file is that name in the folder (whose
+                # Path keeps its string once asked for it).
+                split=(str(folder), name) if fresh else None,
             )
         runner._claim(run_id)
         try:

@@ -251,6 +251,7 @@ class Recorder:
         frames: Frames | None = None,
         origin: float | None = None,
         fresh: bool = False,
+        split: tuple[str, str] | None = None,
     ) -> None:
         """``path`` None: records go to the observers only (an agent that does not record
         but is watched). ``fd``: the file opened already (see :meth:`continuing`).
@@ -259,7 +260,9 @@ class Recorder:
         ``fresh``: the run id was made for this run (:func:`new_run_id`), so no file is
         looked for at ``path`` first; a name chosen by the caller is refused here when a
         recording has it. Either way the file is named without replacing another (a link),
-        and a name taken meanwhile is refused then."""
+        and a name taken meanwhile is refused then. ``split``: ``path``'s folder and file
+        name as strings, when the caller has them (a Path's string is worked out from its
+        parts when first asked for: ~30 us of a short run, cold)."""
         self.path = path
         self._origin = origin
         self._frames = frames
@@ -279,6 +282,8 @@ class Recorder:
         self._unnamed: str | Path | None = None
         """The file's passing name until its first lines are written (see :meth:`flush`);
         :data:`_SPARE` for a file made ahead, which has no name until then."""
+        self._target = ""
+        """``path`` as a string: the name the file is given."""
         if fd is not None:
             self._fd = fd
         elif path is None:
@@ -289,7 +294,8 @@ class Recorder:
                 if not fresh and path.exists():
                     raise FileExistsError(path)
                 # Worked on as strings: pathlib's parent and with_name cost ~5 us each.
-                where, name = os.path.split(path)
+                where, name = split if split is not None else os.path.split(path)
+                self._target = os.path.join(where, name)
                 folder = _absolute(where)
                 self._fd = _SPARES.take(folder)
                 if self._fd >= 0:
@@ -1442,7 +1448,7 @@ class Recorder:
             return
         try:
             if written or os.fstat(self._fd).st_size > 0:
-                os.link(unnamed, self.path)
+                os.link(unnamed, self._target)
         except FileExistsError:
             raise UsageError(
                 f"a recording already exists at {self.path}; choose another run id"
@@ -1461,10 +1467,10 @@ class Recorder:
             return
         try:
             try:
-                _SPARES.link(fd, path)
+                _SPARES.link(fd, self._target)
             except FileNotFoundError:  # the folder went since the file was made: made again
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _SPARES.link(fd, path)
+                _SPARES.link(fd, self._target)
             return
         except FileExistsError:
             raise UsageError(
@@ -1857,7 +1863,7 @@ class _Spares:
         if made is not None and made[1] == os.getpid():
             os.close(made[0])
 
-    def link(self, fd: int, path: Path) -> None:
+    def link(self, fd: int, path: str | Path) -> None:
         """Name the unnamed file ``fd`` (its first link, never over another file)."""
         pid = os.getpid()
         proc = self._proc
