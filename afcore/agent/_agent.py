@@ -22,7 +22,7 @@ from afcore.loop._sync import run_sync
 from afcore.messages import Message, SystemSegment, ToolSpec
 from afcore.providers._base import Provider, StreamHandler
 from afcore.recording._config import RecordingConfig
-from afcore.recording._paths import SUFFIX, default_dir, in_folder, new_run_id
+from afcore.recording._paths import SUFFIX, default_dir, new_run_id
 from afcore.recording._redaction import Redaction, Redactor
 from afcore.recording._writer import (
     Frames,
@@ -341,7 +341,7 @@ class Agent:
             name = f"{run_id}{SUFFIX}"
             fresh = config.run_id is None
             rec = Recorder(
-                in_folder(folder, name) if fresh else folder / name,
+                folder / name,
                 run_id=run_id,
                 redactor=_policy(config.redaction, redaction).compile(self.provider.secrets()),
                 clock=config.clock,

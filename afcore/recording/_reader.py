@@ -179,8 +179,8 @@ _RESULT_STATUS = rb"success|failure|denied|invalid|partial|pending|absent|interr
 _INT = rb"-?(?:0|[1-9]\d{0,17})"
 _READ_PAIR = rb'\["[\x20\x21\x23-\x5b\x5d-\x7e]*",%s\]' % _INT
 TOOL_COMMIT = re.compile(
-    rb'\{"t":"commit","seq":%s,"rsid":"tool:[\x20\x21\x23-\x5b\x5d-\x7e]*","iter":(%s),'
-    rb'"reads":\[(?:%s(?:,%s)*)?\],'
+    rb'\{"t":"commit","seq":(%s),"rsid":"tool:[\x20\x21\x23-\x5b\x5d-\x7e]*","iter":(%s),'
+    rb'"reads":(\[(?:%s(?:,%s)*)?\]),'
     rb'"writes":\[\{"key":"message:(0|[1-9]\d{0,17})","ref":"([A-Za-z0-9_-]{1,64})"\}\],'
     rb'"tool":\{"name":%s,"k":(%s),"call_id":%s,"status":"(%s)",'
     rb'"ms":(-?(?:0|[1-9]\d{0,15})\.\d{1,17}),"result_status":"(%s)"\}\}'
@@ -189,9 +189,10 @@ TOOL_COMMIT = re.compile(
 """A 1.1 commit of a tool's outcome as af writes it for most calls: the tool's message
 written by ref, the outcome's plain fields (no source, cut, effects, ...), printable ASCII
 strings without escapes, integers within 64 bits, ``ms`` with a decimal point; so that a line
-it matches is valid JSON and a valid record whole. Its groups: iter, the message's number and
-ref, the tool's name, k, call_id, status, ms and result_status. A walk indexes such a line
-from its groups, and a run's view reads it as a :class:`ToolLine` (see ``records``); any other
+it matches is valid JSON and a valid record whole. Its groups: seq, iter, reads (the JSON
+array), the message's number and ref, the tool's name, k, call_id, status, ms and
+result_status. A walk indexes such a line from its groups; a run's view reads it as a
+:class:`ToolLine`, a checking walk as a :class:`CheckedTool` (see ``records``); any other
 commit is parsed."""
 
 
@@ -211,7 +212,7 @@ class ToolLine(NamedTuple):
 
 
 def _tool_line(found: re.Match[bytes]) -> ToolLine:
-    it, _, ref, name, k, call_id, status, ms, result = found.groups()
+    _, it, _, _, ref, name, k, call_id, status, ms, result = found.groups()
     return ToolLine(
         int(it),
         ref.decode(),
@@ -224,21 +225,8 @@ def _tool_line(found: re.Match[bytes]) -> ToolLine:
     )
 
 
-TOOL_CHECK = re.compile(
-    rb'\{"t":"commit","seq":(%s),"rsid":"tool:[\x20\x21\x23-\x5b\x5d-\x7e]*","iter":%s,'
-    rb'"reads":(\[(?:%s(?:,%s)*)?\]),'
-    rb'"writes":\[\{"key":"message:(0|[1-9]\d{0,17})","ref":"([A-Za-z0-9_-]{1,64})"\}\],'
-    rb'"tool":\{"name":%s,"k":(%s),"call_id":%s,"status":"(?:%s)",'
-    rb'"ms":-?(?:0|[1-9]\d{0,15})\.\d{1,17},"result_status":"(?:%s)"\}\}'
-    % (_INT, _INT, _READ_PAIR, _READ_PAIR, _TEXT, _INT, _TEXT, _OUTCOME_STATUS, _RESULT_STATUS)
-)
-"""The lines :data:`TOOL_COMMIT` takes, with the groups a check reads: seq, reads (the JSON
-array), the message's number and ref, the tool's name and k. A checking walk gives such a
-line as a :class:`CheckedTool`."""
-
-
 class CheckedTool(NamedTuple):
-    """A commit of a tool's outcome in af's common 1.1 shape (see :data:`TOOL_CHECK`), as a
+    """A commit of a tool's outcome in af's common 1.1 shape (see :data:`TOOL_COMMIT`), as a
     checking walk gives it (``records(blobs="checked", tool_lines=True)``): the values a
     check of the commit log reads, the record left unbuilt. The line is a valid commit
     whose stage is a tool's (``tool:<name>``) and whose one write is ``message:<message>``
@@ -723,13 +711,13 @@ class Recording:
                     if found is not None:
                         # Indexed as _index_record indexes it, from the groups.
                         commits.append(i)
-                        n = int(found[2])
+                        n = int(found[4])
                         if n == len(dense):
                             dense.append(i)
                         else:
                             _put(idx.messages, n, i)
                         idx.tool_commits.append(i)
-                        tools.setdefault(f"{found[4].decode()}#{int(found[5])}", i)
+                        tools.setdefault(f"{found[6].decode()}#{int(found[7])}", i)
                         kinds.append(commit)
                         yield i, raw, commit, found
                         continue
@@ -1218,7 +1206,7 @@ class Recording:
         # 1.1 calls and replies are parsed (see _REPLY_HEAD)
         fast_heads = _FAST_11 if v11 else _FAST
         commit, commit_code = self._typed_commit, _KIND_CODES["commit"]
-        tool_check = TOOL_CHECK.fullmatch if tools else None
+        tool_check = TOOL_COMMIT.fullmatch if tools else None
         dense, tool_index, tool_commits = idx.messages.dense, idx.tools, idx.tool_commits
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
         from_bytes = int.from_bytes
@@ -1371,7 +1359,7 @@ class Recording:
                         if tool_check is not None:
                             shape = tool_check(raw, 0, size - 1)
                             if shape is not None:
-                                seq, reads, number, by_ref, name, k, _ = shape.groups()
+                                seq, reads, number, by_ref, name, k = shape.group(1, 3, 4, 5, 6, 7)
                                 # Indexed as _scan indexes it, from the groups.
                                 commits.append(i)
                                 n = int(number)

@@ -16,6 +16,7 @@ import atexit
 import binascii
 import errno
 import fcntl
+import functools
 import hashlib
 import os
 import queue
@@ -1049,16 +1050,10 @@ class Recorder:
             versions = self.versions
             # = _call(seq=..., hash=..., at=at): a literal, for the call of every iteration
             # (tests check each line against its model's own dump).
-            if reads is _CALL_READS:  # = the comprehension below, unrolled
-                read = []
-                if "system" in versions:
-                    read.append(("system", versions["system"]))
-                if "tools" in versions:
-                    read.append(("tools", versions["tools"]))
-                if "messages" in versions:
-                    read.append(("messages", versions["messages"]))
-            else:
-                read = [(k, versions[k]) for k in reads if k in versions]
+            read = []  # = [(k, versions[k]) for k in reads if k in versions], without its frame
+            for name in reads:
+                if name in versions:
+                    read.append((name, versions[name]))
             record = {
                 "t": "call",
                 "seq": seq,
@@ -1778,20 +1773,14 @@ class NullRecorder(Recorder):
             then()
 
 
-_ABSOLUTE: dict[str, str] = {}
-"""A folder (absolute, as joined) -> its normal form, for :func:`_absolute`."""
+_normal: Callable[[str], str] = functools.lru_cache(maxsize=64)(os.path.normpath)
+"""A folder's normal form (absolute, as joined), worked out once: see :func:`_absolute`."""
 
 
 def _absolute(where: str) -> str:
     """``os.path.abspath(where)``: the working directory is asked at each run (it may have
     changed), the path's normal form worked out once."""
-    joined = where if os.path.isabs(where) else os.path.join(os.getcwd(), where)
-    found = _ABSOLUTE.get(joined)
-    if found is None:
-        if len(_ABSOLUTE) >= 64:
-            _ABSOLUTE.clear()
-        found = _ABSOLUTE[joined] = os.path.normpath(joined)
-    return found
+    return _normal(where if os.path.isabs(where) else os.path.join(os.getcwd(), where))
 
 
 _SPARE = Path(".af-spare")

@@ -14,7 +14,7 @@ import pytest
 from afcore import recording as rec
 from afcore.recording import _reader
 from afcore.recording._hashing import V11
-from afcore.recording._reader import TOOL_CHECK, TOOL_COMMIT, CheckedTool
+from afcore.recording._reader import TOOL_COMMIT, CheckedTool
 from afcore.recording._structs import Commit, Write
 from afcore.recording._typed import record
 from tests.afcore.byte_edits import edited as edited_line
@@ -48,7 +48,7 @@ def by_ref(path: Path) -> list[bytes]:
 
 def _general(monkeypatch: pytest.MonkeyPatch) -> None:
     """No tool commit taken by its bytes: each parsed and converted, as any line."""
-    monkeypatch.setattr(_reader, "TOOL_CHECK", re.compile(b"(?!)"))
+    monkeypatch.setattr(_reader, "TOOL_COMMIT", re.compile(b"(?!)"))
 
 
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -104,25 +104,24 @@ def _as_record(line: bytes) -> Any:
 def test_what_the_shape_takes_is_a_tool_commit_with_its_values() -> None:
     """A line the shape takes is valid JSON and a valid commit, whatever bytes of it were
     changed: its stage a tool's, its one write the message by ref, and the CheckedTool holds
-    its values. It takes the lines the run view's shape takes, no others."""
+    its values."""
     from hypothesis import given
     from hypothesis import strategies as st
 
     @given(st.data())
     def edited(data: st.DataObject) -> None:
         line = edited_line(data, _COMMON)
-        found = TOOL_CHECK.fullmatch(line)
-        assert (found is None) == (TOOL_COMMIT.fullmatch(line) is None)
+        found = TOOL_COMMIT.fullmatch(line)
         if found is None:
             return
         commit = _as_record(line)
         assert isinstance(commit, Commit)
         assert commit.stage.startswith("tool:")
         assert commit.tool is not None
-        seq, reads, n, ref = int(found[1]), orjson.loads(found[2]), int(found[3]), found[4]
+        seq, reads, n, ref = int(found[1]), orjson.loads(found[3]), int(found[4]), found[5]
         assert (seq, [tuple(r) for r in reads]) == (commit.seq, commit.reads)
         assert commit.writes == [Write(key=f"message:{n}", ref=ref.decode())]
-        assert f"{found[5].decode()}#{int(found[6])}" == f"{commit.tool.name}#{commit.tool.k}"
+        assert f"{found[6].decode()}#{int(found[7])}" == f"{commit.tool.name}#{commit.tool.k}"
 
     edited()
 
@@ -163,21 +162,21 @@ def test_a_tool_commit_edited_says_what_a_parsed_one_says(
     """A tool commit changed in its bytes, whether the shape still takes it or not: verify
     says what it says when the line is parsed."""
     lines = by_ref(SAMPLES[0])
-    at = next(i for i, x in enumerate(lines) if TOOL_CHECK.fullmatch(x.rstrip(b"\n")))
+    at = next(i for i, x in enumerate(lines) if TOOL_COMMIT.fullmatch(x.rstrip(b"\n")))
     common = lines[at].rstrip(b"\n")
     old, new = edit
     line = _COMMON.replace(old, new, 1)
     assert line != _COMMON
     # The same edit on the sample's own first tool commit.
-    found = TOOL_CHECK.fullmatch(common)
+    found = TOOL_COMMIT.fullmatch(common)
     assert found is not None
     ours = {
         b'"seq":5': b'"seq":' + found[1],
-        b'"message:3"': b'"message:' + found[3] + b'"',
-        b'"ref":"2Ixn7A3X_Bt2Y7yN8x3-ng"': b'"ref":"' + found[4] + b'"',
-        b'"reads":[["reply:1",4]]': b'"reads":' + found[2],
+        b'"message:3"': b'"message:' + found[4] + b'"',
+        b'"ref":"2Ixn7A3X_Bt2Y7yN8x3-ng"': b'"ref":"' + found[5] + b'"',
+        b'"reads":[["reply:1",4]]': b'"reads":' + found[3],
         b'"rsid":"tool:search#3"': common[common.index(b'"rsid":') : common.index(b',"iter"')],
-        b'"k":1': b'"k":' + found[6],
+        b'"k":1': b'"k":' + found[7],
     }
     mine = ours.get(old, old)
     if mine not in common:
@@ -199,7 +198,7 @@ def test_verify_says_the_same_of_an_edited_file_whichever_way_it_reads_tool_comm
     file torn, sealed again or not: verify says the same taking tool commits by their bytes
     or parsing them, and the same as of the file indexed first."""
     lines = by_ref(SAMPLES[seed % len(SAMPLES)])
-    tools = [i for i, x in enumerate(lines) if TOOL_CHECK.fullmatch(x.rstrip(b"\n"))]
+    tools = [i for i, x in enumerate(lines) if TOOL_COMMIT.fullmatch(x.rstrip(b"\n"))]
     if seed % 3 == 0:
         # Near a tool commit: the lines the fast path reads and those around it.
         at = tools[seed % len(tools)]
@@ -297,9 +296,9 @@ def test_the_checking_walk_indexes_as_a_whole_open_does(sample: Path, tmp_path: 
     """What verify's walk leaves indexed is what opening the file whole indexes: every blob
     found under its id, every line of its kind."""
     lines = by_ref(sample)
-    tool = next(x for x in lines if TOOL_CHECK.fullmatch(x.rstrip(b"\n")))
+    tool = next(x for x in lines if TOOL_COMMIT.fullmatch(x.rstrip(b"\n")))
     minus = re.sub(rb'"k":\d+', b'"k":-0', tool).replace(b'"name":"', b'"name":"x', 1)
-    assert TOOL_CHECK.fullmatch(minus.rstrip(b"\n"))
+    assert TOOL_COMMIT.fullmatch(minus.rstrip(b"\n"))
     path = tmp_path / "run.jsonl"
     # A blob stored twice (a second under its id), a tool's k written -0.
     path.write_bytes(b"".join([*lines, lines[3], minus]))
