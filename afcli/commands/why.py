@@ -463,7 +463,7 @@ def _tree(result: Slice) -> Tree:
     read from, with the key that links them; a stage reached again is named, not repeated."""
     from rich.tree import Tree
 
-    from afcore.why import key_words
+    from afcore.why import key_words, rest_text
 
     root = Tree(_line(result, result.writer, None))
     shown = {result.writer}
@@ -475,10 +475,8 @@ def _tree(result: Slice) -> Tree:
             branch.add(_plain(f"decided: {words}", "magenta"))
         for note in node.notes:
             branch.add(_plain(f"note: {note}", "yellow"))
-        if node.rest is not None and (node.rest["messages"] or node.rest["folded"]):
-            rest = f"+ {node.rest['messages']} earlier messages not followed"
-            if node.rest["folded"]:
-                rest += f", {node.rest['folded']} folded out of the window before this call"
+        rest = rest_text(node.rest)
+        if rest:
             branch.add(_plain(rest, "dim"))
         children = []
         for edge in result.parents(rsid):

@@ -14,7 +14,7 @@ from afcore.why._slice import (
     keys,
     why,
 )
-from afcore.why._summary import SummaryLine, key_words, summary
+from afcore.why._summary import SummaryLine, key_words, rest_text, summary
 
 __all__ = [
     "Edge",
@@ -28,6 +28,7 @@ __all__ = [
     "cross_flow",
     "key_words",
     "keys",
+    "rest_text",
     "state_writers",
     "summary",
     "why",

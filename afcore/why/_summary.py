@@ -93,14 +93,9 @@ def summary(result: Slice) -> list[SummaryLine]:
         node = nodes[edge.source]
         shown.add(node.rsid)
         say(f"  {_input(edge, node)}", "input")
-    rest = call.rest or {}
-    more = []
-    if rest.get("messages"):
-        more.append(f"{_plural(rest['messages'], 'message')} of the model's own, not followed")
-    if rest.get("folded"):
-        more.append(f"{_plural(rest['folded'], 'message')} folded out of the window before")
-    if more:
-        say(f"  + {'; '.join(more)}", "more")
+    said = rest_text(call.rest)
+    if said:
+        say(f"  {said}", "more")
 
     further = [n for rsid, n in nodes.items() if rsid not in shown]
     if further:
@@ -148,6 +143,18 @@ def _base(words: str) -> str:
     """A decision's words without where it was carried over from."""
     head, sep, _ = words.rpartition(" (decided at iteration ")
     return head if sep else words
+
+
+def rest_text(rest: dict[str, int] | None) -> str:
+    """``+ 4 messages of the model's own, not followed; 2 messages folded out of the window
+    before``: what a call's node leaves out of its slice (:attr:`Node.rest`), or ``""``."""
+    rest = rest or {}
+    more = []
+    if rest.get("messages"):
+        more.append(f"{_plural(rest['messages'], 'message')} of the model's own, not followed")
+    if rest.get("folded"):
+        more.append(f"{_plural(rest['folded'], 'message')} folded out of the window before")
+    return f"+ {'; '.join(more)}" if more else ""
 
 
 def _call_order(label: str) -> int:

@@ -19,7 +19,7 @@ from afcore.errors import AfError
 from afcore.readmodel import line as one_line
 from afcore.readmodel import safe
 from afcore.recording import Recording
-from afcore.why import NeverWrittenError, Node, Slice, key_words, summary, why
+from afcore.why import NeverWrittenError, Node, Slice, key_words, rest_text, summary, why
 
 __all__ = ["WhyScreen", "slice_tree"]
 
@@ -81,10 +81,9 @@ def slice_tree(tree: Tree[int], found: Slice, width: int = 120) -> None:
             branch.add_leaf(fit(Text(f"decided: {one_line(text, width)}", "green"), depth + 1))  # type: ignore[attr-defined]
         for text in node.notes:
             branch.add_leaf(fit(Text(one_line(text, width), style="yellow"), depth + 1))  # type: ignore[attr-defined]
-        if node.rest:
-            said = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in node.rest.items() if v)
-            if said:
-                branch.add_leaf(Text(f"+ {said}", style="dim"))  # type: ignore[attr-defined]
+        rest = rest_text(node.rest)
+        if rest:
+            branch.add_leaf(fit(Text(rest, style="dim"), depth + 1))  # type: ignore[attr-defined]
         for edge in found.parents(rsid):
             parent_node = found.nodes.get(edge.source)
             if parent_node is None:
