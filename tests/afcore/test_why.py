@@ -215,3 +215,14 @@ def test_a_fold_is_explained_by_its_measurement_refusals_and_summary(tmp_path: P
     edge(s, summarizer, s.writer, next(e.key for e in s.edges if e.source == summarizer))
     # The summarizer read the messages that left.
     assert any(e.target == summarizer and e.key.startswith("message:") for e in s.edges)
+
+
+def test_what_a_call_leaves_out_is_counted_in_words() -> None:
+    from afcore.why import rest_text
+
+    assert rest_text(None) == ""
+    assert rest_text({"messages": 0, "folded": 0}) == ""
+    assert rest_text({"messages": 1, "folded": 0}) == "+ 1 message of the model's own, not followed"
+    assert rest_text({"messages": 2, "folded": 1}) == (
+        "+ 2 messages of the model's own, not followed; 1 message folded out of the window before"
+    )
