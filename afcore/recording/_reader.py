@@ -321,10 +321,12 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 class _Index:
     """Where everything is, in flat arrays, so that memory grows by a few bytes per line
-    (not by Python objects per record) and a 300 MB file stays cheap to hold open."""
+    (not by Python objects per record) and a 300 MB file stays cheap to hold open. Offsets
+    and line indices are unsigned ("Q"): CPython appends those without its argument parser,
+    in half the time of signed ones (a walk appends a few per line)."""
 
     def __init__(self) -> None:
-        self.starts = array("q")
+        self.starts = array("Q")
         """line index -> its first byte (a line ends where the next starts, less its newline)"""
         self.kinds = bytearray()
         """a code per line: h b c C r e (the record types), o (another type), ! (a line that
@@ -340,11 +342,11 @@ class _Index:
         self.frames = _Numbered()
         """call n -> line index of the call line that says its model, slots, params and
         cache (1.1: itself, or the last one before it that says them)"""
-        self.seals = array("q")
+        self.seals = array("Q")
         """line indices of the seals (1.1), in order"""
-        self.commits = array("q")
+        self.commits = array("Q")
         """seq-1 -> line index (commits, calls and replies all hold a seq)"""
-        self.tool_commits = array("q")
+        self.tool_commits = array("Q")
         self.tools: dict[str, int] = {}
         """`name#k` of a tool call -> line index of its tool stage"""
         self.keys: dict[str, array[int]] = {}
@@ -395,7 +397,7 @@ def _index_writes(idx: _Index, keys: list[str], i: int) -> None:
         elif key in index:
             index[key].append(i)
         else:
-            index[key] = array("q", (i,))
+            index[key] = array("Q", (i,))
 
 
 def _put(numbers: _Numbered, n: int, value: int) -> None:
@@ -596,15 +598,28 @@ class Recording:
         self._recent_size = 0
 
     def _scan(
-        self, *, recent: bool = False, skip: Collection[int] = ()
-    ) -> Iterator[tuple[int, bytes, int, Any]]:
+        self,
+        *,
+        recent: bool = False,
+        skip: Collection[int] = (),
+        tool_lines: bool = False,
+        records: bool = False,
+        only: Collection[str] | None = None,
+        release: int = RELEASE_EVERY,
+    ) -> Iterator[Any]:
         """Index the lines not indexed yet, one at a time, giving each as it is indexed:
         ``(line index, bytes, kind code, parsed JSON or None)``. Blobs, calls and replies as
         af writes them are indexed from their first bytes, unparsed; the rest are parsed
         here, and what was parsed is handed on so that no line is parsed twice.
         ``recent``: keep the last blob lines for :meth:`blob` (a walk that resolves refs).
         ``skip``: kind codes of the lines taken by their bytes (blobs, seals, evictions) that
-        the walk has no use for: indexed, not given (most lines of a big file)."""
+        the walk has no use for: indexed, not given (most lines of a big file).
+        ``tool_lines``: a tool's commit in af's common shape is given as its :class:`ToolLine`
+        (else as the match of :data:`TOOL_COMMIT`). ``records``: each line is given as
+        :meth:`records` gives it, ``(line number, record)`` of the types in ``only`` (all:
+        None), the lines in ``skip`` left out, in this one loop (a big file's walk spends its
+        time per line); ``release``: the offset past which the map's pages are next handed
+        back."""
         file = self._file
         if file is None:
             return
@@ -625,126 +640,216 @@ class Recording:
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
+        short, pairs = self.scheme is V11, _PAIRS
+        tool_line = ToolLine if tool_lines else None
+        tail = self._size
+        """where the last line indexed ends (a whole line's newline excluded)"""
         line = len(starts)
         readline, piece_size = file.readline, _PIECE
+        # 1.1 calls and replies are parsed (see _REPLY_HEAD)
+        fast_heads = _FAST_11 if v11 else _FAST
         give_blobs, give_seals = blob not in skip, sealed not in skip
         give_evicted = evicted not in skip
+        loads, types, convert, rejected, judge = (
+            orjson.loads,
+            AGENT_TYPES,
+            msgspec.convert,
+            msgspec.ValidationError,
+            judged,
+        )
+        fill = self._fill if v11 else None
+        problems = self.problems
+        match, typed_commit, commit_struct = _Match, self._typed_commit, Commit
         try:
             # Lines come from the buffered file (split in C); the map serves reads later.
             # A long line comes in pieces, and one over the limit is passed over, never held:
-            # memory stays flat whatever a line's length.
+            # memory stays flat whatever a line's length. A line the walk gives goes out at
+            # the loop's end, with the index's size as the walk's reader may read it.
             while raw := readline(piece_size):
                 size = len(raw)
                 if size == piece_size and raw[-1] != 10:
                     raw, size = self._long_line(raw)
                 if pos + size > end:
                     break  # written after the file was mapped (a run still going): not yet
-                if partial and raw[-1] != 10:
+                torn = raw[-1] != 10  # no newline: the last line, maybe cut short
+                if torn and partial:
                     break  # a prefix is wanted: this line is for a whole open
+                i = line
                 line += 1
                 starts.append(pos)
                 pos += size
-                torn = raw[-1] != 10  # no newline: the last line, maybe cut short
-                length = size if torn else size - 1
-                if not torn:
-                    last_end = pos - 1
-                self._size = pos if torn else last_end
-                i = line - 1
+                if torn:
+                    length, tail = size, pos
+                else:
+                    length = size - 1
+                    last_end = tail = pos - 1
+                data: Any = None
                 if length > limit:
                     self._over_limit(line, length)
                     kinds.append(bad)
-                    yield i, raw, bad, None
-                    continue
-                if size == 42 and raw[-1] == 10 and seal_line(raw, 0, 41):
+                    kind = bad
+                elif size == 42 and not torn and seal_line(raw, 0, 41):
                     seals.append(i)
                     kinds.append(sealed)
-                    if give_seals:
-                        yield i, raw, sealed, None
-                    continue
-                fast = _FAST.get(raw[:12]) if size > 20 and not torn and raw[-2] == 125 else None
-                if v11 and (fast == call or fast == reply):
-                    fast = None  # 1.1 calls and replies are parsed (see _REPLY_HEAD)
-                if fast == blob:
-                    if size > id_end + 2 and raw[id_end] == 34:
-                        ref = raw[18:id_end]
+                    if not give_seals:
+                        continue
+                    kind = sealed
+                else:
+                    kind = -1
+                    fast = fast_heads.get(raw[:12]) if size > 20 and raw[-2] == 125 else None
+                    if fast is None or torn:
+                        pass
+                    elif fast == blob:
+                        if size > id_end + 2 and raw[id_end] == 34:
+                            ref = raw[18:id_end]
+                            prefix: int | None = None
+                            if short:  # _prefix's first way, inline: most lines of a big file
+                                try:
+                                    prefix = (
+                                        (pairs[ref[:2]] << 24)
+                                        | (pairs[ref[2:4]] << 12)
+                                        | pairs[ref[4:6]]
+                                    )
+                                except KeyError:
+                                    pass
+                            if prefix is None:
+                                try:
+                                    prefix = _prefix(ref, id_size)
+                                except ValueError:
+                                    pass
+                            if prefix is not None:
+                                if blobs.setdefault(prefix, i) != i:
+                                    collided.append((prefix << _LINE_BITS) | i)
+                                elif kept is not None:
+                                    kept[ref] = (i, raw)
+                                    self._recent_size += size
+                                    if self._recent_size > RECENT_BYTES:
+                                        self._trim_recent()
+                                kinds.append(blob)
+                                if not give_blobs:
+                                    continue
+                                kind = blob
+                    elif fast == evicted:
+                        if evicted_line(raw, 0, size - 1):
+                            kinds.append(evicted)
+                            if not give_evicted:
+                                continue
+                            kind = evicted
+                    elif fast == commit:
+                        found = tool_commit(raw, 0, size - 1) if v11 else None
+                        if found is None and records and size < _TYPED_SIZE:
+                            # Any other commit of af's shape typed in one decode, as a
+                            # checking walk types it (records are what this walk gives).
+                            data = typed_commit(i, raw)
+                            if data is not None:
+                                kinds.append(commit)
+                                kind = commit
+                        elif found is not None:
+                            # Indexed as _index_record indexes it, from the groups.
+                            _, it, _, number, ref, name, k, call_id, status, ms, result = (
+                                found.groups()
+                            )
+                            commits.append(i)
+                            n = int(number)
+                            if n == len(dense):
+                                dense.append(i)
+                            else:
+                                _put(idx.messages, n, i)
+                            idx.tool_commits.append(i)
+                            # name#k, k as int() writes it: as the digits, but -0 as 0
+                            key = name + b"#" + (k if k != b"-0" else b"0")
+                            tools.setdefault(key.decode(), i)
+                            kinds.append(commit)
+                            kind = commit
+                            data = found
+                            if tool_line is not None:
+                                data = tool_line(
+                                    int(it),
+                                    ref.decode(),
+                                    name.decode(),
+                                    int(k),
+                                    call_id.decode(),
+                                    status.decode(),
+                                    float(ms),
+                                    result.decode(),
+                                )
+                    elif fast == reply:
+                        head = _REPLY_HEAD.match(raw)
+                        if head is not None:
+                            commits.append(i)
+                            put(idx.replies, int(head[1]), i)
+                            put(idx.messages, int(head[2]), i)
+                            kinds.append(reply)
+                            kind = reply
+                    elif fast == call:
+                        head = _CALL_HEAD.match(raw)
+                        if head is not None:
+                            commits.append(i)
+                            put(idx.calls, int(head[1]), i)
+                            kinds.append(call)
+                            kind = call
+                    if kind < 0:
                         try:
-                            prefix = _prefix(ref, id_size)
-                        except ValueError:
-                            pass
+                            data = orjson.loads(raw)
+                        except orjson.JSONDecodeError as e:
+                            if torn:
+                                self.torn_tail = TornTail(line, length)
+                                starts.pop()
+                                pos = tail = last_end
+                                break
+                            if raw.isspace():
+                                kind = blank
+                            else:
+                                self.problems.append(
+                                    Problem(line, f"not valid JSON ({_short(str(e))})")
+                                )
+                                kind = bad
                         else:
-                            if blobs.setdefault(prefix, i) != i:
-                                collided.append((prefix << _LINE_BITS) | i)
-                            elif kept is not None:
-                                kept[ref] = (i, raw)
-                                self._recent_size += size
-                                if self._recent_size > RECENT_BYTES:
-                                    self._trim_recent()
-                            kinds.append(blob)
-                            if give_blobs:
-                                yield i, raw, blob, None
-                            continue
-                elif fast == reply:
-                    head = _REPLY_HEAD.match(raw)
-                    if head is not None:
-                        commits.append(i)
-                        put(idx.replies, int(head[1]), i)
-                        put(idx.messages, int(head[2]), i)
-                        kinds.append(reply)
-                        yield i, raw, reply, None
-                        continue
-                elif fast == call:
-                    head = _CALL_HEAD.match(raw)
-                    if head is not None:
-                        commits.append(i)
-                        put(idx.calls, int(head[1]), i)
-                        kinds.append(call)
-                        yield i, raw, call, None
-                        continue
-                elif fast == evicted:
-                    if evicted_line(raw, 0, size - 1):
-                        kinds.append(evicted)
-                        if give_evicted:
-                            yield i, raw, evicted, None
-                        continue
-                elif fast == commit and v11:
-                    found = tool_commit(raw, 0, size - 1)
-                    if found is not None:
-                        # Indexed as _index_record indexes it, from the groups.
-                        commits.append(i)
-                        n = int(found[4])
-                        if n == len(dense):
-                            dense.append(i)
-                        else:
-                            _put(idx.messages, n, i)
-                        idx.tool_commits.append(i)
-                        tools.setdefault(f"{found[6].decode()}#{int(found[7])}", i)
-                        kinds.append(commit)
-                        yield i, raw, commit, found
-                        continue
-                try:
-                    data = orjson.loads(raw)
-                except orjson.JSONDecodeError as e:
-                    if torn:
-                        self.torn_tail = TornTail(line, length)
-                        starts.pop()
-                        pos = last_end
-                        self._size = last_end
-                        break
-                    if raw.isspace():
-                        kinds.append(blank)
-                        yield i, raw, blank, None
-                    else:
-                        self.problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
-                        kinds.append(bad)
-                        yield i, raw, bad, None
+                            kind = index_record(i, data)
+                        kinds.append(kind)
+                self._size = tail
+                if not records:
+                    yield i, raw, kind, data
                     continue
-                kind = index_record(i, data)
-                kinds.append(kind)
-                yield i, raw, kind, data
+                # As records() gives a line (the lines it takes from the index alike).
+                if kind in skip:
+                    continue
+                if pos > release:  # values read by ref come through the map
+                    release = pos + RELEASE_EVERY
+                    self.release_pages()
+                if data.__class__ is tool_line:  # a tool's commit in af's common shape
+                    yield line, data
+                    continue
+                if data.__class__ is commit_struct:  # typed already
+                    if only is None or "commit" in only:
+                        yield line, data
+                    continue
+                try:
+                    if data is None or data.__class__ is match:
+                        data = loads(raw)
+                    t = data.get("t")
+                    cls = types.get(t)
+                    if cls is None:
+                        if only is None or t in only:
+                            yield line, unknown(data)
+                        continue
+                    if fill is not None:
+                        fill(data, i)
+                    try:
+                        found = convert(data, cls)
+                    except rejected:
+                        found = judge(cls, data)
+                    if only is None or t in only:
+                        yield line, found
+                except orjson.JSONDecodeError as e:
+                    problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                except InvalidRecord as e:
+                    name = _KIND_NAMES.get(kind, "a")
+                    problems.append(Problem(line, f"invalid {name} record: {e}"))
             # The end of the file, of what was mapped, or a torn last line.
             self._finish()
         finally:
-            self._pos, self._last_end = pos, last_end
+            self._pos, self._last_end, self._size = pos, last_end, tail
 
     def _long_line(self, head: bytes) -> tuple[bytes, int]:
         """A line longer than a piece, read on from its first piece: the whole line and its
@@ -1091,7 +1196,6 @@ class Recording:
         problems = self.problems
         checked_tools = tool_lines
         tool_lines = tool_lines and only is not None and "commit" in only
-        match, tool_line = _Match, _tool_line
         indexed = len(starts)
         release = RELEASE_EVERY
         for i in range(indexed):
@@ -1135,44 +1239,14 @@ class Recording:
         # Lines not indexed yet come from the file as the index takes them in. A walk that
         # hands out no blob values keeps the last blob lines it passed: the records after
         # them name them.
-        for i, raw, kind, data in self._scan(recent=blobs is not True, skip=skip):
-            if kind in skip:
-                continue
-            if starts[i] > release:  # values read by ref come through the map
-                release = starts[i] + RELEASE_EVERY
-                self.release_pages()
-            if checked and kind == blob:
-                found = check(i, raw[:-1] if raw[-1] == 10 else raw)
-                if found is not None:
-                    yield i + 1, found
-                continue
-            try:
-                if data is None:
-                    data = loads(raw)
-                elif data.__class__ is match:  # a tool's commit in af's common shape
-                    if tool_lines:
-                        yield i + 1, tool_line(data)
-                        continue
-                    data = loads(raw)
-                t = data.get("t")
-                cls = types.get(t)
-                if cls is None:
-                    if only is None or t in only:
-                        yield i + 1, unknown(data)
-                    continue
-                if fill is not None:
-                    fill(data, i)
-                try:
-                    found = convert(data, cls)
-                except rejected:
-                    found = judge(cls, data)
-                if only is None or t in only:
-                    yield i + 1, found
-            except orjson.JSONDecodeError as e:
-                problems.append(Problem(i + 1, f"not valid JSON ({_short(str(e))})"))
-            except InvalidRecord as e:
-                name = _KIND_NAMES.get(kind, "a")
-                problems.append(Problem(i + 1, f"invalid {name} record: {e}"))
+        yield from self._scan(
+            recent=blobs is not True,
+            skip=skip,
+            tool_lines=tool_lines,
+            records=True,
+            only=only,
+            release=release,
+        )
 
     def _scan_checked(
         self, skip: set[int], release: int, *, tools: bool = False
@@ -1732,6 +1806,23 @@ class Recording:
         """The value stored under ``ref``. Raises KeyError when the file holds no such blob.
         Values are cached up to :data:`CACHE_BYTES` of the lines they come from; callers
         must not change what they get."""
+        recent = self._recent
+        if recent and ref.__class__ is str and len(ref) == self.scheme.size:
+            # A walk's last blob lines first (most reads of a walk): a ref among them is not
+            # among the cached values, since the read that would cache it takes it from here.
+            with self._lock:
+                passed = recent.pop(ref.encode(), None)
+                if passed is not None:
+                    self._recent_size -= len(passed[1])
+            if passed is not None:
+                try:
+                    # Named by the record the walk is on: most such values are read once (a
+                    # tool result), and one read again is found in the file and cached then.
+                    return orjson.loads(passed[1])["value"]
+                except (ValueError, KeyError, TypeError):
+                    raise KeyError(
+                        f"the blob {ref[:12]} on line {passed[0] + 1} cannot be read"
+                    ) from None
         with self._lock:
             hit = self._values.get(ref)
             if hit is not None:
