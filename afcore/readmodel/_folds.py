@@ -48,11 +48,16 @@ def _ranges(value: Any) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     if isinstance(value, list):
         for r in value:
-            if isinstance(r, list | tuple) and len(r) == 2:
+            if isinstance(r, _PAIR) and len(r) == 2:
                 a, b = _int(r[0]), _int(r[1])
                 if a is not None and b is not None:
                     out.append((a, b))
     return out
+
+
+_PAIR = (list, tuple)
+"""What a range may be held in (a tuple of types: ``list | tuple`` is built anew each time it
+is evaluated)."""
 
 
 def _strings(value: Any) -> list[str]:
@@ -65,41 +70,55 @@ def fold_number(key: str) -> int | None:
     return int(number) if key.startswith("fold:") and number.isdigit() else None
 
 
+_MODEL: list[Any] = []
+"""FoldView and Refusal, once imported (an import statement costs a fold a quarter of its
+checking)."""
+
+
 def checked(value: Any, fold: int) -> FoldView:
     """A fold's value with the fields the words need, each of its type (or None)."""
-    from afcore.readmodel._model import FoldView, Refusal  # the text helpers start without it
+    if not _MODEL:  # the text helpers start without the model: it is imported when needed
+        from afcore.readmodel import _model
 
+        _MODEL.extend((_model.FoldView, _model.Refusal))
+    view, refusal = _MODEL
     v = value if isinstance(value, dict) else {}
-    summary = v.get("summary") if isinstance(v.get("summary"), dict) else None
+    get = v.get
+    summary = get("summary")
+    if not isinstance(summary, dict):
+        summary = None
     refusals = []
-    listed = v.get("refusals")
+    listed = get("refusals")
     for r in listed if isinstance(listed, list) else []:
         if isinstance(r, dict):
             error, reason = r.get("error"), r.get("reason")
             refusals.append(
-                Refusal(
-                    reason=reason if isinstance(reason, str) else "?",
-                    messages=_ranges(r.get("messages")),
-                    writers=_strings(r.get("writers")),
-                    error=error if isinstance(error, str) else None,
+                refusal(
+                    reason if isinstance(reason, str) else "?",
+                    _ranges(r.get("messages")),
+                    _strings(r.get("writers")),
+                    error if isinstance(error, str) else None,
                 )
             )
-    count = _int(v.get("count"))
-    messages = _ranges(v.get("messages"))
-    strategy = v.get("strategy")
-    return FoldView(
-        fold=fold,
-        strategy=strategy if isinstance(strategy, str) else "?",
-        iteration=_int(v.get("iteration")),
-        count=count if count is not None else sum(b - a + 1 for a, b in messages),
-        messages=messages,
-        folded=_strings(v.get("folded")),
-        measured=_int(v.get("measured")),
-        threshold=_int(v.get("threshold")),
-        summary=_int(summary.get("message")) if summary is not None else None,
-        summary_call=_int(summary.get("call")) if summary is not None else None,
-        refusals=refusals,
+    count = _int(get("count"))
+    messages = _ranges(get("messages"))
+    strategy = get("strategy")
+    # In the fields' order: fold, strategy, iteration, count, messages, folded, measured,
+    # threshold, summary, summary_call, refusals (a big run has a fold a call).
+    found: FoldView = view(
+        fold,
+        strategy if isinstance(strategy, str) else "?",
+        _int(get("iteration")),
+        count if count is not None else sum(b - a + 1 for a, b in messages),
+        messages,
+        _strings(get("folded")),
+        _int(get("measured")),
+        _int(get("threshold")),
+        _int(summary.get("message")) if summary is not None else None,
+        _int(summary.get("call")) if summary is not None else None,
+        refusals,
     )
+    return found
 
 
 def writers_text(writers: list[str]) -> str:
@@ -112,14 +131,19 @@ def writers_text(writers: list[str]) -> str:
 def messages_text(ranges: list[tuple[int, int]]) -> str:
     """``message 1``, ``messages 12–13``, ``messages 10–12, 15``: in order, whatever order
     the ranges came in."""
-    count = sum(b - a + 1 for a, b in ranges)
+    if len(ranges) == 1:
+        a, b = ranges[0]
+        count = b - a + 1
+    else:
+        count = sum(b - a + 1 for a, b in ranges)
     return f"{'message' if count == 1 else 'messages'} {numbers_text(ranges)}"
 
 
 def numbers_text(ranges: list[tuple[int, int]] | list[list[int]]) -> str:
     """``1–2, 5–11``: message numbers in order, runs joined."""
     if len(ranges) == 1:  # most windows and folds: one run
-        a, b = (int(n) for n in ranges[0])
+        a, b = ranges[0]
+        a, b = int(a), int(b)
         return f"{a}–{b}" if a != b else str(a)
     merged: list[list[int]] = []
     for a, b in sorted((int(a), int(b)) for a, b in ranges):

@@ -157,6 +157,8 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     injections = Injections(resolver)
     folds = Folds(resolver, keep=False)
     previous_tools: list[str] | None = None
+    tool_names: dict[str, list[str]] = {}
+    """a tools list's ref -> its tools' names"""
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
     blob = rec.blob
@@ -211,19 +213,32 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             if agent and calls:
                 # The agent's next call: everything before it is complete, but the attempts
                 # at this same call (how many there are is not known yet).
-                same = next((i for i, c in enumerate(calls) if c.rsid == record.rsid), None)
-                yield from done(0 if same is None else len(calls) - same)
-                held = {c.rsid for c in calls} | {record.rsid}
-                attempts = {r: k for r, k in attempts.items() if r in held}
-                by_rsid = {r: c for r, c in by_rsid.items() if r in held}
+                rsid = record.rsid
+                if len(calls) == 1 and calls[0].rsid != rsid:  # most calls: the one before
+                    yield from done(0)
+                    attempts = {rsid: attempts[rsid]} if rsid in attempts else {}
+                    by_rsid = {rsid: by_rsid[rsid]} if rsid in by_rsid else {}
+                else:
+                    same = next((i for i, c in enumerate(calls) if c.rsid == rsid), None)
+                    yield from done(0 if same is None else len(calls) - same)
+                    held = {c.rsid for c in calls} | {rsid}
+                    attempts = {r: k for r, k in attempts.items() if r in held}
+                    by_rsid = {r: c for r, c in by_rsid.items() if r in held}
             if not calls:
                 while pending_folds and pending_folds[0].after_call is None:
                     yield RunPart("fold", pending_folds.pop(0))
             segments = resolver.listed(record.system)
             tools = resolver.listed(record.tools)
-            names = [as_text(t.get("name")) for t in tools or []]
-            # The tools a summarizer is sent (none) are no change to the agent's.
-            compared = agent and previous_tools is not None
+            # Calls that send the same tools list (most) share its names.
+            names = tool_names.get(record.tools)
+            if names is None:
+                names = [as_text(t.get("name")) for t in tools or []]
+                if len(tool_names) >= 256:
+                    tool_names.clear()
+                tool_names[record.tools] = names
+            # The tools a summarizer is sent (none) are no change to the agent's; the same
+            # names are none either.
+            compared = agent and previous_tools is not None and names is not previous_tools
             count += 1
             decisions = None
             if agent:

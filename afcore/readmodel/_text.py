@@ -75,6 +75,11 @@ def _more_len(n: int) -> int:
     return digits + (digits - 1) // 3 + (14 if n == 1 else 15)
 
 
+_CUTS: dict[tuple[int, int], tuple[int, str]] = {}
+"""(length, limit) -> the characters :func:`line` keeps of a printable value that long, and
+the words it ends with."""
+
+
 def _flat(text: str) -> str:
     # safe() has already made \r visible; newlines and tabs are what is left to flatten.
     return text.replace("\n", "⏎").replace("\t", " ")
@@ -94,8 +99,15 @@ def line(text: str, limit: int = 100, *, total: int | None = None) -> str:
     if head.isprintable():  # most text: nothing to escape or flatten, a character each
         if size <= limit:
             return head
-        kept = min(limit - _more_len(size), len(head))
-        return head[:kept] + more_text(size - kept)
+        # The cut of a long value, by its length and the room: results of a big run come
+        # in a few lengths, and counting and formatting the rest is the dearer part.
+        cut = _CUTS.get((size, limit))
+        if cut is None:
+            kept = min(limit - _more_len(size), len(head))
+            if len(_CUTS) >= 4096:
+                _CUTS.clear()
+            cut = _CUTS[size, limit] = (kept, more_text(size - kept))
+        return head[: cut[0]] + cut[1]
     flat = _flat(safe(head))
     if size <= limit and len(flat) <= limit:
         return flat

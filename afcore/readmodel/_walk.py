@@ -199,6 +199,8 @@ class Injections:
         range, not by walking every message of a window that holds the whole history."""
         out: list[dict[str, Any]] = []
         numbers = self._numbers
+        if not numbers:  # no injected message yet (most agents)
+            return out
         for r in window if isinstance(window, list | tuple) else ():
             if not (isinstance(r, list | tuple) and len(r) == 2):
                 continue
