@@ -264,8 +264,11 @@ class Printer:
             else:
                 # No character takes more than two cells: a short line is not measured.
                 fits = 2 * len(text) <= self.width or cells(text) <= self.width
-            if fits:
-                self._put(text)
+            if fits:  # as _put() writes it, without the call (most lines come this way)
+                self._out.append(text)
+                self._size += len(text) + 1
+                if self._size > self._BLOCK:
+                    self.flush()
                 return
         if style and not self.plain:  # without colour a style changes no byte
             if isinstance(text, str):
@@ -355,7 +358,16 @@ class Printer:
     def print_cut(self, head: str, size: int, tail: str, width: int) -> None:
         """:meth:`print_fit` without colour, for a ``head`` known to take ``size`` cells and
         to hold no newline (a line whose head is made of parts measured once)."""
-        cut, more = _cut(tail, width - size - 1, None)
+        room = width - size - 1
+        cut = line(tail, room)
+        # Most cuts take a cell a character and fit at once: _cut's first step, measured as
+        # cells() measures them.
+        if (cut.isascii() and cut.isprintable()) or _COUNTED.fullmatch(cut):
+            more = len(cut)
+            if more > (room if room > 24 else 24):
+                cut, more = _cut(tail, room, None)
+        else:
+            cut, more = _cut(tail, room, None)
         if size + more <= self.width:
             self._put(head + cut)  # the cut holds no newline: line() flattens them
         else:
@@ -377,9 +389,12 @@ def _breaks(text: str, width: int) -> list[int]:
     """Where Rich's word wrap breaks ``text`` (every character one cell wide) to ``width``:
     a word goes to the next line when it does not fit, a word longer than a line is cut."""
     breaks: list[int] = []
-    offset = 0
-    for match in _WORD.finditer(text):
-        start, word = match.start(), match.group()
+    offset = at = 0
+    # The words follow one another from the text's start (each takes the spaces after it):
+    # where each starts is counted, not asked of a match object.
+    for word in _WORD.findall(text):
+        start = at
+        at += len(word)
         size = len(word.rstrip())
         if width - offset >= size:
             offset += len(word)

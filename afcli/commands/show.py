@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -132,10 +133,18 @@ def show(
             else:
                 _print_call(out_console(), data, rec.origin.name)
             return
-        if json_output:
-            _print_run_json(rec)
-        else:
-            _print_run(out_console(), rec)
+        # The walk makes a few objects per line, none in a cycle: the cycle collector would
+        # only walk them again and again (1% of a big file's time).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            if json_output:
+                _print_run_json(rec)
+            else:
+                _print_run(out_console(), rec)
+        finally:
+            if collecting:
+                gc.enable()
 
 
 # -- a session -----------------------------------------------------------------------------
@@ -228,14 +237,15 @@ def _print_run_parts(out: Printer, rec: Recording, *, head: bool = True) -> None
     calls = 0
     folder = Path(rec.path).parent
     for part in run_view(rec):
-        if part.kind == "header":
-            if head:
-                _print_head(out, part.data)
-        elif part.kind == "call":
+        kind = part.kind
+        if kind == "call":  # most parts
             calls += 1
             _print_call_line(out, part.data, folder)
-        elif part.kind == "fold":
+        elif kind == "fold":
             _print_fold(out, part.data)
+        elif kind == "header":
+            if head:
+                _print_head(out, part.data)
         else:
             _print_end(out, part.data, calls)
     out.flush()
@@ -312,9 +322,10 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
     if c.injections is not None and first:
         decisions = _decisions_text(c.injections, max(60, width // 2), cap=8, make=make)
         print_hanging(out, decisions, indent=2)
-    changes = _tool_changes(c.tools_added, c.tools_removed)
-    if changes:
-        out.print(fit(Line("  tools ", style="dim"), changes, width))
+    if c.tools_added or c.tools_removed:
+        changes = _tool_changes(c.tools_added, c.tools_removed)
+        if changes:
+            out.print(fit(Line("  tools ", style="dim"), changes, width))
     r = c.response
     if r is None:
         if not c.errors:
@@ -334,8 +345,9 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
                     (f" · {safe(r.response_id)}" if r.response_id else "", "dim"),
                 )
             )
-        for note in _reply_notes(r):
-            out.print(Line(f"  {note}", style="yellow"))
+        if r.redacted_thinking or r.opaque or r.unsent_params:  # what _reply_notes says
+            for note in _reply_notes(r):
+                out.print(Line(f"  {note}", style="yellow"))
         if r.missing:
             out.print(Line(f"  (reply message missing: {safe(r.missing)})", style="red"))
         if r.text and c.kind == "summarizer":
@@ -415,7 +427,7 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
             out.print_fit(said, tail, width)
         for note in res.notes:
             out.print(fit(Line("    "), note, width), style="dim")
-        linked = (res.run or {}).get("recording")
+        linked = res.run.get("recording") if res.run else None
         if linked and folder is not None:
             out.print(fit(Line(("    ↳ ", "cyan")), _followed(folder / str(linked)), width))
     for g in c.governed:
@@ -616,9 +628,11 @@ def _print_fold(out: Printer, part: FoldPart) -> None:
     """A fold of the live window, between the calls it separates, and what it kept."""
     f = part.view
     out.print()
-    print_hanging(out, out.line(fold_text(f), style="bold magenta"), indent=0)
+    plain = out.plain  # without colour a line is its text
+    text = fold_text(f)
+    print_hanging(out, text if plain else Line(text, style="bold magenta"), indent=0)
     for kept in refusal_texts(f):
-        print_hanging(out, out.line(kept, style="magenta"), indent=2)
+        print_hanging(out, kept if plain else Line(kept, style="magenta"), indent=2)
     if part.missing:
         out.print(Line(f"  (fold value missing: {safe(str(part.missing))})", style="red"))
 

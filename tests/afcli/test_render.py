@@ -47,6 +47,39 @@ def test_line_states_the_cut() -> None:
     assert cut.endswith(f"… ({len(text) - len(shown):,} more chars)")
 
 
+def test_a_printable_value_is_cut_as_its_length_and_the_room_say() -> None:
+    """The cut of a long printable value is kept by its length and the room (a big run's
+    results come in a few lengths): any value of that length, in any room, is cut as
+    counting it out says, whatever was cut before."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from([0, 30, 100, 4_990, 5_000, 19_999]) | st.integers(0, 20_000),
+                st.sampled_from([-5, 24, 25, 56, 80, 200]) | st.integers(-5, 300),
+                st.sampled_from("aé漢·"),
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    )
+    def cuts(cases: list[tuple[int, int, str]]) -> None:
+        for size, limit, ch in cases:
+            text = ch * size
+            room = max(limit, 24)
+            if size <= room:
+                assert line(text, limit) == text
+                continue
+            # Counted out: the room less the words that would say the whole length.
+            kept = room - len(f"… ({size:,} more chars)")
+            assert line(text, limit) == ch * kept + f"… ({size - kept:,} more chars)"
+
+    cuts()
+
+
 def test_line_escapes_before_cutting_and_costs_little_on_huge_values() -> None:
     cut = line("\x1b" * 10_000_000, 60)
     assert "\x1b" not in cut and cut.startswith("\\x1b\\x1b")
