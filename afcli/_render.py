@@ -466,11 +466,17 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
         return
     if bare is not None and not isinstance(text, Text):
         if not _WIDE.search(plain) and "\t" not in plain:
-            # Without colour the lines are cut from the text where _split would cut them.
+            # Without colour the lines are cut from the text where _split would cut them:
+            # each takes at most room cells (a cell a character), so with room to spare each
+            # is written as it is.
             edges = [0, *_breaks(plain, room), len(plain)]
+            spare = bare.width - indent - more >= 20
             for i in range(len(edges) - 1):
-                cut = plain[edges[i] : edges[i + 1]].rstrip()
-                bare.print(" " * (indent + (more if i else 0)) + cut, soft_wrap=True)
+                cut = " " * (indent + (more if i else 0)) + plain[edges[i] : edges[i + 1]].rstrip()
+                if spare:
+                    bare._put(cut)
+                else:
+                    bare.print(cut, soft_wrap=True)
             return
     for i, wrapped in enumerate(_wrapped(console, text, room)):
         pad = indent + (more if i else 0)

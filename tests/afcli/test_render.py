@@ -280,3 +280,30 @@ def test_a_tool_results_line_measured_by_its_parts_is_the_line_measured_whole(
     show._RESULT_HEADS.clear()
     assert shown() == fast
     show._RESULT_HEADS.clear()
+
+
+@pytest.mark.parametrize("width", [24, 40, 80])
+def test_a_printer_without_colour_wraps_as_the_console_does(width: int) -> None:
+    """A long line wrapped by a Printer without colour (cut from its text, each piece written
+    as it is) is what the console writes for the same text."""
+    import io
+    import random
+
+    from rich.console import Console
+
+    from afcli._render import Printer, print_hanging
+
+    def console(buffer: io.StringIO) -> Console:
+        return Console(file=buffer, width=width, color_system=None, markup=False)
+
+    rng = random.Random(width)
+    words = ["fold", "9962", "at", "iteration", "–", "(59768–59773)", "->", "x" * 50, "a"]
+    for _ in range(200):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 14)))
+        indent, more = rng.choice([(0, 2), (2, 2), (0, 5), (2, 0)])
+        ours, theirs = io.StringIO(), io.StringIO()
+        out = Printer(console(ours))
+        print_hanging(out, text, indent, more)
+        out.flush()
+        print_hanging(console(theirs), text, indent, more)
+        assert ours.getvalue() == theirs.getvalue(), (text, indent, more)
