@@ -17,7 +17,7 @@ import os
 import re
 import threading
 from array import array
-from binascii import a2b_base64, b2a_base64
+from binascii import b2a_base64
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
@@ -268,52 +268,29 @@ _SMALL_BLOB bytes long (see Recording.read_blob)."""
 _PIECE = 1024 * 1024
 """A line longer than this is read in pieces of this size."""
 _LINE_BITS = 27
-"""A blob is found by a 36-bit prefix of its id packed with its line index (up to 2**27
-lines) into one sortable integer."""
+"""A blob is found by a 36-bit key made from its id (see :func:`_prefix`) packed with its line
+index (up to 2**27 lines) into one sortable integer."""
+_KEY_BITS = (1 << 36) - 1
 
 
 def _prefix(ref: bytes | str, size: int) -> int:
-    """36 bits of an id, to find its blob by: 9 hex digits, or 6 base64url characters."""
+    """36 bits of an id, to find its blob by: its first 9 hex digits, or (a base64url id) its
+    hash, which a walk takes from the id's bytes in C where three lookups of its digits took
+    four times as long (a big file has a blob line for every tool result). The keys live as
+    long as the process (the index is never stored), so the hash's seed does not matter. A
+    base64url id whose first six characters are not all digits is not an id (ValueError)."""
     if size == 64:
         return int(ref[:9], 16)
-    try:
-        return (_PAIRS[ref[:2]] << 24) | (_PAIRS[ref[2:4]] << 12) | _PAIRS[ref[4:6]]
-    except (KeyError, TypeError):
-        if not _PAIRS:  # the first id of the process: the table is made now
-            _PAIRS.update(_pairs())
-            return _prefix(ref, size)
-        # fewer than six digits, or not all base64url ones: worked out below
-    head = ref[:6].encode() if isinstance(ref, str) else bytes(ref[:6])
-    if len(head) == 6 and not head.translate(None, _B64_DIGITS):
-        # In C: the six digits and two zero digits decoded as 48 bits, the last 12 dropped.
-        return int.from_bytes(a2b_base64(head.translate(_B64_STD) + b"AA"), "big") >> 12
-    value = 0
-    for c in head:
-        digit = _B64.get(c)
-        if digit is None:
-            raise ValueError(ref)
-        value = (value << 6) | digit
-    return value
+    if isinstance(ref, str):
+        ref = ref.encode("utf-8", "surrogatepass")
+    elif not isinstance(ref, bytes):
+        ref = bytes(ref[:6])  # (only whether it is an id counts: it is found by no ref)
+    if ref[:6].translate(None, _B64_DIGITS):
+        raise ValueError(ref)
+    return hash(ref) & _KEY_BITS
 
 
 _B64_DIGITS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-_B64 = {c: i for i, c in enumerate(_B64_DIGITS)}
-_B64_STD = bytes.maketrans(b"-_", b"+/")
-_PAIRS: dict[bytes | str, int] = {}
-"""Two base64url digits, as bytes or as text -> their 12 bits: an id's prefix in three
-lookups (a big file has a blob line for every tool result). Made when the first id is read,
-not by every command that imports the reader (8,192 entries, 3 to 5 ms when made at import)."""
-
-
-def _pairs() -> dict[bytes | str, int]:
-    # In the digits' order, the pairs' values are 0, 1, 2, ... 4095.
-    ones = [bytes((c,)) for c in _B64_DIGITS]
-    letters = _B64_DIGITS.decode()
-    pairs: dict[bytes | str, int] = dict(
-        zip([a + b for a in ones for b in ones], range(4096), strict=True)
-    )
-    pairs.update(zip([a + b for a in letters for b in letters], range(4096), strict=True))
-    return pairs
 
 
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
@@ -640,7 +617,7 @@ class Recording:
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
-        short, pairs = self.scheme is V11, _PAIRS
+        short, digits, key_bits = self.scheme is V11, _B64_DIGITS, _KEY_BITS
         tool_line = ToolLine if tool_lines else None
         tail = self._size
         """where the last line indexed ends (a whole line's newline excluded)"""
@@ -703,16 +680,11 @@ class Recording:
                         if size > id_end + 2 and raw[id_end] == 34:
                             ref = raw[18:id_end]
                             prefix: int | None = None
-                            if short:  # _prefix's first way, inline: most lines of a big file
-                                try:
-                                    prefix = (
-                                        (pairs[ref[:2]] << 24)
-                                        | (pairs[ref[2:4]] << 12)
-                                        | pairs[ref[4:6]]
-                                    )
-                                except KeyError:
-                                    pass
-                            if prefix is None:
+                            if short:  # _prefix, inline: most lines of a big file are blobs
+                                six = raw[18:24]
+                                if six.isalnum() or not six.translate(None, digits):
+                                    prefix = hash(ref) & key_bits
+                            else:
                                 try:
                                     prefix = _prefix(ref, id_size)
                                 except ValueError:
@@ -1275,7 +1247,7 @@ class Recording:
         check, checked = self._checked_blob, _checked
         unindexed, other = _UNINDEXED, _OTHER
         small = self._small
-        evicted_code, pairs = _EVICTED, _PAIRS
+        evicted_code, digits, key_bits = _EVICTED, _B64_DIGITS, _KEY_BITS
         evicted_line, decode_evicted = EVICTED_LINE.fullmatch, _decode_evicted
         # 1.1 calls and replies are parsed (see _REPLY_HEAD)
         fast_heads = _FAST_11 if v11 else _FAST
@@ -1283,7 +1255,6 @@ class Recording:
         tool_check = TOOL_COMMIT.fullmatch if tools else None
         dense, tool_index, tool_commits = idx.messages.dense, idx.tools, idx.tool_commits
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
-        from_bytes = int.from_bytes
         loads, types, convert, rejected, judge = (
             orjson.loads,
             AGENT_TYPES,
@@ -1347,9 +1318,8 @@ class Recording:
                                 digest = sha256(memoryview(raw)[value_at:-2]).digest()
                                 if b64(digest[:16])[:22].translate(urlsafe) == rid:
                                     # Intact: its id is the digest's (V11's short_id, made
-                                    # and compared as bytes), and so is the id's prefix, its
-                                    # first 36 bits (as _prefix reads them from the digits).
-                                    prefix = from_bytes(digest[:5], "big") >> 4
+                                    # and compared as bytes), its digits base64url ones.
+                                    prefix = hash(rid) & key_bits
                                     if blobs.setdefault(prefix, i) != i:
                                         collided.append((prefix << _LINE_BITS) | i)
                                     elif size <= _SMALL_BLOB:
@@ -1361,16 +1331,11 @@ class Recording:
                                     continue
                                 # Not intact: indexed and reported below, as any blob line.
                             prefix = -1
-                            if short:  # _prefix's first way, inline: half the lines are blobs
-                                try:
-                                    prefix = (
-                                        (pairs[rid[:2]] << 24)
-                                        | (pairs[rid[2:4]] << 12)
-                                        | pairs[rid[4:6]]
-                                    )
-                                except KeyError:
-                                    pass
-                            if prefix < 0:
+                            if short:  # _prefix, inline: half the lines are blobs
+                                six = raw[18:24]
+                                if six.isalnum() or not six.translate(None, digits):
+                                    prefix = hash(rid) & key_bits
+                            else:
                                 try:
                                     prefix = _prefix(rid, id_size)
                                 except ValueError:

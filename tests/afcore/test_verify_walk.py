@@ -265,30 +265,83 @@ def test_a_fold_leaves_the_window_it_left_taken_whole_or_one_by_one() -> None:
     folded()
 
 
-def test_a_blob_s_prefix_from_its_digest_is_its_id_s() -> None:
-    """The checking walk takes an intact blob's prefix from its value's digest: the id's first
-    36 bits, as the index reads them from the id's digits."""
-    import hashlib
-
+def test_a_blob_is_keyed_alike_by_its_id_as_bytes_and_as_text() -> None:
+    """The index keys a blob by its id as a walk reads it from the line (bytes) and a reader
+    finds it by the ref a record names (text): one key for both, within its 36 bits, and an
+    id whose first six characters are not all base64url digits is none (ValueError)."""
     from hypothesis import given
     from hypothesis import strategies as st
 
     from afcore.recording._reader import _prefix
 
-    values = st.recursive(
-        st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
-        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
-        max_leaves=8,
-    )
+    digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    ids = st.text(alphabet=digits + '"\\é+/= ', max_size=24) | st.text(max_size=24)
 
-    @given(values)
-    def prefixed(value: Any) -> None:
-        ref = V11.content(value)
-        digest = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).digest()
-        assert _prefix(ref, V11.size) == int.from_bytes(digest[:5], "big") >> 4
-        assert _prefix(ref.encode(), V11.size) == _prefix(ref, V11.size)
+    @given(ids)
+    def keyed(ref: str) -> None:
+        valid = all(c in digits for c in ref[:6])
+        try:
+            key = _prefix(ref, V11.size)
+        except ValueError:
+            assert not valid
+            with pytest.raises(ValueError):
+                _prefix(ref.encode("utf-8", "surrogatepass"), V11.size)
+            return
+        assert valid
+        assert key == _prefix(ref.encode(), V11.size)
+        assert 0 <= key < 2**36
 
-    prefixed()
+    keyed()
+
+
+def test_walks_index_blobs_by_their_ids_whatever_the_digits() -> None:
+    """Blob lines in af's layout whose ids hold any characters: every walk (a run's view, a
+    check, a whole open) takes a line as a blob by its bytes exactly when its id is one (see
+    ``_prefix``), keys it as ``_prefix`` keys the id as text, and finds it by that ref."""
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from afcore.readmodel._run import _READ
+    from afcore.recording._reader import _LINE_BITS, _prefix
+
+    digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    head = by_ref(SAMPLES[0])[:1]
+    ids = st.text(alphabet=digits + "+/=é#", min_size=22, max_size=22)
+
+    @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(ids, min_size=1, max_size=8, unique=True))
+    def walked(refs: list[str]) -> None:
+        lines = [*head]
+        for n, ref in enumerate(refs):
+            blob = {"t": "blob", "id": ref, "value": f"v{n}"}
+            lines.append(orjson.dumps(blob) + b"\n")
+        valid = {ref: all(c in digits for c in ref[:6]) for ref in refs}
+        keys = sorted(
+            (_prefix(ref, V11.size) << _LINE_BITS) | (n + 1)
+            for n, ref in enumerate(refs)
+            if valid[ref]
+        )
+        kinds = b"h" + bytes(ord("b") if valid[ref] else ord("!") for ref in refs)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "run.jsonl"
+            path.write_bytes(b"".join(lines))
+            for how in ("view", "check", "whole"):
+                with rec.open_recording(path, index=how == "whole") as r:
+                    if how == "view":
+                        for _ in r.records(blobs=False, seals=False, only=_READ, tool_lines=True):
+                            pass
+                    elif how == "check":
+                        for _ in r.records(blobs="checked", seals=False, tool_lines=True):
+                            pass
+                    assert bytes(r._index.kinds) == kinds, how
+                    assert list(r._index.blob_keys) == keys, how
+                    for n, ref in enumerate(refs):
+                        if valid[ref]:
+                            assert r.blob(ref) == f"v{n}", how
+
+    walked()
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
