@@ -203,7 +203,7 @@ class SignalWake:
     """A socket pair whose reading end ``loop`` watches: armed, its writing end is the
     interpreter's wakeup fd, so that a signal taken by any thread wakes the loop's selector
     and the main thread runs the signal's Python handler at once. Made once per loop (a
-    socket pair and a reader), armed for each run (two C calls)."""
+    socket pair and a reader), armed for each run that waits (two C calls)."""
 
     __slots__ = ("_loop", "_read", "_write")
 

@@ -17,7 +17,7 @@ kept:
   once (the same handler ``asyncio.run`` installs, set through the C functions, which skip
   ``signal``'s enum lookup that formats the task's repr on every run). A Ctrl-C taken by
   another thread of the process wakes the loop all the same (the loop's
-  :class:`~afcore.loop._interrupt.SignalWake`, armed for the run).
+  :class:`~afcore.loop._interrupt.SignalWake`, armed for the run as it first waits).
 - **The file's sync.** A run's recording is complete on disk when the door returns; its
   closing fsync is handed to the recording's sync thread as the door returns, not as the
   run closes the file: woken earlier, that thread would take the GIL from the run's last
@@ -69,11 +69,36 @@ _MAIN = threading.main_thread().ident
 class _OwnSelector(selectors.DefaultSelector):
     """The platform's selector, made safe to drop in a forked child: there its kernel object
     (an epoll instance) is shared with the parent, and an unregister would remove the
-    parent's registration. In a child it only forgets the file object."""
+    parent's registration. In a child it only forgets the file object.
+
+    It also arms a run's :class:`SignalWake` as the loop is first about to sleep in it
+    (see :meth:`arm_at_wait`): a signal only needs to wake a loop that sleeps, and a run
+    that never does (a scripted model, inline tools) is spared the two system calls of
+    arming it. A signal taken before the arming has marked itself for the main thread,
+    which runs its handler at the next bytecode it runs: before it reaches the wait."""
 
     def __init__(self) -> None:
         super().__init__()
         self._pid = os.getpid()
+        self._unarmed: SignalWake | None = None
+        self._armed: tuple[SignalWake, int | None] | None = None
+
+    def arm_at_wait(self, wake: SignalWake) -> None:
+        """Arm ``wake`` before the loop next sleeps in this selector, until :meth:`disarm`."""
+        self._unarmed = wake
+
+    def disarm(self) -> None:
+        """Disarm the wake :meth:`arm_at_wait` was given, if it was armed."""
+        self._unarmed = None
+        armed, self._armed = self._armed, None
+        if armed is not None:
+            armed[0].disarm(armed[1])
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if self._unarmed is not None and (timeout is None or timeout > 0):
+            wake, self._unarmed = self._unarmed, None
+            self._armed = (wake, wake.arm())
+        return super().select(timeout)
 
     def unregister(self, fileobj: Any) -> selectors.SelectorKey:
         if os.getpid() == self._pid:
@@ -84,14 +109,16 @@ class _OwnSelector(selectors.DefaultSelector):
 class _Home:
     """One thread's event loop, and the process it was made in."""
 
-    __slots__ = ("__weakref__", "loop", "pid", "wake")
+    __slots__ = ("__weakref__", "loop", "pid", "selector", "wake")
 
     def __init__(self) -> None:
         self.pid = os.getpid()
+        self.selector: _OwnSelector | None = None
         if sys.platform != "win32" and type(asyncio.get_event_loop_policy()) is (
             asyncio.DefaultEventLoopPolicy
         ):
-            self.loop: asyncio.AbstractEventLoop = asyncio.SelectorEventLoop(_OwnSelector())
+            self.selector = _OwnSelector()
+            self.loop: asyncio.AbstractEventLoop = asyncio.SelectorEventLoop(self.selector)
         else:  # an installed policy's loop (uvloop), or Windows' proactor
             self.loop = asyncio.new_event_loop()
         self.wake: SignalWake | None = None
@@ -169,12 +196,16 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
             reaches_tools(on_sigint)
         except ValueError:  # an embedded interpreter that does not take signals
             pass
-    wake = None
+    wake = selector = woken = None
     if handler is not None:
         wake = home.wake
         if wake is None:
             wake = home.wake = SignalWake(loop)
-    woken = wake.arm() if wake is not None else None
+        selector = home.selector
+        if selector is not None:
+            selector.arm_at_wait(wake)
+        else:  # a loop of another kind: armed for the whole run
+            woken = wake.arm()
     held = hold_syncs()
     try:
         return loop.run_until_complete(task)
@@ -184,7 +215,9 @@ def run_sync(coro: Coroutine[Any, Any, T], door: str, instead: str | None = None
         raise
     finally:
         try:
-            if wake is not None:
+            if selector is not None:
+                selector.disarm()
+            elif wake is not None:
                 wake.disarm(woken)
             if handler is not None:
                 reaches_tools(None)

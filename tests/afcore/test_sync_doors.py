@@ -334,6 +334,48 @@ def test_ctrl_c_taken_by_another_thread_wakes_a_run_asleep_in_its_selector() -> 
     assert out.split() == ["interrupted"]
 
 
+def test_the_signal_wake_is_armed_only_for_a_run_that_waits_and_put_back_after_it() -> None:
+    # A signal need only wake a loop asleep in its selector: a run that never sleeps there
+    # leaves the wakeup fd alone; one that does has it armed while it sleeps, and the fd
+    # in force before is put back when the run ends, whichever way it ends.
+    out = _script(
+        """
+        import asyncio, signal
+        from afcore import Agent, mock
+        from afcore.loop._sync import run_sync
+
+        set_fds = []
+        real = signal.set_wakeup_fd
+
+        def spy(fd, **kw):
+            set_fds.append(fd)
+            return real(fd, **kw)
+
+        signal.set_wakeup_fd = spy
+        agent = Agent.create(provider=mock(reply="hi"), model="m", record=False).build()
+        print(agent.run("go"), len(set_fds))
+        armed = []
+
+        async def waits():
+            await asyncio.sleep(0.01)
+            armed.append(real(-1))  # the fd in force while the run sleeps...
+            real(armed[-1])  # ...left as it was
+
+        run_sync(waits(), "run")
+        print(armed[0] >= 0, len(set_fds), real(-1))
+        async def fails():
+            await asyncio.sleep(0.01)
+            raise ValueError("x")
+
+        try:
+            run_sync(fails(), "run")
+        except ValueError:
+            print("raised", len(set_fds), real(-1))
+        """
+    )
+    assert out.split() == ["hi", "0", "True", "2", "-1", "raised", "4", "-1"]
+
+
 def test_the_loops_are_closed_at_exit_without_a_warning() -> None:
     out = _script(
         _THREADED
