@@ -197,7 +197,7 @@ class RunResult:
     duplicates said once; None when none was declared."""
 
 
-@dataclass
+@dataclass(slots=True)  # fields read all through the loop: see Recorder's slots
 class RunState:
     """One run in progress."""
 
