@@ -6,7 +6,8 @@ window's folds, and the pieces of a reply, an attempt and an error.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from afcore.readmodel._folds import SUMMARIZER, checked, fold_number
@@ -59,8 +60,12 @@ class Resolver:
 
     def __init__(self, rec: Recording) -> None:
         self.rec = rec
-        self._lists: dict[str, list[dict[str, Any]] | None] = {}
-        self._chars: dict[str, int | None] = {}
+        # Calls that send the same list share its ref: kept for the last few refs, as a run
+        # that changes its system text at every call makes a new list a call.
+        self.listed: Callable[[str], list[dict[str, Any]] | None] = lru_cache(256)(self._listed)
+        """A call's segment or tool list (shared by calls that sent the same), or None."""
+        self.system_chars: Callable[[str], int | None] = lru_cache(256)(self._system_chars)
+        """How many characters the system segments of a call's list hold (None: unknown)."""
 
     def value(self, write: Any) -> tuple[Any, str | None]:
         ref = write.get("ref") if isinstance(write, dict) else getattr(write, "ref", None)
@@ -79,32 +84,26 @@ class Resolver:
         except KeyError as e:
             return None, missing_text(e)
 
-    def listed(self, ref: str) -> list[dict[str, Any]] | None:
-        """A call's segment or tool list (shared by calls that sent the same), or None."""
-        if ref not in self._lists:
-            try:
-                value = self.rec.listed(ref)
-            except (KeyError, ValueError, TypeError):
-                value = None
-            ok = isinstance(value, list) and all(isinstance(x, dict) for x in value)
-            self._lists[ref] = value if ok else None
-        return self._lists[ref]
+    def _listed(self, ref: str) -> list[dict[str, Any]] | None:
+        try:
+            value = self.rec.listed(ref)
+        except (KeyError, ValueError, TypeError):
+            return None
+        ok = isinstance(value, list) and all(isinstance(x, dict) for x in value)
+        return value if ok else None
 
-    def system_chars(self, ref: str) -> int | None:
-        """How many characters the system segments of a call's list hold (None: unknown)."""
-        if ref not in self._chars:
-            total: int | None = 0
-            for seg in self.listed(ref) or []:
-                text = seg.get("text")
-                if text is None and seg.get("ref"):
-                    body, _ = self.value({"ref": seg["ref"]})
-                    text = body.get("text") if isinstance(body, dict) else None
-                if not isinstance(text, str) or total is None:
-                    total = None
-                else:
-                    total += len(text)
-            self._chars[ref] = total
-        return self._chars[ref]
+    def _system_chars(self, ref: str) -> int | None:
+        total: int | None = 0
+        for seg in self.listed(ref) or []:
+            text = seg.get("text")
+            if text is None and seg.get("ref"):
+                body, _ = self.value({"ref": seg["ref"]})
+                text = body.get("text") if isinstance(body, dict) else None
+            if not isinstance(text, str) or total is None:
+                total = None
+            else:
+                total += len(text)
+        return total
 
 
 _NOT_INJECTIONS = {"base", "static", "provider", "configure", "summary", "transcript", "summarizer"}
