@@ -399,6 +399,26 @@ def _put_next(numbers: _Numbered, n: int, value: int) -> None:
         _put(numbers, n, value)
 
 
+def _index_head(idx: _Index, i: int, raw: bytes, kind: int) -> int:
+    """A 1.0 call or reply (``kind``) indexed from its head (see :data:`_REPLY_HEAD`): its
+    kind, or -1 when the head is not as af writes it (the line is then parsed)."""
+    if kind == _KIND_CODES["reply"]:
+        head = _REPLY_HEAD.match(raw)
+        if head is None:
+            return -1
+        idx.commits.append(i)
+        _put_next(idx.replies, int(head[1]), i)
+        _put_next(idx.messages, int(head[2]), i)
+    else:
+        head = _CALL_HEAD.match(raw)
+        if head is None:
+            return -1
+        idx.commits.append(i)
+        _put_next(idx.calls, int(head[1]), i)
+    idx.kinds.append(kind)
+    return kind
+
+
 def _get(numbers: _Numbered, n: int) -> int | None:
     dense = numbers.dense
     if 0 <= n < len(dense):
@@ -613,7 +633,7 @@ class Recording:
         dense, tools = idx.messages.dense, idx.tools
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
-        commits, put = idx.commits, _put_next
+        commits = idx.commits
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
@@ -745,21 +765,8 @@ class Recording:
                                     float(ms),
                                     result.decode(),
                                 )
-                    elif fast == reply:
-                        head = _REPLY_HEAD.match(raw)
-                        if head is not None:
-                            commits.append(i)
-                            put(idx.replies, int(head[1]), i)
-                            put(idx.messages, int(head[2]), i)
-                            kinds.append(reply)
-                            kind = reply
-                    elif fast == call:
-                        head = _CALL_HEAD.match(raw)
-                        if head is not None:
-                            commits.append(i)
-                            put(idx.calls, int(head[1]), i)
-                            kinds.append(call)
-                            kind = call
+                    elif fast == reply or fast == call:
+                        kind = _index_head(idx, i, raw, fast)
                     if kind < 0:
                         try:
                             data = orjson.loads(raw)
@@ -1239,7 +1246,7 @@ class Recording:
         sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
-        commits, put = idx.commits, _put_next
+        commits = idx.commits
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
@@ -1369,21 +1376,8 @@ class Recording:
                                 if found is not None:
                                     yield line, found
                                 continue
-                    elif fast == reply:
-                        head = _REPLY_HEAD.match(raw)
-                        if head is not None:
-                            commits.append(i)
-                            put(idx.replies, int(head[1]), i)
-                            put(idx.messages, int(head[2]), i)
-                            kinds.append(reply)
-                            kind = reply
-                    elif fast == call:
-                        head = _CALL_HEAD.match(raw)
-                        if head is not None:
-                            commits.append(i)
-                            put(idx.calls, int(head[1]), i)
-                            kinds.append(call)
-                            kind = call
+                    elif fast == reply or fast == call:
+                        kind = _index_head(idx, i, raw, fast)
                     elif fast == evicted_code:
                         # A fold writes one per message that left. The line ends with its
                         # newline (``fast`` says so).
