@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -75,9 +76,14 @@ def _more_len(n: int) -> int:
     return digits + (digits - 1) // 3 + (14 if n == 1 else 15)
 
 
-_CUTS: dict[tuple[int, int], tuple[int, str]] = {}
-"""(length, limit) -> the characters :func:`line` keeps of a printable value that long, and
-the words it ends with."""
+@lru_cache(4096)
+def _long_cut(size: int, limit: int, held: int) -> tuple[int, str]:
+    """How many characters :func:`line` keeps of a printable value ``size`` characters long
+    cut to ``limit``, when it holds ``held`` of them (all, or a head), and the words it ends
+    with: a big run's results come in a few lengths, and counting and formatting the rest is
+    the dearer part of cutting them."""
+    kept = min(limit - _more_len(size), held)
+    return kept, more_text(size - kept)
 
 
 def _flat(text: str) -> str:
@@ -99,15 +105,8 @@ def line(text: str, limit: int = 100, *, total: int | None = None) -> str:
     if head.isprintable():  # most text: nothing to escape or flatten, a character each
         if size <= limit:
             return head
-        # The cut of a long value, by its length and the room: results of a big run come
-        # in a few lengths, and counting and formatting the rest is the dearer part.
-        cut = _CUTS.get((size, limit))
-        if cut is None:
-            kept = min(limit - _more_len(size), len(head))
-            if len(_CUTS) >= 4096:
-                _CUTS.clear()
-            cut = _CUTS[size, limit] = (kept, more_text(size - kept))
-        return head[: cut[0]] + cut[1]
+        kept, more = _long_cut(size, limit, len(head))
+        return head[:kept] + more
     flat = _flat(safe(head))
     if size <= limit and len(flat) <= limit:
         return flat

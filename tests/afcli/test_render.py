@@ -80,6 +80,17 @@ def test_a_printable_value_is_cut_as_its_length_and_the_room_say() -> None:
     cuts()
 
 
+def test_a_head_cut_before_does_not_cut_a_whole_value_of_its_length() -> None:
+    """A head of a longer value (``total``: a live run's view of a value it holds the head
+    of) is cut by what it holds: a whole value of the same length and room, cut later, keeps
+    what its room allows."""
+    head = line("abc", 40, total=1_000)
+    assert head == "abc… (997 more chars)"
+    whole = line("x" * 1_000, 40)
+    kept = 40 - len("… (1,000 more chars)")
+    assert whole == "x" * kept + f"… ({1_000 - kept:,} more chars)"
+
+
 def test_line_escapes_before_cutting_and_costs_little_on_huge_values() -> None:
     cut = line("\x1b" * 10_000_000, 60)
     assert "\x1b" not in cut and cut.startswith("\\x1b\\x1b")
