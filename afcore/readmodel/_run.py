@@ -7,6 +7,7 @@ Values are kept whole here; only a front end cuts them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from msgspec import Struct
@@ -157,8 +158,13 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     injections = Injections(resolver)
     folds = Folds(resolver, keep=False)
     previous_tools: list[str] | None = None
-    tool_names: dict[str, list[str]] = {}
-    """a tools list's ref -> its tools' names"""
+
+    @lru_cache(256)
+    def tool_names(ref: str) -> list[str]:
+        """The names of a tools list's tools: calls that send the same list (most) share
+        them."""
+        return [as_text(t.get("name")) for t in resolver.listed(ref) or []]
+
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
     blob = rec.blob
@@ -229,13 +235,7 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                     yield RunPart("fold", pending_folds.pop(0))
             segments = resolver.listed(record.system)
             tools = resolver.listed(record.tools)
-            # Calls that send the same tools list (most) share its names.
-            names = tool_names.get(record.tools)
-            if names is None:
-                names = [as_text(t.get("name")) for t in tools or []]
-                if len(tool_names) >= 256:
-                    tool_names.clear()
-                tool_names[record.tools] = names
+            names = tool_names(record.tools)
             # The tools a summarizer is sent (none) are no change to the agent's; the same
             # names are none either.
             compared = agent and previous_tools is not None and names is not previous_tools
