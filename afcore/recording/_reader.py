@@ -211,8 +211,9 @@ class ToolLine(NamedTuple):
     result_status: str
 
 
-def _tool_line(found: re.Match[bytes]) -> ToolLine:
-    _, it, _, _, ref, name, k, call_id, status, ms, result = found.groups()
+def _tool_line(groups: tuple[bytes, ...]) -> ToolLine:
+    """A tool's commit as a run's view reads it, from :data:`TOOL_COMMIT`'s groups."""
+    _, it, _, _, ref, name, k, call_id, status, ms, result = groups
     return ToolLine(
         int(it),
         ref.decode(),
@@ -397,6 +398,24 @@ def _put_next(numbers: _Numbered, n: int, value: int) -> None:
         numbers.dense.append(value)
     else:
         _put(numbers, n, value)
+
+
+def _index_tool_commit(idx: _Index, i: int, groups: tuple[bytes, ...]) -> int:
+    """A tool's commit taken by its bytes (:data:`TOOL_COMMIT`'s groups) indexed as
+    ``_index_record`` indexes one parsed; the number of the message it writes."""
+    idx.commits.append(i)
+    n = int(groups[3])
+    dense = idx.messages.dense
+    if n == len(dense):
+        dense.append(i)
+    else:
+        _put(idx.messages, n, i)
+    idx.tool_commits.append(i)
+    # name#k, k as int() writes it: as the digits, but -0 as 0
+    k = groups[6]
+    idx.tools.setdefault((groups[5] + b"#" + (k if k != b"-0" else b"0")).decode(), i)
+    idx.kinds.append(_KIND_CODES["commit"])
+    return n
 
 
 def _index_head(idx: _Index, i: int, raw: bytes, kind: int) -> int:
@@ -630,10 +649,8 @@ class Recording:
         sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
         evicted, evicted_line = _EVICTED, EVICTED_LINE.fullmatch
         commit, tool_commit = _KIND_CODES["commit"], TOOL_COMMIT.fullmatch
-        dense, tools = idx.messages.dense, idx.tools
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
-        commits = idx.commits
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
@@ -737,34 +754,10 @@ class Recording:
                                 kinds.append(commit)
                                 kind = commit
                         elif found is not None:
-                            # Indexed as _index_record indexes it, from the groups.
-                            _, it, _, number, ref, name, k, call_id, status, ms, result = (
-                                found.groups()
-                            )
-                            commits.append(i)
-                            n = int(number)
-                            if n == len(dense):
-                                dense.append(i)
-                            else:
-                                _put(idx.messages, n, i)
-                            idx.tool_commits.append(i)
-                            # name#k, k as int() writes it: as the digits, but -0 as 0
-                            key = name + b"#" + (k if k != b"-0" else b"0")
-                            tools.setdefault(key.decode(), i)
-                            kinds.append(commit)
+                            groups = found.groups()
+                            _index_tool_commit(idx, i, groups)
                             kind = commit
-                            data = found
-                            if tool_line is not None:
-                                data = tool_line(
-                                    int(it),
-                                    ref.decode(),
-                                    name.decode(),
-                                    int(k),
-                                    call_id.decode(),
-                                    status.decode(),
-                                    float(ms),
-                                    result.decode(),
-                                )
+                            data = found if tool_line is None else _tool_line(groups)
                     elif fast == reply or fast == call:
                         kind = _index_head(idx, i, raw, fast)
                     if kind < 0:
@@ -1246,7 +1239,6 @@ class Recording:
         sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
-        commits = idx.commits
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
@@ -1260,7 +1252,6 @@ class Recording:
         fast_heads = _FAST_11 if v11 else _FAST
         commit, commit_code = self._typed_commit, _KIND_CODES["commit"]
         tool_check = TOOL_COMMIT.fullmatch if tools else None
-        dense, tool_index, tool_commits = idx.messages.dense, idx.tools, idx.tool_commits
         short, sha256, b64, urlsafe = self.scheme is V11, hashlib.sha256, b2a_base64, _URLSAFE
         loads, types, convert, rejected, judge = (
             orjson.loads,
@@ -1392,19 +1383,9 @@ class Recording:
                         if tool_check is not None:
                             shape = tool_check(raw, 0, size - 1)
                             if shape is not None:
-                                seq, reads, number, by_ref, name, k = shape.group(1, 3, 4, 5, 6, 7)
-                                # Indexed as _scan indexes it, from the groups.
-                                commits.append(i)
-                                n = int(number)
-                                if n == len(dense):
-                                    dense.append(i)
-                                else:
-                                    _put(idx.messages, n, i)
-                                tool_commits.append(i)
-                                # name#k, k as int() writes it: as the digits, but -0 as 0
-                                key = name + b"#" + (k if k != b"-0" else b"0")
-                                tool_index.setdefault(key.decode(), i)
-                                kinds.append(commit_code)
+                                groups = shape.groups()
+                                n = _index_tool_commit(idx, i, groups)
+                                seq, _, reads, _, by_ref = groups[:5]
                                 taken = (int(seq), loads(reads), n, by_ref.decode())
                                 yield line, checked(CheckedTool, taken)
                                 continue

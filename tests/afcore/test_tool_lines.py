@@ -72,7 +72,7 @@ def test_a_tool_line_holds_what_its_record_holds(
         record = msgspec.convert(orjson.loads(line), Commit)
         assert record.tool is not None
         tool = record.tool
-        assert _tool_line(found) == ToolLine(
+        assert _tool_line(found.groups()) == ToolLine(
             record.iter,
             str(record.writes[0].ref),
             tool.name,
@@ -165,7 +165,7 @@ def test_only_valid_tool_commits_are_taken_by_their_bytes() -> None:
         if found:
             record = msgspec.convert(orjson.loads(bytes(line)), Commit)
             assert record.tool is not None
-            got = _tool_line(found)
+            got = _tool_line(found.groups())
             assert (got.iter, got.ref, got.name, got.k) == (
                 record.iter,
                 record.writes[0].ref,
@@ -203,4 +203,4 @@ def test_a_taken_ms_is_the_float_json_gives(ms: str) -> None:
     line = _COMMON.replace(b'"ms":4.693', f'"ms":{ms}'.encode())
     found = TOOL_COMMIT.fullmatch(line)
     assert found is not None
-    assert _tool_line(found).ms == orjson.loads(line)["tool"]["ms"]
+    assert _tool_line(found.groups()).ms == orjson.loads(line)["tool"]["ms"]

@@ -165,3 +165,18 @@ def test_a_call_s_tool_changes_are_from_the_agent_s_call_before(sample: Path) ->
             before = names
     if sample.stem in ("sample-trip", "sample-trip-rain"):
         assert changed
+
+
+@pytest.mark.parametrize("k", [b"-0", b"0", b"7"])
+def test_a_tool_s_k_written_any_way_is_indexed_as_parsing_indexes_it(
+    k: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index names a tool call ``name#k`` with k as the parsed integer: ``-0`` is 0."""
+    lines = by_ref(SAMPLES[0])
+    at = next(i for i, line in enumerate(lines) if TOOL_COMMIT.fullmatch(line.rstrip(b"\n")))
+    lines[at] = re.sub(rb'"k":-?\d+', b'"k":' + k, lines[at], count=1)
+    assert TOOL_COMMIT.fullmatch(lines[at].rstrip(b"\n"))
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(lines))
+    tools = _same(path, monkeypatch, whole=False)[3][6]
+    assert any(key.endswith(f"#{int(k)}") for key in tools)
