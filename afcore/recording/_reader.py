@@ -142,6 +142,7 @@ _SEALED = ord("S")
 """A seal as af writes it, taken by its bytes (a malformed one is indexed as "seal")."""
 _EVICTED = ord("E")
 """A context_evicted record as af writes it, taken by its bytes (any other is parsed)."""
+_COMMIT = _KIND_CODES["commit"]
 _KIND_NAMES = {code: name for name, code in _KIND_CODES.items()} | {_SEALED: "seal"}
 _BY_BYTES = {"seal": _SEALED, "context_evicted": _EVICTED}
 """The records a walk may leave unparsed when they are af's own shape (see ``only``)."""
@@ -164,6 +165,9 @@ _FAST = {
 }
 _FAST_11 = {head: code for head, code in _FAST.items() if code not in (ord("C"), ord("r"))}
 """The lines of a 1.1 file taken by their first bytes: calls and replies are parsed."""
+_TYPED_11 = _FAST_11 | {b'{"t":"call",': ord("C")}
+"""The lines of a 1.1 file a walk that gives records tells apart by their first bytes: a
+call that says its frame is typed in one decode (see :meth:`Recording._typed_call`)."""
 _NUMBER = rb"(-?(?:0|[1-9]\d{0,17}))"
 _TEXT = rb'"([\x20\x21\x23-\x5b\x5d-\x7e]*)"'
 EVICTED_LINE = re.compile(
@@ -211,19 +215,34 @@ class ToolLine(NamedTuple):
     result_status: str
 
 
-def _tool_line(groups: tuple[bytes, ...]) -> ToolLine:
-    """A tool's commit as a run's view reads it, from :data:`TOOL_COMMIT`'s groups."""
-    _, it, _, _, ref, name, k, call_id, status, ms, result = groups
-    return ToolLine(
-        int(it),
-        ref.decode(),
-        name.decode(),
-        int(k),
-        call_id.decode(),
-        status.decode(),
-        float(ms),
-        result.decode(),
-    )
+def _tool_line(idx: _Index, i: int, groups: tuple[str, ...]) -> ToolLine:
+    """A tool's commit taken by its text (:func:`_as_text` of :data:`TOOL_COMMIT`'s groups)
+    indexed as :func:`_index_tool_commit` indexes it, and read as a run's view reads it: one
+    call for the most common record of a big file."""
+    _, it, _, n, ref, name, k, call_id, status, ms, result = groups
+    idx.commits.append(i)
+    number = int(n)
+    dense = idx.messages.dense
+    if number == len(dense):
+        dense.append(i)
+    else:
+        _put(idx.messages, number, i)
+    idx.tool_commits.append(i)
+    k_ = int(k)
+    idx.tools.setdefault(f"{name}#{k_}", i)  # (k as int() writes it: -0 as 0)
+    idx.kinds.append(_COMMIT)
+    return _new(ToolLine, (int(it), ref, name, k_, call_id, status, float(ms), result))
+
+
+_new = tuple.__new__
+"""``_new(ToolLine, values)``: a named tuple made in C, without its ``__new__``'s frame."""
+
+
+def _as_text(pattern: re.Pattern[bytes]) -> re.Pattern[str]:
+    """``pattern`` for the text latin-1 decodes its bytes to, matching where it matches: each
+    byte is the code point of its value, and ``\\d`` is ``[0-9]`` (ASCII) in both. (re keeps
+    the compiled pattern.)"""
+    return re.compile(pattern.pattern.decode("latin-1"), re.ASCII)
 
 
 class CheckedTool(NamedTuple):
@@ -246,6 +265,7 @@ SEAL_LINE = re.compile(rb'\{"t":"seal","h":"([A-Za-z0-9_-]{22})"\}')
 
 _decode_evicted = msgspec.json.Decoder(ContextEvicted).decode
 _decode_commit = msgspec.json.Decoder(Commit).decode
+_decode_call = msgspec.json.Decoder(Call).decode
 _TYPED_SIZE = 2000
 """A commit line shorter than this, plain ASCII without escapes and its numbers within 64
 bits and without exponents, is decoded straight to its Struct (see
@@ -414,7 +434,7 @@ def _index_tool_commit(idx: _Index, i: int, groups: tuple[bytes, ...]) -> int:
     # name#k, k as int() writes it: as the digits, but -0 as 0
     k = groups[6]
     idx.tools.setdefault((groups[5] + b"#" + (k if k != b"-0" else b"0")).decode(), i)
-    idx.kinds.append(_KIND_CODES["commit"])
+    idx.kinds.append(_COMMIT)
     return n
 
 
@@ -535,8 +555,9 @@ class Recording:
         index (the first stored under a prefix; the others wait in ``_collided``)"""
         self._collided: list[int] = []
         self._recent: dict[bytes, tuple[int, bytes]] = {}
-        """a walk's last blob lines (see :data:`RECENT_BYTES`): id -> line index, bytes"""
-        self._recent_size = 0
+        """a walk's last blob lines (see :data:`RECENT_BYTES`) not read yet: id -> line index,
+        bytes. The walk puts them in, a read takes its own out, each by one dict operation
+        (atomic: a reader on another thread needs no lock for them)."""
         self._small: dict[bytes, tuple[int, bytes]] = {}
         """a checking walk's last small blob lines (see :meth:`read_blob`): id -> line
         index, bytes"""
@@ -549,6 +570,8 @@ class Recording:
         """Lines are 1.1's: a call may take fields from the one before, commits do not
         name their stage, messages may be inline, seals close every write."""
         self._id_end = len(_BLOB_PREFIX) + 64
+        self._ref_size = 64
+        """How long an id is (the scheme's size)."""
         self._frame: tuple[int, dict[str, Any]] | None = None
         """The last call frame read: its line index and its fields."""
         self._last_frame = -1
@@ -560,6 +583,7 @@ class Recording:
             self.scheme = SCHEMES.get(self.header.hash, V10)
             self._v11 = self.scheme is not V10
             self._id_end = len(_BLOB_PREFIX) + self.scheme.size
+            self._ref_size = self.scheme.size
             if index:
                 self._index_all()
         except BaseException:
@@ -611,7 +635,6 @@ class Recording:
             self._blobs = {}
             self._collided = []
         self._recent.clear()
-        self._recent_size = 0
 
     def _scan(
         self,
@@ -643,25 +666,34 @@ class Recording:
         # Only a blob that is the first under its id may answer for it: blobs sorted into
         # the index by an earlier scan are not among those this one compares with.
         kept = self._recent if recent and not idx.blob_keys else None
+        keep = RECENT_BYTES
+        held = sum(len(raw) for _, raw in list(kept.values())) if kept else 0
+        """the bytes of the blob lines in ``kept`` when it was last counted and of those put
+        in since (see _trim_recent)"""
         starts, kinds = idx.starts, idx.kinds
-        blob, call, reply = _KIND_CODES["blob"], _KIND_CODES["call"], _KIND_CODES["reply"]
-        blank, bad = _BLANK, _BAD
+        blob, blank, bad = _KIND_CODES["blob"], _BLANK, _BAD
         sealed, seals, seal_line = _SEALED, idx.seals, SEAL_LINE.fullmatch
         evicted, evicted_line = _EVICTED, EVICTED_LINE.fullmatch
         commit, tool_commit = _KIND_CODES["commit"], TOOL_COMMIT.fullmatch
+        call, typed_call = _KIND_CODES["call"], self._typed_call
+        # A run's view takes a tool's commit as text: its values are strs without a decode
+        # each (the shape is printable ASCII, which latin-1 maps byte for byte).
+        tool_text = _as_text(TOOL_COMMIT).fullmatch if tool_lines and records else None
         blobs, collided = self._blobs, self._collided
         index_record = self._index_record
         end, partial = self._end, self._partial
         pos, last_end = self._pos, self._last_end
         v11, id_end, id_size = self._v11, self._id_end, self.scheme.size
         short, digits, key_bits = self.scheme is V11, _B64_DIGITS, _KEY_BITS
-        tool_line = ToolLine if tool_lines else None
         tail = self._size
         """where the last line indexed ends (a whole line's newline excluded)"""
         line = len(starts)
         readline, piece_size = file.readline, _PIECE
+        small = min(piece_size - 1, limit + 1)
+        """a line of at most this many bytes, its newline included, is whole and within the
+        limit: most lines, which then take none of the steps for the others"""
         # 1.1 calls and replies are parsed (see _REPLY_HEAD)
-        fast_heads = _FAST_11 if v11 else _FAST
+        heads = (_TYPED_11 if records else _FAST_11) if v11 else _FAST
         give_blobs, give_seals = blob not in skip, sealed not in skip
         give_evicted = evicted not in skip
         loads, types, convert, rejected, judge = (
@@ -673,78 +705,118 @@ class Recording:
         )
         fill = self._fill if v11 else None
         problems = self.problems
-        match, typed_commit, commit_struct = _Match, self._typed_commit, Commit
+        match, typed_commit = _Match, self._typed_commit
+        typed = (Commit, Call)
         try:
             # Lines come from the buffered file (split in C); the map serves reads later.
             # A long line comes in pieces, and one over the limit is passed over, never held:
-            # memory stays flat whatever a line's length. A line the walk gives goes out at
-            # the loop's end, with the index's size as the walk's reader may read it.
+            # memory stays flat whatever a line's length. A line the walk gives goes out
+            # with the index's size as the walk's reader may read it (only a line given is
+            # read before the walk ends).
             while raw := readline(piece_size):
                 size = len(raw)
-                if size == piece_size and raw[-1] != 10:
-                    raw, size = self._long_line(raw)
-                if pos + size > end:
-                    break  # written after the file was mapped (a run still going): not yet
-                torn = raw[-1] != 10  # no newline: the last line, maybe cut short
-                if torn and partial:
-                    break  # a prefix is wanted: this line is for a whole open
-                i = line
-                line += 1
-                starts.append(pos)
-                pos += size
-                if torn:
-                    length, tail = size, pos
-                else:
-                    length = size - 1
-                    last_end = tail = pos - 1
-                data: Any = None
-                if length > limit:
-                    self._over_limit(line, length)
-                    kinds.append(bad)
-                    kind = bad
-                elif size == 42 and not torn and seal_line(raw, 0, 41):
-                    seals.append(i)
-                    kinds.append(sealed)
-                    if not give_seals:
+                torn = False
+                if size > small or raw[-1] != 10:
+                    if size == piece_size and raw[-1] != 10:
+                        raw, size = self._long_line(raw)
+                    torn = raw[-1] != 10  # no newline: the last line, maybe cut short
+                    if torn and partial:
+                        break  # a prefix is wanted: this line is for a whole open
+                    if pos + size > end:
+                        break  # written after the file was mapped (a run still going)
+                    i = line
+                    line += 1
+                    starts.append(pos)
+                    pos += size
+                    if torn:
+                        length, last_end, tail = size, tail, pos
+                    else:
+                        length, tail = size - 1, pos - 1
+                    if length > limit:
+                        self._over_limit(line, length)
+                        kinds.append(bad)
+                        if not records:
+                            self._size = tail
+                            yield i, raw, bad, None
                         continue
-                    kind = sealed
+                    # (a seal is 42 bytes with its newline: never among these lines)
+                    fast = None if torn else heads.get(raw[:12])
                 else:
-                    kind = -1
-                    fast = fast_heads.get(raw[:12]) if size > 20 and raw[-2] == 125 else None
-                    if fast is None or torn:
-                        pass
-                    elif fast == blob:
-                        if size > id_end + 2 and raw[id_end] == 34:
-                            ref = raw[18:id_end]
-                            prefix: int | None = None
-                            if short:  # _prefix, inline: most lines of a big file are blobs
-                                six = raw[18:24]
-                                if six.isalnum() or not six.translate(None, digits):
-                                    prefix = hash(ref) & key_bits
-                            else:
-                                try:
-                                    prefix = _prefix(ref, id_size)
-                                except ValueError:
-                                    pass
-                            if prefix is not None:
-                                if blobs.setdefault(prefix, i) != i:
-                                    collided.append((prefix << _LINE_BITS) | i)
-                                elif kept is not None:
-                                    kept[ref] = (i, raw)
-                                    self._recent_size += size
-                                    if self._recent_size > RECENT_BYTES:
-                                        self._trim_recent()
-                                kinds.append(blob)
-                                if not give_blobs:
-                                    continue
-                                kind = blob
-                    elif fast == evicted:
-                        if evicted_line(raw, 0, size - 1):
-                            kinds.append(evicted)
-                            if not give_evicted:
+                    if pos + size > end:
+                        break  # written after the file was mapped (a run still going)
+                    i = line
+                    line += 1
+                    starts.append(pos)
+                    pos += size
+                    tail = pos - 1
+                    if size == 42 and seal_line(raw, 0, 41):  # by its size first: 1 line in 10
+                        seals.append(i)
+                        kinds.append(sealed)
+                        if not give_seals:
+                            continue
+                        if not records:
+                            self._size = tail
+                            yield i, raw, sealed, None
+                            continue
+                        fast = sealed
+                    else:
+                        fast = heads.get(raw[:12])
+                # The commonest lines first (a fold writes an eviction per message that
+                # left; a tool's result is a blob line and a commit).
+                kind = -1
+                data: Any = None
+                if fast is None:
+                    pass
+                elif fast == evicted:
+                    if evicted_line(raw, 0, size - 1):
+                        kinds.append(evicted)
+                        if not give_evicted:
+                            continue
+                        kind = evicted
+                elif fast == blob:
+                    if size > id_end + 2 and raw[id_end] == 34 and raw[-2] == 125:
+                        ref = raw[18:id_end]
+                        prefix: int | None = None
+                        if short:  # _prefix, inline: most lines of a big file are blobs
+                            six = raw[18:24]
+                            if six.isalnum() or not six.translate(None, digits):
+                                prefix = hash(ref) & key_bits
+                        else:
+                            try:
+                                prefix = _prefix(ref, id_size)
+                            except ValueError:
+                                pass
+                        if prefix is not None:
+                            if blobs.setdefault(prefix, i) != i:
+                                collided.append((prefix << _LINE_BITS) | i)
+                            elif kept is not None:
+                                kept[ref] = (i, raw)
+                                held += size
+                                if held > keep:
+                                    held = self._trim_recent(keep)
+                            kinds.append(blob)
+                            if not give_blobs:
                                 continue
-                            kind = evicted
-                    elif fast == commit:
+                            kind = blob
+                elif fast == commit:
+                    if raw[-2] != 125:
+                        pass
+                    elif tool_text is not None and v11:
+                        shape = tool_text(raw.decode("latin-1"), 0, size - 1)
+                        if shape is not None:
+                            data = _tool_line(idx, i, shape.groups())
+                            if pos > release:  # values read by ref come through the map
+                                release = pos + RELEASE_EVERY
+                                self.release_pages()
+                            self._size = tail
+                            yield line, data
+                            continue
+                        if records and size < _TYPED_SIZE:
+                            data = typed_commit(i, raw)
+                            if data is not None:
+                                kinds.append(commit)
+                                kind = commit
+                    else:
                         found = tool_commit(raw, 0, size - 1) if v11 else None
                         if found is None and records and size < _TYPED_SIZE:
                             # Any other commit of af's shape typed in one decode, as a
@@ -754,33 +826,38 @@ class Recording:
                                 kinds.append(commit)
                                 kind = commit
                         elif found is not None:
-                            groups = found.groups()
-                            _index_tool_commit(idx, i, groups)
+                            _index_tool_commit(idx, i, found.groups())
                             kind = commit
-                            data = found if tool_line is None else _tool_line(groups)
-                    elif fast == reply or fast == call:
-                        kind = _index_head(idx, i, raw, fast)
-                    if kind < 0:
-                        try:
-                            data = orjson.loads(raw)
-                        except orjson.JSONDecodeError as e:
-                            if torn:
-                                self.torn_tail = TornTail(line, length)
-                                starts.pop()
-                                pos = tail = last_end
-                                break
-                            if raw.isspace():
-                                kind = blank
-                            else:
-                                self.problems.append(
-                                    Problem(line, f"not valid JSON ({_short(str(e))})")
-                                )
-                                kind = bad
+                            data = found
+                elif fast == sealed:  # a seal given (the walk's reader reads them)
+                    kind = sealed
+                elif v11:  # a call (records are what this walk gives)
+                    if raw[-2] == 125 and size < _TYPED_SIZE:
+                        data = typed_call(i, raw)
+                        if data is not None:
+                            kinds.append(call)
+                            kind = call
+                elif raw[-2] == 125 and size > 20:  # a 1.0 call or reply
+                    kind = _index_head(idx, i, raw, fast)
+                if kind < 0:
+                    try:
+                        data = loads(raw)
+                    except orjson.JSONDecodeError as e:
+                        if torn:
+                            self.torn_tail = TornTail(line, length)
+                            starts.pop()
+                            pos = tail = last_end
+                            break
+                        if raw.isspace():
+                            kind = blank
                         else:
-                            kind = index_record(i, data)
-                        kinds.append(kind)
-                self._size = tail
+                            problems.append(Problem(line, f"not valid JSON ({_short(str(e))})"))
+                            kind = bad
+                    else:
+                        kind = index_record(i, data)
+                    kinds.append(kind)
                 if not records:
+                    self._size = tail
                     yield i, raw, kind, data
                     continue
                 # As records() gives a line (the lines it takes from the index alike).
@@ -789,11 +866,9 @@ class Recording:
                 if pos > release:  # values read by ref come through the map
                     release = pos + RELEASE_EVERY
                     self.release_pages()
-                if data.__class__ is tool_line:  # a tool's commit in af's common shape
-                    yield line, data
-                    continue
-                if data.__class__ is commit_struct:  # typed already
-                    if only is None or "commit" in only:
+                self._size = tail
+                if data.__class__ in typed:  # typed already
+                    if only is None or data.t in only:
                         yield line, data
                     continue
                 try:
@@ -821,7 +896,10 @@ class Recording:
             # The end of the file, of what was mapped, or a torn last line.
             self._finish()
         finally:
-            self._pos, self._last_end, self._size = pos, last_end, tail
+            # The last whole line's end: the last line's, unless it was torn (it then ends
+            # at ``pos``, where the next would start).
+            self._pos, self._size = pos, tail
+            self._last_end = last_end if tail == pos else tail
 
     def _long_line(self, head: bytes) -> tuple[bytes, int]:
         """A line longer than a piece, read on from its first piece: the whole line and its
@@ -850,11 +928,20 @@ class Recording:
             )
         )
 
-    def _trim_recent(self) -> None:
-        """The oldest blob lines a walk keeps dropped, until those left fit RECENT_BYTES."""
+    def _trim_recent(self, keep: int) -> int:
+        """The oldest blob lines a walk keeps dropped, until those left take at most half of
+        ``keep`` bytes; the bytes they take. Reads took theirs out meanwhile, uncounted: the
+        walk counts what it put in, and the lines left are counted here, once per ``keep``
+        bytes put in (dropping down to ``keep`` would count them at every blob line)."""
         recent = self._recent
-        while self._recent_size > RECENT_BYTES:
-            self._recent_size -= len(recent.pop(next(iter(recent)))[1])
+        held = sum(len(raw) for _, raw in list(recent.values()))
+        for ref in list(recent):  # oldest first
+            if held <= keep // 2:
+                break
+            dropped = recent.pop(ref, None)
+            if dropped is not None:
+                held -= len(dropped[1])
+        return held
 
     def _index_record(self, i: int, data: Any) -> int:
         idx = self._index
@@ -1484,6 +1571,31 @@ class Recording:
             idx.tools.setdefault(f"{tool.name}#{tool.k}", i)
         return found
 
+    def _typed_call(self, i: int, raw: bytes) -> Call | None:
+        """Call line ``i`` (1.1) indexed and typed by one decode straight to the Struct, when
+        it is in a shape where that gives what parsing, indexing, filling and converting it
+        would (see :data:`_TYPED_SIZE`) and it says its frame (a ``system``: the rest of the
+        frame is then its own, see :meth:`_fill`); None when not (it is then parsed)."""
+        if not raw.isascii() or raw.find(b"\\") >= 0:
+            return None  # strings with escapes: orjson and msgspec may judge them apart
+        digits = raw.translate(_DIGITS)
+        if digits.find(b"0e0") >= 0 or digits.find(_LONG) >= 0:
+            return None  # a number past 64 bits or with an exponent
+        try:
+            found = _decode_call(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        n = found.call
+        if not found.system or n < 0:
+            return None  # a frame from the call before, or a number the index refuses
+        # _index_record's, from the Struct.
+        idx = self._index
+        idx.commits.append(i)
+        _put_next(idx.calls, n, i)
+        self._last_frame = i
+        _put(idx.frames, n, i)
+        return found
+
     def read_blob(self, ref: str) -> Any:
         """The value stored under ``ref``, read from the file now and kept nowhere: for a
         reader that keeps what it reads again itself (verify). Raises KeyError as
@@ -1747,13 +1859,10 @@ class Recording:
         Values are cached up to :data:`CACHE_BYTES` of the lines they come from; callers
         must not change what they get."""
         recent = self._recent
-        if recent and ref.__class__ is str and len(ref) == self.scheme.size:
+        if recent and ref.__class__ is str and len(ref) == self._ref_size:
             # A walk's last blob lines first (most reads of a walk): a ref among them is not
             # among the cached values, since the read that would cache it takes it from here.
-            with self._lock:
-                passed = recent.pop(ref.encode(), None)
-                if passed is not None:
-                    self._recent_size -= len(passed[1])
+            passed = recent.pop(ref.encode(), None)
             if passed is not None:
                 try:
                     # Named by the record the walk is on: most such values are read once (a
@@ -1770,11 +1879,9 @@ class Recording:
                 return hit[0]
             passed = (
                 self._recent.pop(ref.encode(), None)
-                if self._recent and isinstance(ref, str) and len(ref) == self.scheme.size
+                if self._recent and isinstance(ref, str) and len(ref) == self._ref_size
                 else None
             )
-            if passed is not None:
-                self._recent_size -= len(passed[1])
         if passed is not None:
             i, raw = passed
         else:

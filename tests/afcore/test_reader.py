@@ -265,12 +265,12 @@ def test_a_paused_and_continued_run_reads_and_verifies(fixtures: Path) -> None:
     assert report.verified == report.calls == 2
 
 
-@pytest.mark.parametrize("keep", [1 << 30, 1])
+@pytest.mark.parametrize("keep", [1 << 30, 2048, 1])
 def test_a_walk_resolves_each_ref_as_the_whole_index_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
 ) -> None:
-    """A walk takes the blobs it just passed from memory (``keep``: how many bytes of them;
-    1: none stay). Either way a ref resolves to what the indexed file says: the first blob
+    """A walk takes the blobs it just passed from memory (``keep``: how many bytes of them at
+    most; 1: none stay). Either way a ref resolves to what the indexed file says: the first blob
     stored under an id, wherever the walk is."""
     from afcore.recording import _reader
 
@@ -291,6 +291,7 @@ def test_a_walk_resolves_each_ref_as_the_whole_index_does(
         with rec.open_recording(path, index=False) as walk:
             resolved = 0
             for _, record in walk.records(blobs=False):
+                assert sum(len(raw) for _, raw in walk._recent.values()) <= keep
                 for w in getattr(record, "writes", None) or []:
                     if w.ref is not None:
                         assert walk.blob(w.ref) == whole.blob(w.ref)

@@ -13,7 +13,14 @@ import pytest
 from afcore import recording as rec
 from afcore.readmodel import overview
 from afcore.recording import _reader
-from afcore.recording._reader import TOOL_COMMIT, ToolLine, _tool_line
+from afcore.recording._reader import (
+    TOOL_COMMIT,
+    ToolLine,
+    _as_text,
+    _Index,
+    _index_tool_commit,
+    _tool_line,
+)
 from afcore.recording._structs import Commit
 from tests.afcore.byte_edits import edited as edited_line
 
@@ -39,6 +46,14 @@ def _by_ref(path: Path) -> list[bytes]:
                 line = orjson.dumps(data) + b"\n"
         out.append(line)
     return out
+
+
+def _taken(line: bytes) -> ToolLine:
+    """``line`` as a run's view takes it (a tool's commit in the common shape), read into a
+    fresh index."""
+    found = _as_text(TOOL_COMMIT).fullmatch(line.decode("latin-1"))
+    assert found is not None
+    return _tool_line(_Index(), 0, found.groups())
 
 
 def _write(tmp_path: Path, lines: list[bytes], name: str = "run.jsonl") -> Path:
@@ -72,7 +87,7 @@ def test_a_tool_line_holds_what_its_record_holds(
         record = msgspec.convert(orjson.loads(line), Commit)
         assert record.tool is not None
         tool = record.tool
-        assert _tool_line(found.groups()) == ToolLine(
+        assert _taken(line.rstrip(b"\n")) == ToolLine(
             record.iter,
             str(record.writes[0].ref),
             tool.name,
@@ -165,7 +180,7 @@ def test_only_valid_tool_commits_are_taken_by_their_bytes() -> None:
         if found:
             record = msgspec.convert(orjson.loads(bytes(line)), Commit)
             assert record.tool is not None
-            got = _tool_line(found.groups())
+            got = _taken(bytes(line))
             assert (got.iter, got.ref, got.name, got.k) == (
                 record.iter,
                 record.writes[0].ref,
@@ -203,4 +218,38 @@ def test_a_taken_ms_is_the_float_json_gives(ms: str) -> None:
     line = _COMMON.replace(b'"ms":4.693', f'"ms":{ms}'.encode())
     found = TOOL_COMMIT.fullmatch(line)
     assert found is not None
-    assert _tool_line(found.groups()).ms == orjson.loads(line)["tool"]["ms"]
+    assert _taken(line).ms == orjson.loads(line)["tool"]["ms"]
+
+
+def _indexed(idx: _Index) -> tuple[object, ...]:
+    return (
+        list(idx.commits),
+        idx.messages.numbers(),
+        list(idx.tool_commits),
+        dict(idx.tools),
+        bytes(idx.kinds),
+    )
+
+
+def test_the_shape_as_text_takes_what_it_takes_as_bytes() -> None:
+    """A run's view matches the shape on the line's text (latin-1): it takes the lines the
+    bytes' shape takes, whatever bytes were changed (not ASCII, not UTF-8 too), and indexes
+    them as the checking walk indexes them from the bytes."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    text = _as_text(TOOL_COMMIT)
+
+    @given(st.data())
+    def edited(data: st.DataObject) -> None:
+        line = edited_line(data, _COMMON)
+        found = TOOL_COMMIT.fullmatch(line)
+        taken = text.fullmatch(line.decode("latin-1"))
+        assert (found is None) == (taken is None)
+        if found is not None and taken is not None:
+            by_bytes, by_text = _Index(), _Index()
+            _index_tool_commit(by_bytes, 3, found.groups())
+            _tool_line(by_text, 3, taken.groups())
+            assert _indexed(by_text) == _indexed(by_bytes)
+
+    edited()

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from afcore import recording as rec
@@ -24,9 +25,11 @@ SAMPLES = sorted((ROOT / "recordings").glob("sample-*.jsonl"))
 
 
 def _general(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No commit taken by its bytes or typed in one decode: each parsed and converted."""
+    """No commit taken by its bytes, no commit or call typed in one decode: each parsed and
+    converted."""
     monkeypatch.setattr(_reader, "TOOL_COMMIT", re.compile(b"(?!)"))
     monkeypatch.setattr(Recording, "_typed_commit", lambda self, i, raw: None)
+    monkeypatch.setattr(Recording, "_typed_call", lambda self, i, raw: None)
 
 
 def _index(walk: Recording) -> tuple[Any, ...]:
@@ -48,31 +51,33 @@ def _index(walk: Recording) -> tuple[Any, ...]:
     )
 
 
-def _read(path: Path, *, index: bool = False) -> tuple[Any, ...]:
+def _read(path: Path, *, index: bool = False, max_line: int = rec.MAX_LINE) -> tuple[Any, ...]:
     """The run's view as one JSON object, the problems, the torn tail, and the index the walk
     leaves; each line, as the walk gives it, read back from the file by the index as it
     stands then."""
     lines = path.read_bytes().split(b"\n")
-    with rec.open_recording(path, index=index) as walk:
+    with rec.open_recording(path, index=index, max_line=max_line) as walk:
         for n, _ in walk.records(blobs=False, seals=False, only=_READ, tool_lines=True):
             assert walk.line_bytes(n) == lines[n - 1]
         walk.problems.clear()
-    with rec.open_recording(path, index=index) as walk:
+    with rec.open_recording(path, index=index, max_line=max_line) as walk:
         view = overview(walk)
         return view, [str(p) for p in walk.problems], walk.torn_tail, _index(walk)
 
 
-def _same(path: Path, monkeypatch: pytest.MonkeyPatch, *, whole: bool = True) -> tuple[Any, ...]:
+def _same(
+    path: Path, monkeypatch: pytest.MonkeyPatch, *, whole: bool = True, max_line: int = rec.MAX_LINE
+) -> tuple[Any, ...]:
     """``_read`` of ``path`` by the view's walk, having checked that the walk that parses every
     line says the same, and (``whole``) a whole open too: it indexes every line first, then
     reads the records from the index (a walk finds only the blobs it passed: on a file
     edited at random the two may differ, as they always have)."""
-    fast = _read(path)
+    fast = _read(path, max_line=max_line)
     with monkeypatch.context() as m:
         _general(m)
-        assert _read(path) == fast
+        assert _read(path, max_line=max_line) == fast
     if whole:
-        assert _read(path, index=True) == fast
+        assert _read(path, index=True, max_line=max_line) == fast
     lines = path.read_bytes().split(b"\n")
     sizes = fast[3][-1]
     assert sizes == [len(line) for line in lines[: len(sizes)]]
@@ -119,17 +124,33 @@ def test_the_samples_hold_commits_typed_in_one_decode() -> None:
     assert sum(typed) >= 10
 
 
+def test_the_samples_hold_calls_typed_in_one_decode() -> None:
+    typed = []
+    for sample in SAMPLES:
+        with rec.open_recording(sample) as whole:
+            for i, line in enumerate(by_ref(sample)):
+                if line.startswith(b'{"t":"call"'):
+                    typed.append(whole._typed_call(i, line.rstrip(b"\n")) is not None)
+    assert sum(typed) >= 5
+
+
 @pytest.mark.parametrize("sample", SAMPLES[:2], ids=lambda p: p.stem)
 def test_an_edited_commit_reads_as_a_parsed_one(
     sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A few bytes of a commit changed, of a tool's commit, of a blob or an eviction: the view,
-    the problems and the index are those of the walk that parses every line."""
+    """A few bytes of a commit changed, of a tool's commit, a call, a blob or an eviction: the
+    view, the problems and the index are those of the walk that parses every line."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
     lines = by_ref(sample)
-    kinds = [b'{"t":"commit"', b'{"t":"blob"', b'{"t":"context_evicted"', b'{"t":"seal"']
+    kinds = [
+        b'{"t":"commit"',
+        b'{"t":"call"',
+        b'{"t":"blob"',
+        b'{"t":"context_evicted"',
+        b'{"t":"seal"',
+    ]
     at = [i for i, line in enumerate(lines) if line.startswith(tuple(kinds))]
     path = tmp_path / "run.jsonl"
 
@@ -180,3 +201,111 @@ def test_a_tool_s_k_written_any_way_is_indexed_as_parsing_indexes_it(
     path.write_bytes(b"".join(lines))
     tools = _same(path, monkeypatch, whole=False)[3][6]
     assert any(key.endswith(f"#{int(k)}") for key in tools)
+
+
+_CALL_EDITS = [
+    (rb'"model":"[^"]*",', b""),  # the frame left to the call before
+    (rb'"system":"[^"]*",', b""),
+    (rb'"system":"[^"]*"', b'"system":""'),
+    (rb"\}$", b',"system":""}'),  # a key given twice: the last is the record's
+    (rb"\}$", b',"call":1}'),
+    (rb'"call":\d+', b'"call":-1'),
+    (rb'"call":\d+', b'"call":12345678901234567890123'),
+    (rb'"call":\d+', b'"call":true'),
+    (rb'"call":\d+', b'"call":2e0'),
+    (rb'"hash":', b'"params":{"system":"x","t":1.5e300},"hash":'),
+    (rb'"hash":', b'"at":1e400,"hash":'),
+    (rb'"rsid":"', b'"rsid":"\xc3\xa9'),
+    (rb'"rsid":"', b'"rsid":"\\u00e9'),
+    (rb'"window":\[', b'"window":[[1,1.0],'),
+]
+"""Edits that take a call just outside the shape typed in one decode, or keep it in."""
+
+
+@pytest.mark.parametrize("sample", ["sample-compaction", "sample-trip"])
+def test_an_edited_call_reads_as_a_parsed_one(
+    sample: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call's line changed (its frame left out or said twice, its number out of range or of
+    another type, escapes, bytes that are not ASCII, a few bytes at random): the view, the
+    problems and the index are those of the walk that parses every line."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    lines = by_ref(ROOT / "recordings" / f"{sample}.jsonl")
+    with rec.open_recording(ROOT / "recordings" / f"{sample}.jsonl") as whole:
+        # the calls typed in one decode, edited
+        at = [
+            i
+            for i, line in enumerate(lines)
+            if line.startswith(b'{"t":"call"') and whole._typed_call(i, line.rstrip(b"\n"))
+        ]
+    assert at
+    path = tmp_path / "run.jsonl"
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def edited(data: st.DataObject) -> None:
+        copy = list(lines)
+        for i in data.draw(st.lists(st.sampled_from(at), min_size=1, max_size=3)):
+            line = copy[i].rstrip(b"\n")
+            for old, new in data.draw(st.lists(st.sampled_from(_CALL_EDITS), max_size=2)):
+                line = re.sub(old, lambda _, new=new: new, line, count=1)
+            if data.draw(st.booleans()):
+                line = edited_line(data, line)
+            copy[i] = line + b"\n"
+        path.write_bytes(b"".join(copy))
+        with monkeypatch.context() as m:
+            _same(path, m, whole=False)
+
+    edited()
+
+
+def test_lines_over_the_limit_are_passed_over_as_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader opened with a small limit: each line longer, blobs and commits alike (one just
+    over it, one at it), is reported and skipped by the view's walk as by the others."""
+    lines = by_ref(SAMPLES[0])
+    limit = len(lines[0]) - 1  # the header at it
+    pad = b'{"t":"future","pad":"'
+    for size in (limit, limit + 1):  # a line at the limit, and one over it by a byte
+        lines.insert(5, pad + b"x" * (size - len(pad) - 2) + b'"}\n')
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(lines))
+    problems = _same(path, monkeypatch, max_line=limit)[1]
+    over = sum(len(line) - 1 > limit for line in lines)
+    assert over and sum("over the" in p for p in problems) == over
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"t":"seal","h":"Yl_8Gr1SeJJ-ol5EOGDAC!"}',  # 42 bytes, not an id
+        b'{"t":"seal","h":"Yl_8Gr1SeJJ-ol5EOGDACA"} ',
+        b'{"t":"seal","h":"Yl_8Gr1SeJJ-ol5EOGDAC"}',
+        b'{"t":"seal","H":"Yl_8Gr1SeJJ-ol5EOGDACA"}',
+        b'{"t":"blob","id":"2Ixn7A3X_Bt2Y7yN8x3-ng","value":1}x',
+        b'{"t":"blob","id":"2Ixn7A3X_Bt2Y7yN8x3-ng","value":1} ',
+        b'{"t":"blob","id":"2Ixn7A3X_Bt2Y7yN8x3-ng"}',
+        b'{"t":"context_evicted","rsid":"w#1","iter":1,"fold":1,"message":2,"hash":"Q"} ',
+        b'{"t":"commit","seq":1}',
+        b'{"t":"call"}',
+    ],
+)
+def test_lines_just_outside_the_shapes_read_as_parsed(
+    line: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines that start as a seal, a blob, an eviction, a commit or a call as af writes them
+    and are not one: each read as a parse reads it (the same kinds, problems and view), none
+    taken by its bytes."""
+    lines = by_ref(SAMPLES[0])
+    lines[5:5] = [line + b"\n"]
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(lines))
+    _, problems, _, index = _same(path, monkeypatch, whole=False)
+    assert index[0][5] not in (_reader._SEALED, _reader._EVICTED)
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        assert any(p.startswith("line 6: not valid JSON") for p in problems)
