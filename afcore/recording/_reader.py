@@ -169,7 +169,9 @@ _TYPED_11 = _FAST_11 | {b'{"t":"call",': ord("C")}
 """The lines of a 1.1 file a walk that gives records tells apart by their first bytes: a
 call that says its frame is typed in one decode (see :meth:`Recording._typed_call`)."""
 _NUMBER = rb"(-?(?:0|[1-9]\d{0,17}))"
-_TEXT = rb'"([\x20\x21\x23-\x5b\x5d-\x7e]*)"'
+_TEXT = rb'"([\x20\x21\x23-\x5b\x5d-\x7e]*+)"'
+"""(``*+``, possessive: the class holds no quote, so the string's characters are never given
+back, and the engine keeps no marks to give them back by: a tenth of a line's match.)"""
 EVICTED_LINE = re.compile(
     rb'\{"t":"context_evicted","rsid":%s,"iter":%s,"fold":%s,"message":%s,"hash":%s\}'
     % (_TEXT, _NUMBER, _NUMBER, _NUMBER, _TEXT)
@@ -181,9 +183,9 @@ not match is parsed."""
 _OUTCOME_STATUS = rb"ok|error|rejected|unknown_tool|interrupted|denied|withheld"
 _RESULT_STATUS = rb"success|failure|denied|invalid|partial|pending|absent|interrupted"
 _INT = rb"-?(?:0|[1-9]\d{0,17})"
-_READ_PAIR = rb'\["[\x20\x21\x23-\x5b\x5d-\x7e]*",%s\]' % _INT
+_READ_PAIR = rb'\["[\x20\x21\x23-\x5b\x5d-\x7e]*+",%s\]' % _INT
 TOOL_COMMIT = re.compile(
-    rb'\{"t":"commit","seq":(%s),"rsid":"tool:[\x20\x21\x23-\x5b\x5d-\x7e]*","iter":(%s),'
+    rb'\{"t":"commit","seq":(%s),"rsid":"tool:[\x20\x21\x23-\x5b\x5d-\x7e]*+","iter":(%s),'
     rb'"reads":(\[(?:%s(?:,%s)*)?\]),'
     rb'"writes":\[\{"key":"message:(0|[1-9]\d{0,17})","ref":"([A-Za-z0-9_-]{1,64})"\}\],'
     rb'"tool":\{"name":%s,"k":(%s),"call_id":%s,"status":"(%s)",'
