@@ -7,7 +7,6 @@ Values are kept whole here; only a front end cuts them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from msgspec import Struct
@@ -159,12 +158,6 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     folds = Folds(resolver, keep=False)
     previous_tools: list[str] | None = None
 
-    @lru_cache(256)
-    def tool_names(ref: str) -> list[str]:
-        """The names of a tools list's tools: calls that send the same list (most) share
-        them."""
-        return [as_text(t.get("name")) for t in resolver.listed(ref) or []]
-
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
     blob = rec.blob
@@ -233,39 +226,41 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
             if not calls:
                 while pending_folds and pending_folds[0].after_call is None:
                     yield RunPart("fold", pending_folds.pop(0))
-            segments = resolver.listed(record.system)
-            tools = resolver.listed(record.tools)
-            names = tool_names(record.tools)
+            system = resolver.system(record.system)
+            tools = resolver.tools(record.tools)
+            names = tools.names
             # The tools a summarizer is sent (none) are no change to the agent's; the same
             # names are none either.
             compared = agent and previous_tools is not None and names is not previous_tools
             count += 1
             decisions = None
             if agent:
-                sources = [as_dict(x.get("source")) for x in (segments or []) + (tools or [])]
+                sources = system.injected + tools.injected
                 sources += injections.sources_in(record.window)
                 decisions = injections.summary(record.iter, sources)
+            window = record.window
+            # In the fields' order: call, iteration, rsid, model, line, kind, fold, segments,
+            # chars, messages, window, tools, tools_added, tools_removed, injections, attempt
+            # (a big run has ten thousand calls).
             entry = CallSummary(
-                call=record.call,
-                iteration=record.iter,
-                rsid=record.rsid,
-                model=record.model,
-                line=line,
-                kind=who,
-                fold=fold,
-                segments=None if segments is None else len(segments),
-                chars=resolver.system_chars(record.system),
-                messages=sum(b - a + 1 for a, b in record.window),
-                window=[list(r) for r in record.window],
-                tools=None if tools is None else len(tools),
-                tools_added=[t for t in names if t not in (previous_tools or [])]
-                if compared
-                else [],
-                tools_removed=[t for t in (previous_tools or []) if t not in names]
-                if compared
-                else [],
-                injections=decisions,
-                attempt=attempt_of(record.attempt),
+                record.call,
+                record.iter,
+                record.rsid,
+                record.model,
+                line,
+                who,
+                fold,
+                system.count,
+                system.chars,
+                window[0][1] - window[0][0] + 1
+                if len(window) == 1
+                else sum(b - a + 1 for a, b in window),
+                [list(r) for r in window],
+                tools.count,
+                [t for t in names if t not in (previous_tools or [])] if compared else [],
+                [t for t in (previous_tools or []) if t not in names] if compared else [],
+                decisions,
+                attempt_of(record.attempt),
             )
             if early and agent:
                 entry.governed.extend(early)

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from msgspec import Struct
+
 from afcore.readmodel._folds import SUMMARIZER, checked, fold_number
 from afcore.readmodel._model import (
     Attempt,
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Folds",
     "Injections",
+    "Listed",
     "Resolver",
     "attempt_of",
     "error_of",
@@ -62,10 +65,10 @@ class Resolver:
         self.rec = rec
         # Calls that send the same list share its ref: kept for the last few refs, as a run
         # that changes its system text at every call makes a new list a call.
-        self.listed: Callable[[str], list[dict[str, Any]] | None] = lru_cache(256)(self._listed)
-        """A call's segment or tool list (shared by calls that sent the same), or None."""
-        self.system_chars: Callable[[str], int | None] = lru_cache(256)(self._system_chars)
-        """How many characters the system segments of a call's list hold (None: unknown)."""
+        self.system: Callable[[str], Listed] = lru_cache(256)(self._system)
+        """A call's system segments by their list's ref, as the run's view reads them."""
+        self.tools: Callable[[str], Listed] = lru_cache(256)(self._tools)
+        """A call's tools by their list's ref, as the run's view reads them."""
 
     def value(self, write: Any) -> tuple[Any, str | None]:
         ref = write.get("ref") if isinstance(write, dict) else getattr(write, "ref", None)
@@ -84,7 +87,8 @@ class Resolver:
         except KeyError as e:
             return None, missing_text(e)
 
-    def _listed(self, ref: str) -> list[dict[str, Any]] | None:
+    def listed(self, ref: str) -> list[dict[str, Any]] | None:
+        """A call's segment or tool list, or None when it cannot be read."""
         try:
             value = self.rec.listed(ref)
         except (KeyError, ValueError, TypeError):
@@ -92,9 +96,13 @@ class Resolver:
         ok = isinstance(value, list) and all(isinstance(x, dict) for x in value)
         return value if ok else None
 
-    def _system_chars(self, ref: str) -> int | None:
+    def _system(self, ref: str) -> Listed:
+        segments = self.listed(ref)
+        if segments is None:
+            return _UNREAD
         total: int | None = 0
-        for seg in self.listed(ref) or []:
+        injected = []
+        for seg in segments:
             text = seg.get("text")
             if text is None and seg.get("ref"):
                 body, _ = self.value({"ref": seg["ref"]})
@@ -103,7 +111,40 @@ class Resolver:
                 total = None
             else:
                 total += len(text)
-        return total
+            source = seg.get("source")
+            if source.__class__ is dict and is_injection(source):
+                injected.append(source)
+        return Listed(len(segments), total, [], injected)
+
+    def _tools(self, ref: str) -> Listed:
+        tools = self.listed(ref)
+        if tools is None:
+            return _UNREAD
+        injected = [
+            source
+            for t in tools
+            if (source := t.get("source")).__class__ is dict and is_injection(source)
+        ]
+        return Listed(len(tools), None, [as_text(t.get("name")) for t in tools], injected)
+
+
+class Listed(Struct, frozen=True):
+    """A call's system segments or tools as the run's view reads them, kept by the list's
+    ref: calls that send the same list share it."""
+
+    count: int | None
+    """How many (None: the list cannot be read)."""
+    chars: int | None
+    """For segments: the characters their text holds (None: unknown)."""
+    names: list[str]
+    """For tools: their names."""
+    injected: list[dict[str, Any]]
+    """The sources of those an injection put there, in order."""
+
+
+_UNREAD = Listed(None, 0, [], [])
+"""A list the file does not hold as a list of objects: no segments, no characters (as if it
+held none), no tools."""
 
 
 _NOT_INJECTIONS = {"base", "static", "provider", "configure", "summary", "transcript", "summarizer"}
