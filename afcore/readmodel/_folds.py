@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct, ValidationError, convert
+
 from afcore.readmodel._text import line, plural, safe
 
 if TYPE_CHECKING:
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SUMMARIZER",
     "checked",
+    "checked_json",
     "fold_number",
     "fold_text",
     "messages_text",
@@ -75,12 +78,17 @@ _MODEL: list[Any] = []
 checking)."""
 
 
+def _import_model() -> None:
+    # The text helpers start without the model: it is imported when needed.
+    from afcore.readmodel import _model
+
+    _MODEL.extend((_model.FoldView, _model.Refusal))
+
+
 def checked(value: Any, fold: int) -> FoldView:
     """A fold's value with the fields the words need, each of its type (or None)."""
-    if not _MODEL:  # the text helpers start without the model: it is imported when needed
-        from afcore.readmodel import _model
-
-        _MODEL.extend((_model.FoldView, _model.Refusal))
+    if not _MODEL:
+        _import_model()
     view, refusal = _MODEL
     v = value if isinstance(value, dict) else {}
     get = v.get
@@ -117,6 +125,64 @@ def checked(value: Any, fold: int) -> FoldView:
         _int(summary.get("message")) if summary is not None else None,
         _int(summary.get("call")) if summary is not None else None,
         refusals,
+    )
+    return found
+
+
+class _Summary(Struct):
+    message: int | None = None
+    call: int | None = None
+
+
+class _Kept(Struct):
+    reason: str = "?"
+    messages: list[tuple[int, int]] = []
+    writers: list[str] = []
+    error: str | None = None
+
+
+class _Fold(Struct):
+    """A fold's value in the shape the window strategies write it: each field of its type,
+    or absent."""
+
+    strategy: str = "?"
+    iteration: int | None = None
+    count: int | None = None
+    messages: list[tuple[int, int]] = []
+    folded: list[str] = []
+    measured: int | None = None
+    threshold: int | None = None
+    summary: _Summary | None = None
+    refusals: list[_Kept] = []
+
+
+def checked_json(value: Any, fold: int) -> FoldView:
+    """:func:`checked` of a value parsed from JSON (its arrays are lists): one conversion
+    for a value in the strategies' shape (a big run has a fold a call), :func:`checked` for
+    any other. Not for other values: the conversion takes a tuple for a list, which
+    :func:`checked` does not."""
+    try:
+        shape = convert(value, _Fold)
+    except ValidationError:
+        return checked(value, fold)
+    if not _MODEL:
+        _import_model()
+    view, refusal = _MODEL
+    summary, messages = shape.summary, shape.messages
+    count = shape.count
+    # In the fields' order, as in checked.
+    found: FoldView = view(
+        fold,
+        shape.strategy,
+        shape.iteration,
+        count if count is not None else sum(b - a + 1 for a, b in messages),
+        messages,
+        shape.folded,
+        shape.measured,
+        shape.threshold,
+        summary.message if summary is not None else None,
+        summary.call if summary is not None else None,
+        [refusal(r.reason, r.messages, r.writers, r.error) for r in shape.refusals],
     )
     return found
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from msgspec import Struct
 
-from afcore.readmodel._folds import SUMMARIZER, checked, fold_number
+from afcore.readmodel._folds import SUMMARIZER, checked_json, fold_number
 from afcore.readmodel._model import (
     Attempt,
     CallError,
@@ -279,13 +279,14 @@ class Injections:
         for src in sources:
             if is_injection(src) and src["id"] not in ids:
                 ids.add(src["id"])
+                # In the fields' order: id, flavor, trigger, fired, reason.
                 fired.append(
                     Decision(
-                        id=src["id"],
-                        flavor=src.get("kind"),
-                        trigger=src.get("trigger"),
-                        fired=True,
-                        reason=src.get("reason") or "always",
+                        src["id"],
+                        src.get("kind"),
+                        src.get("trigger"),
+                        True,
+                        src.get("reason") or "always",
                     )
                 )
         fired += [d for d in decided if d.fired]
@@ -328,7 +329,7 @@ class Folds:
             if commit.stage == "window" and n is not None and fold is None:
                 value, missing = self.resolver.value(w)
                 value = value if isinstance(value, dict) else {}
-                fold = FoldPart(checked(value, n), value, commit.rsid, after_call, missing)
+                fold = FoldPart(checked_json(value, n), value, commit.rsid, after_call, missing)
                 if self.keep:
                     self.folds.append(fold)
         return fold
@@ -364,20 +365,23 @@ def response_of(resolver: Resolver, reply: Reply) -> Response:
                 thinking_chars += len(as_text(b.get("thinking")))
         elif kind == "opaque":
             opaque.append(block_text(b))
+    # In the fields' order: text, tool_calls, thinking_chars, stop_reason, usage, model, ms,
+    # decision, missing, response_id, unsent_params, redacted_thinking, opaque (a big run
+    # has a reply a call).
     return Response(
-        text="".join(texts),
-        tool_calls=tool_calls,
-        thinking_chars=thinking_chars,
-        stop_reason=reply.stop_reason,
-        usage=reply.usage,
-        model=reply.model,
-        ms=reply.ms,
-        decision=reply.decision,
-        missing=missing,
-        response_id=reply.response_id,
-        unsent_params=list(reply.unsent_params),
-        redacted_thinking=redacted,
-        opaque=opaque,
+        "".join(texts),
+        tool_calls,
+        thinking_chars,
+        reply.stop_reason,
+        reply.usage,
+        reply.model,
+        reply.ms,
+        reply.decision,
+        missing,
+        reply.response_id,
+        list(reply.unsent_params),
+        redacted,
+        opaque,
     )
 
 
