@@ -210,14 +210,16 @@ class Injections:
         if commit.stage != "inject":
             return
         # Each inject stage lists the decisions that changed since the one before; the
-        # others carry over.
-        carried = {d.id: d.at(commit.iter) for d in self.decisions.get(self._last, [])}
-        decisions: list[Decision] = list(carried.values())
+        # others carry over (their ids are distinct: they were gathered by id).
+        decisions = [d.at(commit.iter) for d in self.decisions.get(self._last, ())]
+        carried: dict[str, Decision] | None = None
         for w in commit.writes:
             if w.key == "injections":
                 value, _ = self.resolver.value(w)
                 listed = as_dict(value).get("decisions")
                 if isinstance(listed, list):
+                    if carried is None:
+                        carried = {d.id: d for d in decisions}
                     for d in (_decision(x, commit.iter) for x in listed):
                         if d is not None:
                             carried[d.id] = d
@@ -273,8 +275,13 @@ class Injections:
         held = self.at(iteration)
         if held is None:
             return None
-        decided = [d.worded() for d in held]
-        ids = {d.id for d in decided}
+        ids = set()
+        held_fired: list[Decision] = []
+        skipped: list[Decision] = []
+        for d in held:
+            d = d.worded()
+            ids.add(d.id)
+            (held_fired if d.fired else skipped).append(d)
         fired: list[Decision] = []
         for src in sources:
             if is_injection(src) and src["id"] not in ids:
@@ -289,8 +296,7 @@ class Injections:
                         src.get("reason") or "always",
                     )
                 )
-        fired += [d for d in decided if d.fired]
-        skipped = [d for d in decided if not d.fired]
+        fired += held_fired
         return Decisions(len(fired) + len(skipped), fired, skipped)
 
 
@@ -344,7 +350,11 @@ class Folds:
 
 def response_of(resolver: Resolver, reply: Reply) -> Response:
     """A reply, its message read for its text, tool calls and thinking."""
-    message, missing = resolver.value(reply.writes[0]) if reply.writes else (None, None)
+    write = reply.writes[0] if reply.writes else None
+    if write is not None and write.ref is None:  # a reply's message is held in its line
+        message, missing = write.value, None
+    else:
+        message, missing = resolver.value(write) if write is not None else (None, None)
     content = as_dict(message).get("content")
     texts: list[str] = []
     tool_calls: list[ToolCall] = []
