@@ -161,7 +161,10 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
     by_rsid: dict[str, CallSummary] = {}
     """a call-llm stage's rsid -> its last attempt (agents with reliability rules)"""
     blob = rec.blob
-    shown: dict[tuple[str, str], str] = {}
+    last_status: str | None = None
+    last_result: str | None = None
+    said = ""
+    """a tool line's status and result status, and the status shown for them"""
     for line, record in rec.records(blobs=False, seals=False, only=_READ, tool_lines=True):
         kind = type(record)
         if kind is ToolLine:
@@ -179,10 +182,9 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 message, missing = blob(ref), None
             except KeyError as e:  # as Resolver.by_ref says it
                 message, missing = None, missing_text(e)
-            said = shown.get((status, result_status))
-            if said is None:
-                plain = {"status": status, "result_status": result_status}
-                said = shown[status, result_status] = shown_status(plain)
+            if status != last_status or result_status != last_result:  # most: as the last
+                last_status, last_result = status, result_status
+                said = shown_status({"status": status, "result_status": result_status})
             if message.__class__ is dict:
                 content, is_error = message.get("content"), message.get("is_error") is True
             else:
@@ -280,8 +282,11 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 target.response = response_of(resolver, record)
         elif kind is Commit:
             assert isinstance(record, Commit)
-            for item in governed_of(resolver, record, line):
-                govern(item, record.iter if record.iter else None)
+            for w in record.writes:
+                if w.key.startswith(_GOVERNED):  # few commits: the others without a call
+                    for item in governed_of(resolver, record, line):
+                        govern(item, record.iter if record.iter else None)
+                    break
             if record.stage == "inject":
                 injections.see(record)
             elif record.stage in ("window", "summarize"):
@@ -414,13 +419,17 @@ _PLAIN_OUTCOME = frozenset({"name", "k", "call_id", "status", "ms", "result_stat
 other than its defaults only in these (most) is read without dumping it for its notes."""
 
 
+_GOVERNED = ("govern:", "approval:", "output:")
+"""The keys of the writes that record a governance step."""
+
+
 def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:
     """The governance steps a commit records: the decisions of its ``govern:`` writes, a
     person's answer, output checks."""
     out: list[Governed] = []
     writes = commit.writes
     for w in writes:
-        if w.key.startswith(("govern:", "approval:", "output:")):
+        if w.key.startswith(_GOVERNED):
             break
     else:
         return out  # most commits: checked without the import below
@@ -429,7 +438,7 @@ def governed_of(resolver: Resolver, commit: Any, line: int) -> list[Governed]:
     args = next((w for w in writes if w.key.startswith("tool:") and w.key.endswith(".args")), None)
     for w in writes:
         key = w.key
-        if not key.startswith(("govern:", "approval:", "output:")):
+        if not key.startswith(_GOVERNED):
             continue
         value, _ = resolver.value(w)
         if not isinstance(value, dict):
