@@ -148,3 +148,108 @@ def test_a_fold_in_the_strategies_shape_is_converted(value: dict[str, Any]) -> N
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_folds, "checked", lambda value, fold: pytest.fail("not converted"))
         assert checked_json(value, 1) == checked(value, 1)
+
+
+# -- a call's lists, read once per ref -------------------------------------------------
+
+
+class _File:
+    """What the resolver reads a list from: one list under ``list``, segment texts by ref."""
+
+    def __init__(self, listed: Any, texts: dict[str, Any]) -> None:
+        self._listed, self._texts = listed, texts
+
+    def listed(self, ref: str) -> Any:
+        if self._listed is KeyError:
+            raise KeyError(ref)
+        return self._listed
+
+    def blob(self, ref: str) -> Any:
+        return self._texts[ref]
+
+    def value(self, write: Any) -> Any:
+        return write.get("value")
+
+
+def _general(listed: Any, texts: dict[str, Any]) -> tuple[Any, ...]:
+    """What a call's summary held, each by the way it was worked out before the lists were
+    read once per ref: the count, the characters, the names, the injections' sources."""
+    from afcore.readmodel._text import as_dict, as_text
+    from afcore.readmodel._walk import is_injection
+
+    ok = isinstance(listed, list) and all(isinstance(x, dict) for x in listed)
+    entries = listed if ok else None
+    total: int | None = 0
+    for seg in entries or []:
+        text = seg.get("text")
+        if text is None and seg.get("ref"):
+            body = texts.get(seg["ref"])
+            text = body.get("text") if isinstance(body, dict) else None
+        total = None if not isinstance(text, str) or total is None else total + len(text)
+    names = [as_text(t.get("name")) for t in entries or []]
+    sources = [as_dict(x.get("source")) for x in entries or []]
+    return (
+        None if entries is None else len(entries),
+        total,
+        names,
+        [s for s in sources if is_injection(s)],
+    )
+
+
+_SOURCE = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from(["base", "static", "steering", "skill", "fact", "summary", 3]),
+            "id": st.sampled_from(["cite", "read_skill", "", None, 7]),
+        },
+        optional={"trigger": st.sampled_from(["always", "rule"]), "reason": st.text(max_size=3)},
+    ),
+    _ODD,
+)
+_ENTRY = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": st.one_of(st.text(max_size=6), _ODD),
+        "ref": st.sampled_from(["r1", "r2", "gone", "", 5]),
+        "name": st.one_of(st.text(max_size=4), _ODD),
+        "source": _SOURCE,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.one_of(
+        st.lists(st.one_of(_ENTRY, _ENTRY, _ENTRY, _ODD), max_size=5), _ODD, st.just(KeyError)
+    )
+)
+def test_a_call_s_lists_read_once_per_ref_are_what_each_call_worked_out(listed: Any) -> None:
+    from afcore.readmodel._walk import Resolver
+
+    texts = {"r1": {"text": "abc"}, "r2": {"text": 5}}
+    resolver = Resolver(_File(listed, texts))  # type: ignore[arg-type]
+    count, chars, names, injected = _general(listed if listed is not KeyError else None, texts)
+    system, tools = resolver.system("ref"), resolver.tools("ref")
+    assert (system.count, system.chars, system.injected) == (count, chars, injected)
+    assert (tools.count, tools.names, tools.injected) == (count, names, injected)
+
+
+def test_the_parts_built_by_position_have_their_fields_in_that_order() -> None:
+    # The run's view builds these by position (a big run builds one a line or a call): a
+    # field moved or added before the last so built would shift the others.
+    from afcore.readmodel._model import CallSummary, Decision, FoldView, Response, ToolResult
+
+    fields = {
+        CallSummary: "call iteration rsid model line kind fold segments chars messages window"
+        " tools tools_added tools_removed injections attempt",
+        ToolResult: "name call_id status ms content is_error missing result_status shown notes"
+        " run k",
+        Response: "text tool_calls thinking_chars stop_reason usage model ms decision missing"
+        " response_id unsent_params redacted_thinking opaque",
+        Decision: "id flavor trigger fired reason",
+        FoldView: "fold strategy iteration count messages folded measured threshold summary"
+        " summary_call refusals",
+    }
+    for kind, names in fields.items():
+        ordered = names.split()
+        assert kind.__struct_fields__[: len(ordered)] == tuple(ordered), kind.__name__
