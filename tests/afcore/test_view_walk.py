@@ -13,8 +13,9 @@ import orjson
 import pytest
 
 from afcore import recording as rec
-from afcore.readmodel import overview
+from afcore.readmodel import overview, run_view
 from afcore.readmodel._run import _READ
+from afcore.readmodel._text import shown_status
 from afcore.recording import _reader
 from afcore.recording._reader import TOOL_COMMIT, Recording
 from tests.afcore.byte_edits import edited as edited_line
@@ -309,3 +310,32 @@ def test_lines_just_outside_the_shapes_read_as_parsed(
         orjson.loads(line)
     except orjson.JSONDecodeError:
         assert any(p.startswith("line 6: not valid JSON") for p in problems)
+
+
+def test_each_tool_line_shows_its_own_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tool lines in a row with statuses of every kind, some as the line before: each result
+    shows its own, as the walk that parses every line shows it."""
+    outcomes = [b"ok", b"error", b"error", b"rejected", b"ok", b"denied"]
+    results = [b"success", b"failure", b"failure", b"success", b"absent", b"denied"]
+    lines, n = [], 0
+    for sample in SAMPLES:
+        for line in by_ref(sample):
+            if TOOL_COMMIT.fullmatch(line.rstrip(b"\n")):
+                outcome, result = outcomes[n % len(outcomes)], results[(n // 2) % len(results)]
+                line = re.sub(rb'"status":"\w+"', b'"status":"' + outcome + b'"', line)
+                line = re.sub(rb'"result_status":"\w+"', b'"result_status":"' + result + b'"', line)
+                assert TOOL_COMMIT.fullmatch(line.rstrip(b"\n"))
+                n += 1
+            lines.append(line)
+        path = tmp_path / sample.name
+        path.write_bytes(b"".join(lines))
+        lines = []
+        _same(path, monkeypatch, whole=False)
+        with rec.open_recording(path, index=False) as walk:
+            given = [r for p in run_view(walk) if p.kind == "call" for r in p.data.results]
+        for r in given:
+            assert r.shown == shown_status({"status": r.status, "result_status": r.result_status})
+        assert len({r.shown for r in given}) > 1 or len(given) < 2
+    assert n > len(outcomes)
