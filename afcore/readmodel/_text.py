@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from orjson import dumps
 
 from afcore.recording._typed import beyond_defaults
 
@@ -147,7 +148,10 @@ def json_text(value: Any) -> str:
 def args_text(args: Any, limit: int = 100) -> str:
     """Tool call arguments on one line: ``city="Lisbon", kind="museum"``, cut to ``limit``."""
     if args.__class__ is dict or isinstance(args, Mapping):
-        text = ", ".join([f"{k}={json_text(v)}" for k, v in args.items()])
+        try:  # each value by the encoder at once, as json_text() writes it
+            text = ", ".join([f"{k}={dumps(v).decode()}" for k, v in args.items()])
+        except TypeError:  # a value it cannot write: each as json_text() writes it
+            text = ", ".join([f"{k}={json_text(v)}" for k, v in args.items()])
     else:
         text = json_text(args)
     return line(text, limit)
@@ -187,7 +191,25 @@ def usage_text(usage: Mapping[str, Any] | UsageInfo | None) -> str:
     return text
 
 
+_MS: dict[float, str] = {}
+""":func:`ms_text` of the times said before: a run's times repeat (a recorder writes them
+to the microsecond), and formatting a float is the dearer part of saying one."""
+
+
 def ms_text(ms: float | None) -> str:
+    if ms.__class__ is float and ms > 0.0:  # type: ignore[operator]
+        # Not 0.0: -0.0 is the same key, said "-0.0 ms".
+        said = _MS.get(ms)  # type: ignore[call-overload]
+        if said is None:
+            said = _ms_text(ms)
+            if len(_MS) >= 4096:
+                _MS.clear()
+            _MS[ms] = said  # type: ignore[index]
+        return said
+    return _ms_text(ms)
+
+
+def _ms_text(ms: float | None) -> str:
     if ms is None:
         return ""
     if -999.9 < ms < 999.9:  # no thousands to group (formatting them is the dearer part)
