@@ -359,17 +359,23 @@ class Printer:
         """:meth:`print_fit` without colour, for a ``head`` known to take ``size`` cells and
         to hold no newline (a line whose head is made of parts measured once)."""
         room = width - size - 1
+        most = room if room > 24 else 24
         cut = line(tail, room)
         # Most cuts take a cell a character and fit at once: _cut's first step, measured as
-        # cells() measures them.
-        if (cut.isascii() and cut.isprintable()) or _COUNTED.fullmatch(cut):
+        # cells() measures them. What line() makes of an ASCII head (its characters, escapes,
+        # ⏎ and the stated cut) takes a cell a character: such a cut is not searched.
+        if tail[: most + 1].isascii() or _COUNTED.fullmatch(cut):
             more = len(cut)
-            if more > (room if room > 24 else 24):
+            if more > most:
                 cut, more = _cut(tail, room, None)
         else:
             cut, more = _cut(tail, room, None)
         if size + more <= self.width:
-            self._put(head + cut)  # the cut holds no newline: line() flattens them
+            text = head + cut  # the cut holds no newline: line() flattens them
+            self._out.append(text)  # as _put() writes it, without the call
+            self._size += len(text) + 1
+            if self._size > self._BLOCK:
+                self.flush()
         else:
             self.print(head + cut)
 
@@ -447,6 +453,18 @@ def _wrapped(console: Console | Printer, text: Printable, room: int) -> list[Lin
 def print_hanging(console: Console | Printer, text: Printable, indent: int, more: int = 2) -> None:
     """``text`` wrapped to the console, its first line indented by ``indent``, the rest by
     ``more`` more, no trailing spaces."""
+    if text.__class__ is str and console.__class__ is Printer and console.plain:  # type: ignore[union-attr]
+        # Without colour most of these lines are one short line of text: written as it is
+        # when it fits (a big run prints one a fold and one a call), as below.
+        assert isinstance(console, Printer) and isinstance(text, str)
+        if console.width - indent - more >= 20 and "\n" not in text:
+            if text.isascii() and text.isprintable():
+                size = len(text)
+            else:
+                size = cells(text)
+            if size <= console.width - indent - more:
+                console._put(" " * indent + text.rstrip())
+                return
     room = max(console.width - indent - more, 20)
     plain = _plain(text)
     # Without colour a line is its text.
