@@ -16,6 +16,7 @@ from afcli._params import OptionalRunArg
 from afcli._render import (
     Line,
     Printer,
+    _joined,
     block,
     cells,
     dumps,
@@ -320,8 +321,7 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
     if attempt is not None and first:
         out.print(Line("  ", *sizes))
     if c.injections is not None and first:
-        decisions = _decisions_text(c.injections, max(60, width // 2), cap=8, make=make)
-        print_hanging(out, decisions, indent=2)
+        print_hanging(out, _call_decisions(c.injections, width, make), indent=2)
     if c.tools_added or c.tools_removed:
         changes = _tool_changes(c.tools_added, c.tools_removed)
         if changes:
@@ -1036,6 +1036,32 @@ def _decisions_text(
         more = f", and {rest:,} more for {len(ordered) - len(shown):,} other reasons"
         out.append((more, "dim"))
     return make(*out)
+
+
+_DECIDED: dict[tuple[int, int, tuple[str, ...]], str] = {}
+"""An overview's injections line without colour, by the width and what it says when none
+was skipped: a run's calls mostly make the same decisions (see :func:`_call_decisions`)."""
+
+
+def _call_decisions(inj: Decisions, width: int, make: Callable[..., Line | str]) -> Line | str:
+    """A call's injections line in the overview: :func:`_decisions_text`, kept without
+    colour for the decisions calls repeat."""
+    if make is not _joined or inj.skipped:
+        return _decisions_text(inj, max(60, width // 2), cap=8, make=make)
+    ids = [d.id for d in inj.fired]
+    try:
+        "".join(ids)  # ids of another type say other words as text (1.0, true): not kept
+    except TypeError:
+        return _decisions_text(inj, max(60, width // 2), cap=8, make=make)
+    key = (width, inj.evaluated, tuple(ids))
+    said = _DECIDED.get(key)
+    if said is None:
+        said = _decisions_text(inj, max(60, width // 2), cap=8, make=make)
+        assert isinstance(said, str)
+        if len(_DECIDED) >= 1024:
+            _DECIDED.clear()
+        _DECIDED[key] = said
+    return said
 
 
 def _ids(ids: list[Any], cap: int | None, style: str) -> list[str | tuple[str, str]]:
