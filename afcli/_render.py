@@ -180,10 +180,11 @@ def _head_room(head: str, width: int) -> tuple[int, int]:
     return size, width - size - 1
 
 
-def _cut(tail: str, room: int, total: int | None) -> tuple[str, int]:
+def _cut(tail: str, room: int, total: int | None, cut: str | None = None) -> tuple[str, int]:
     """As much of ``tail`` as fits in ``room`` cells (at least 24 characters), and the cells
-    it takes."""
-    cut = line(tail, room, total=total)
+    it takes. ``cut``: ``line(tail, room, total=total)``, when the caller has it."""
+    if cut is None:
+        cut = line(tail, room, total=total)
     most = room if room > 24 else 24
     size = cells(cut)
     while size > most and len(cut) > 24:
@@ -264,7 +265,7 @@ class Printer:
             else:
                 # No character takes more than two cells: a short line is not measured.
                 fits = 2 * len(text) <= self.width or cells(text) <= self.width
-            if fits:  # as _put() writes it, without the call (most lines come this way)
+            if fits:  # as put() writes it, without the call (most lines come this way)
                 self._out.append(text)
                 self._size += len(text) + 1
                 if self._size > self._BLOCK:
@@ -329,8 +330,9 @@ class Printer:
         if self._size > self._BLOCK:
             self.flush()
 
-    def _put(self, text: str) -> None:
-        """Write a line known to fit as it is."""
+    def put(self, text: str) -> None:
+        """Write a line known to fit as it is (a blank line, a line of ASCII shorter than
+        the width), without testing it again."""
         self._out.append(text)
         self._size += len(text) + 1
         if self._size > self._BLOCK:
@@ -340,7 +342,7 @@ class Printer:
         """``print(text)`` without colour, for a line of one line known to take ``size``
         cells (made of parts measured once)."""
         if size <= self.width:
-            self._put(text)
+            self.put(text)
         else:
             self.print(text)
 
@@ -367,12 +369,12 @@ class Printer:
         if tail[: most + 1].isascii() or _COUNTED.fullmatch(cut):
             more = len(cut)
             if more > most:
-                cut, more = _cut(tail, room, None)
+                cut, more = _cut(tail, room, None, cut)
         else:
-            cut, more = _cut(tail, room, None)
+            cut, more = _cut(tail, room, None, cut)
         if size + more <= self.width:
             text = head + cut  # the cut holds no newline: line() flattens them
-            self._out.append(text)  # as _put() writes it, without the call
+            self._out.append(text)  # as put() writes it, without the call
             self._size += len(text) + 1
             if self._size > self._BLOCK:
                 self.flush()
@@ -453,7 +455,7 @@ def _wrapped(console: Console | Printer, text: Printable, room: int) -> list[Lin
 def print_hanging(console: Console | Printer, text: Printable, indent: int, more: int = 2) -> None:
     """``text`` wrapped to the console, its first line indented by ``indent``, the rest by
     ``more`` more, no trailing spaces."""
-    if text.__class__ is str and console.__class__ is Printer and console.plain:  # type: ignore[union-attr]
+    if text.__class__ is str and console.__class__ is Printer and console.plain:
         # Without colour most of these lines are one short line of text: written as it is
         # when it fits (a big run prints one a fold and one a call), as below.
         assert isinstance(console, Printer) and isinstance(text, str)
@@ -463,7 +465,7 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
             else:
                 size = cells(text)
             if size <= console.width - indent - more:
-                console._put(" " * indent + text.rstrip())
+                console.put(" " * indent + text.rstrip())
                 return
     room = max(console.width - indent - more, 20)
     plain = _plain(text)
@@ -472,7 +474,7 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
     if "\n" not in plain and cells(plain) <= room:
         if bare is not None and bare.width - indent - more >= 20:
             # It fits: its cells are within room, and room within the width.
-            bare._put(" " * indent + plain.rstrip())
+            bare.put(" " * indent + plain.rstrip())
         elif bare is not None:
             bare.print(" " * indent + plain.rstrip(), soft_wrap=True)
         elif isinstance(text, Line):
@@ -492,7 +494,7 @@ def print_hanging(console: Console | Printer, text: Printable, indent: int, more
             for i in range(len(edges) - 1):
                 cut = " " * (indent + (more if i else 0)) + plain[edges[i] : edges[i + 1]].rstrip()
                 if spare:
-                    bare._put(cut)
+                    bare.put(cut)
                 else:
                     bare.print(cut, soft_wrap=True)
             return

@@ -281,10 +281,10 @@ def _print_call_line(out: Printer, c: CallSummary, folder: Path | None = None) -
     width = max(out.width, 60)
     make = out.line  # without colour a line is built as its text alone
     plain = out.plain
-    out.print()
+    out.put("")
     segments = "?" if c.segments is None else plural(c.segments, "segment")
     chars = "?" if c.chars is None else f"{c.chars:,}"
-    attempt = _shown_attempt(c)
+    attempt = None if c.attempt is None else _shown_attempt(c)
     sizes = []
     if attempt is not None or not plain:
         sizes = [
@@ -627,7 +627,7 @@ def _summarizer_for(kind: Any, fold: Any) -> str:
 def _print_fold(out: Printer, part: FoldPart) -> None:
     """A fold of the live window, between the calls it separates, and what it kept."""
     f = part.view
-    out.print()
+    out.put("")
     plain = out.plain  # without colour a line is its text
     text = fold_text(f)
     print_hanging(out, text if plain else Line(text, style="bold magenta"), indent=0)
@@ -1038,9 +1038,9 @@ def _decisions_text(
     return make(*out)
 
 
-_DECIDED: dict[tuple[int, int, tuple[str, ...]], str] = {}
-"""An overview's injections line without colour, by the width and what it says when none
-was skipped: a run's calls mostly make the same decisions (see :func:`_call_decisions`)."""
+_DECIDED: dict[tuple[int, tuple[str, ...]], str] = {}
+"""An overview's injections line without colour when none was skipped, by what it says (no
+reason to cut: the width changes nothing): a run's calls mostly make the same decisions."""
 
 
 def _call_decisions(inj: Decisions, width: int, make: Callable[..., Line | str]) -> Line | str:
@@ -1053,14 +1053,14 @@ def _call_decisions(inj: Decisions, width: int, make: Callable[..., Line | str])
         "".join(ids)  # ids of another type say other words as text (1.0, true): not kept
     except TypeError:
         return _decisions_text(inj, max(60, width // 2), cap=8, make=make)
-    key = (width, inj.evaluated, tuple(ids))
+    key = (inj.evaluated, tuple(ids))
     said = _DECIDED.get(key)
     if said is None:
-        said = _decisions_text(inj, max(60, width // 2), cap=8, make=make)
-        assert isinstance(said, str)
+        made = _decisions_text(inj, max(60, width // 2), cap=8, make=make)
+        assert isinstance(made, str)
         if len(_DECIDED) >= 1024:
             _DECIDED.clear()
-        _DECIDED[key] = said
+        said = _DECIDED[key] = made
     return said
 
 

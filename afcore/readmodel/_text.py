@@ -149,7 +149,11 @@ def args_text(args: Any, limit: int = 100) -> str:
     """Tool call arguments on one line: ``city="Lisbon", kind="museum"``, cut to ``limit``."""
     if args.__class__ is dict or isinstance(args, Mapping):
         try:  # each value by the encoder at once, as json_text() writes it
-            text = ", ".join([f"{k}={dumps(v).decode()}" for k, v in args.items()])
+            if args.__class__ is dict and len(args) == 1:  # most calls: no list to join
+                for k, v in args.items():
+                    text = f"{k}={dumps(v).decode()}"
+            else:
+                text = ", ".join([f"{k}={dumps(v).decode()}" for k, v in args.items()])
         except TypeError:  # a value it cannot write: each as json_text() writes it
             text = ", ".join([f"{k}={json_text(v)}" for k, v in args.items()])
     else:
@@ -197,14 +201,14 @@ to the microsecond), and formatting a float is the dearer part of saying one."""
 
 
 def ms_text(ms: float | None) -> str:
-    if ms.__class__ is float and ms > 0.0:  # type: ignore[operator]
-        # Not 0.0: -0.0 is the same key, said "-0.0 ms".
-        said = _MS.get(ms)  # type: ignore[call-overload]
+    if ms.__class__ is float and ms > 0.0:
+        # Above 0 only: -0.0 is 0.0 as a key, and is said "-0.0 ms".
+        said = _MS.get(ms)
         if said is None:
             said = _ms_text(ms)
             if len(_MS) >= 4096:
                 _MS.clear()
-            _MS[ms] = said  # type: ignore[index]
+            _MS[ms] = said
         return said
     return _ms_text(ms)
 
