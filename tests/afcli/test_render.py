@@ -318,3 +318,212 @@ def test_a_printer_without_colour_wraps_as_the_console_does(width: int) -> None:
         out.flush()
         print_hanging(console(theirs), text, indent, more)
         assert ours.getvalue() == theirs.getvalue(), (text, indent, more)
+
+
+def test_a_time_said_before_is_said_as_formatting_it_says() -> None:
+    """:func:`ms_text` keeps the times it said: each time, said again or first, is said as
+    formatting it says (-0.0 and 0.0, equal as keys, are said apart)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from afcore.readmodel import ms_text
+
+    def said(ms: float) -> str:
+        if -999.9 < ms < 999.9:
+            return f"{ms:.1f} ms"
+        return f"{ms:,.1f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
+
+    times = st.floats(allow_nan=True) | st.sampled_from([0.0, -0.0, 0.04, -0.04, 999.9, 1e4])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(times | st.integers(-(10**6), 10**6), min_size=1, max_size=12))
+    def check(values: list[float]) -> None:
+        for ms in [*values, *reversed(values)]:
+            assert ms_text(ms) == said(ms), ms
+
+    check()
+    assert [ms_text(0.0), ms_text(-0.0), ms_text(0.0)] == ["0.0 ms", "-0.0 ms", "0.0 ms"]
+    assert ms_text(None) == ""
+
+
+def test_arguments_are_written_as_json_text_writes_each_value() -> None:
+    """A call's arguments encoded at once are each value as :func:`json_text` writes it,
+    whatever the values (numbers beyond 64 bits, lone surrogates, escapes)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from afcore.readmodel import json_text
+
+    values = st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats()
+        | st.text(st.characters(codec=None, min_codepoint=0), max_size=12),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+        max_leaves=6,
+    )
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.dictionaries(st.text(max_size=6), values, max_size=4), st.integers(0, 120))
+    def check(args: dict[str, object], limit: int) -> None:
+        text = ", ".join(f"{k}={json_text(v)}" for k, v in args.items())
+        assert args_text(args, limit) == line(text, limit)
+
+    check()
+    assert args_text({"n": 2**70, "s": "\ud800"}) == f"n={2**70}, s='\\ud800'"
+
+
+@pytest.mark.parametrize("width", [30, 40, 80, 200])
+def test_a_cut_line_is_what_the_console_writes_for_it(width: int) -> None:
+    """Without colour :meth:`Printer.print_cut` writes a head and as much of a value as fits
+    (an ASCII head taken a cell a character untested): what the console writes for
+    ``fit()``'s line, whatever the value."""
+    import io
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from rich.console import Console
+    from rich.text import Text
+
+    from afcli._render import Printer, cells, fit
+
+    pieces = st.sampled_from(["a", "word ", "é", "東京", "\n", "\t", "\x1b[2J", "…", "👍🏽", "ｗ"])
+    tails = st.lists(pieces, max_size=60).map("".join) | st.text(max_size=90)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from(["  ← t ok · 1.0 ms · ", "  says ", "東京 ", "x" * 70]), tails)
+    def check(head: str, tail: str) -> None:
+        ours, theirs = io.StringIO(), io.StringIO()
+        out = Printer(Console(file=ours, width=width, color_system=None, markup=False))
+        out.print_cut(head, cells(head), tail, width)
+        out.flush()
+        console = Console(file=theirs, width=width, color_system=None, markup=False)
+        console.print(Text(fit(head, tail, width)))
+        assert ours.getvalue() == theirs.getvalue(), (head, tail)
+
+    check()
+
+
+@pytest.mark.parametrize("width", [24, 40, 80])
+def test_a_short_line_hung_without_colour_is_what_the_console_writes(width: int) -> None:
+    """A line of text hung by a Printer without colour, written as it is when it fits, is
+    what the console writes for it: wide characters, trailing spaces, newlines (a tab is
+    written as it is, where the console expands it: as before)."""
+    import io
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from rich.console import Console
+
+    from afcli._render import Printer, print_hanging
+
+    words = st.sampled_from(["fold", "–", "東京", "x" * 12, " ", "\n", "👍🏽", "é", "a\u0301"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(words, max_size=14).map("".join), st.sampled_from([(0, 2), (2, 2), (0, 5)]))
+    def check(text: str, hang: tuple[int, int]) -> None:
+        ours, theirs = io.StringIO(), io.StringIO()
+        out = Printer(Console(file=ours, width=width, color_system=None, markup=False))
+        print_hanging(out, text, *hang)
+        out.flush()
+        console = Console(file=theirs, width=width, color_system=None, markup=False)
+        print_hanging(console, text, *hang)
+        assert ours.getvalue() == theirs.getvalue(), (text, hang)
+
+    check()
+
+
+def test_a_calls_injections_line_kept_is_the_line_made_again() -> None:
+    """Without colour the overview keeps a call's injections line by what it says: each
+    line, kept or made, is the one :func:`_decisions_text` makes for its call at its width
+    (ids that say other words as text, 1 and 1.0 and true, are not taken for each other)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from afcli._render import _joined
+    from afcli.commands import show
+    from afcore.readmodel import Decision, Decisions
+
+    ids = st.sampled_from(["cite", "step", "東京", "a\nb", "[b]x", "\x1b[2J", "x" * 90])
+    odd = st.sampled_from([1, 1.0, True, None])
+    decided = st.builds(
+        lambda fired, skipped: Decisions(
+            len(fired) + len(skipped),
+            [Decision(i, None, "always", True, "always") for i in fired],
+            [Decision(i, None, "rule", False, "rule returned false") for i in skipped],
+        ),
+        st.lists(ids | odd, max_size=12),
+        st.lists(ids, max_size=2),
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(decided, st.sampled_from([60, 80, 200])), min_size=1, max_size=8))
+    def check(calls: list[tuple[Decisions, int]]) -> None:
+        for inj, width in [*calls, *calls]:
+            made = show._decisions_text(inj, max(60, width // 2), cap=8, make=_joined)
+            assert show._call_decisions(inj, width, _joined) == made
+
+    show._DECIDED.clear()
+    check()
+    show._DECIDED.clear()
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_a_plain_run_says_what_its_coloured_lines_say(
+    width: int, tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without colour ``af show`` writes a call's lines as their text, each made where its
+    coloured line is made of pieces: the same words, on the samples and on hostile text
+    (the coloured lines written by a console without colour)."""
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from afcli import _render
+    from afcli.commands.show import _print_run
+    from afcore.recording import open_recording
+
+    samples = sorted((Path(__file__).resolve().parents[2] / "recordings").glob("sample-*.jsonl"))
+    files = []
+    for sample in samples:
+        hostile = Path(str(tmp_path)) / f"hostile-{sample.name}"
+        hostile.write_text(_hostile_copy(sample))
+        files += [sample, hostile]
+
+    def shown(path: Path) -> str:
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, color_system=None, markup=False)
+        with open_recording(path, index=False) as rec:
+            _print_run(console, rec)
+        return buffer.getvalue()
+
+    plain = [shown(path) for path in files]
+    made = _render.Printer.__init__
+
+    def coloured(self: _render.Printer, console: Console) -> None:
+        made(self, console)
+        self.plain = False  # each line made of pieces, as with colour
+        self.line = _render.Line
+
+    monkeypatch.setattr(_render.Printer, "__init__", coloured)
+    assert "東" in "".join(plain[1::2])
+    assert plain == [shown(path) for path in files]
+
+
+def _hostile_copy(sample: object) -> str:
+    import json
+    from pathlib import Path
+
+    n = [0]
+    lines = []
+    for raw in Path(str(sample)).read_text().splitlines():
+        record = json.loads(raw)
+        if record.get("t") == "blob":
+            record["value"] = _hostile(record["value"], n)
+        for write in record.get("writes") or []:
+            if "value" in write:
+                write["value"] = _hostile(write["value"], n)
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return "\n".join(lines) + "\n"
