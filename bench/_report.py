@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-__all__ = ["print_table", "timed", "verdict"]
+__all__ = ["child_env", "print_table", "timed", "verdict"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a timed ``af`` process: this checkout's sources first on the path
+    (the console script imports whichever af its environment installed, which need not be the
+    checkout the bench was run from and compiled), read from their compiled bytecode whatever
+    the caller's environment says (with PYTHONDONTWRITEBYTECODE set, every run would pay
+    compiling af's sources, and a baseline's site-packages would not)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
 
 
 def timed(run: Callable[[], object]) -> float:

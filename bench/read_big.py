@@ -34,7 +34,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from bench._report import print_table, verdict
+from bench._report import child_env, print_table, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_RATIO = 3.0
@@ -85,10 +85,7 @@ def files(
     return out
 
 
-CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-"""The timed processes' environment: af's modules are read from their compiled bytecode
-whatever the caller's environment says (with PYTHONDONTWRITEBYTECODE set, no bytecode is
-written, and every run would pay compiling af's sources)."""
+CHILD_ENV = child_env()
 
 
 def _compile() -> None:
@@ -128,7 +125,8 @@ def main() -> None:
         return
     args.folder.mkdir(parents=True, exist_ok=True)
     _compile()
-    unset = " (PYTHONDONTWRITEBYTECODE unset for them)" if CHILD_ENV != os.environ else ""
+    said = "PYTHONDONTWRITEBYTECODE" in os.environ
+    unset = " (PYTHONDONTWRITEBYTECODE unset for them)" if said else ""
     print(f"af's sources compiled first: the timed runs read their bytecode{unset}", flush=True)
     af = str(Path(sys.executable).parent / "af")
     rows = []

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench._report import print_table, verdict
+from bench._report import child_env, print_table, verdict
 
 TARGET = 2.5
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,9 +49,8 @@ def commands(sample: Path, folder: Path) -> dict[str, list[str]]:
 
 
 # As a person runs af: with its modules' bytecode cached, as pip leaves site-packages (where
-# typer and rich are). With PYTHONDONTWRITEBYTECODE set, af's own modules would be compiled
-# from source on every run and the baseline's not.
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# typer and rich are).
+ENV = child_env()
 
 
 def _time(argv: list[str]) -> tuple[float, float]:
