@@ -84,7 +84,7 @@ def _header(first: bytes) -> dict[str, Any]:
         raise _Unreadable("line 1 is not an af.recording header")
     version = str(data.get("version", ""))
     major = version.split(".")[0]
-    if not major.isdigit():
+    if not major.isdecimal():
         raise _Unreadable(f"line 1: the format version {version!r} is not major.minor")
     supported = int(FORMAT_VERSION.split(".")[0])
     if int(major) > supported:

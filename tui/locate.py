@@ -73,7 +73,7 @@ def _stage_words(stage: str, data: dict[str, Any]) -> str:
 def _message_item(data: dict[str, Any]) -> str | None:
     for w in data.get("writes") or []:
         key = as_text(as_dict(w).get("key"))
-        if key.startswith("message:") and key[8:].isdigit():
+        if key.startswith("message:") and key[8:].isdecimal():
             return f"msg:{key[8:]}"
     return None
 
@@ -110,7 +110,7 @@ def _blob(rec: Recording, timeline: Timeline, line: int, depth: int) -> Place | 
     for w in data.get("writes") or []:
         w = as_dict(w)
         key = as_text(w.get("key"))
-        if w.get("ref") == ref and key.startswith("message:") and key[8:].isdigit():
+        if w.get("ref") == ref and key.startswith("message:") and key[8:].isdecimal():
             n = int(key[8:])
             if t == "reply" and isinstance(data.get("call"), int):
                 return Place(data["call"], "reply", f"message #{n}, the reply")

@@ -295,7 +295,7 @@ def _origins(
     key, here = result.key, rec
     opened: list[Recording] = []
     try:
-        while key.startswith("message:") and key[8:].isdigit() and len(out) < limit:
+        while key.startswith("message:") and key[8:].isdecimal() and len(out) < limit:
             found = history_origin(here, int(key[8:]))
             if found is None:
                 break

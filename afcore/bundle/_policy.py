@@ -31,7 +31,7 @@ BUILTIN_RULES: dict[str, str] = {
 
 def luhn(text: str) -> bool:
     """Whether the digits of ``text`` pass the Luhn check (card numbers do)."""
-    digits = [int(c) for c in text if c.isdigit()]
+    digits = [int(c) for c in text if c.isdecimal()]
     total = 0
     for i, d in enumerate(reversed(digits)):
         if i % 2:

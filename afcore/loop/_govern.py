@@ -476,7 +476,7 @@ def pause_here(run: RunState, pause: PauseRun, ms: float) -> Paused:
         last_tool_results={
             name: int(key[8:])
             for name, key in run.result_keys.items()
-            if key.startswith("message:") and key[8:].isdigit()
+            if key.startswith("message:") and key[8:].isdecimal()
         },
         output_checks=run.output_checks,
         ms=round_ms(ms),

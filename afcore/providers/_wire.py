@@ -201,7 +201,7 @@ def read_error(body: object) -> VendorError:
             if key != "type" and 100 <= value <= 599 and status is None:
                 status = value
         elif isinstance(value, str) and value:
-            if value.isdigit():
+            if value.isdecimal():
                 number = int(value)
                 if key != "type" and 100 <= number <= 599 and status is None:
                     status = number

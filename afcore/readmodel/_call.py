@@ -192,13 +192,13 @@ def call_detail(rec: Recording, n: int, *, lines: Sequence[int] | None = None) -
             continue
         for w in record.writes if isinstance(record, Commit | Reply) else ():
             number = w.key.removeprefix("message:")
-            if w.key.startswith("message:") and number.isdigit():
+            if w.key.startswith("message:") and number.isdecimal():
                 written = max(written, int(number))
         if isinstance(record, Commit) and record.stage == "inject":
             injections.see(record)
         elif isinstance(record, Commit) and record.stage == "history":
             for w in record.writes:
-                if w.key.startswith("message:") and w.key[8:].isdigit() and w.source:
+                if w.key.startswith("message:") and w.key[8:].isdecimal() and w.source:
                     history[int(w.key[8:])] = source_json(w.source)
         elif isinstance(record, Commit):
             fold = folds.see(record)

@@ -380,6 +380,6 @@ def _first_value(rec: Recording, writes: list[dict[str, Any]]) -> Any:
 def _message_number(writes: list[dict[str, Any]]) -> int | None:
     for w in writes:
         key = as_text(w.get("key"))
-        if key.startswith("message:") and key[8:].isdigit():
+        if key.startswith("message:") and key[8:].isdecimal():
             return int(key[8:])
     return None

@@ -123,7 +123,7 @@ class _Builder:
         elif key.startswith("decision:"):
             path, _, k = key.removeprefix("decision:").rpartition("#")
             step = self.flow.find(path)
-            if step is None or not k.isdigit() or not 1 <= int(k) <= len(step.decisions):
+            if step is None or not k.isdecimal() or not 1 <= int(k) <= len(step.decisions):
                 raise FlowKeyError(f"no decision {key!r} in this flow")
             g.root = self._decision(step, int(k))
         elif key.startswith("merge:"):
@@ -372,7 +372,7 @@ def _same(written: Any, read: Any) -> bool:
 def _turn(path: str) -> int | None:
     last = path.rsplit("/", 1)[-1]
     _, at, turn = last.partition("@")
-    return int(turn) if at and turn.isdigit() else None
+    return int(turn) if at and turn.isdecimal() else None
 
 
 def _cut(value: Any) -> Any:

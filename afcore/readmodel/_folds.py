@@ -70,7 +70,7 @@ def _strings(value: Any) -> list[str]:
 def fold_number(key: str) -> int | None:
     """``fold:3`` -> 3; None for any other key."""
     number = key.removeprefix("fold:")
-    return int(number) if key.startswith("fold:") and number.isdigit() else None
+    return int(number) if key.startswith("fold:") and number.isdecimal() else None
 
 
 _MODEL: list[Any] = []

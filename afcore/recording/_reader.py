@@ -1557,7 +1557,7 @@ class Recording:
         writes = found.writes
         for w in writes:  # as _index_record reads them, or that says what is wrong
             key = w.key
-            if key.startswith("message:") and not key[8:].isdigit():
+            if key.startswith("message:") and not key[8:].isdecimal():
                 return None
         if self._v11 and not found.stage:
             if raw.find(b'"stage":') >= 0:
@@ -1696,7 +1696,7 @@ class Recording:
         call:<n> and reply:<n>, the one record that did."""
         idx = self._index
         number = key.partition(":")[2]
-        if key.startswith(("message:", "call:", "reply:")) and number.isdigit():
+        if key.startswith(("message:", "call:", "reply:")) and number.isdecimal():
             n = int(number)
             numbers = (
                 idx.messages

@@ -1655,7 +1655,7 @@ class Recorder:
         """One record of the file a continuing recorder appends to, taken into its state."""
         self.seq = seq = record.seq
         counter = record.rsid.rpartition("#")[2]
-        if counter.isdigit():
+        if counter.isdecimal():
             self._stage_counter = max(self._stage_counter, int(counter))
         versions = self.versions
         if record.t == "call":

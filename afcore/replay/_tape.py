@@ -180,7 +180,7 @@ class Tape:
                 elif w["key"] == limits:
                     self.limits[key] = w
             reply = next((r[0] for r in data.get("reads") or () if r[0].startswith("reply:")), None)
-            if reply is not None and reply[6:].isdigit():
+            if reply is not None and reply[6:].isdecimal():
                 self.asked[key] = (int(reply[6:]), tool["call_id"])
             return
         stage = data.get("stage") or str(data["rsid"]).partition("#")[0]

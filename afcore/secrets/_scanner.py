@@ -211,7 +211,7 @@ def _inline_message(record: dict[str, Any], where: str) -> int | None:
         return None
     key = writes[int(m[1])].get("key") if isinstance(writes[int(m[1])], dict) else None
     number = key.removeprefix("message:") if isinstance(key, str) else ""
-    return int(number) if key != number and number.isdigit() else None
+    return int(number) if key != number and number.isdecimal() else None
 
 
 def _place(path: Path, hits: list[Hit], blob_lines: dict[str, int]) -> list[Hit]:

@@ -440,7 +440,7 @@ class _Walk:
         rec = self.rec
         if at.startswith("call:"):
             n = at[5:]
-            lines = rec.writer_lines(at) if n.isdigit() else []
+            lines = rec.writer_lines(at) if n.isdecimal() else []
             if not lines:
                 raise UnknownPositionError(
                     f"--at {at}: this run has calls 1..{max(rec.call_numbers, default=0)}"
@@ -459,7 +459,7 @@ class _Walk:
         """The first record of stage ``rsid``: the stage counter grows with the file, so a
         binary search over the records finds it in a few parsed lines."""
         stage, _, counter = rsid.rpartition("#")
-        if not stage or not counter.isdigit():
+        if not stage or not counter.isdecimal():
             return None
         want = int(counter)
         lo, hi = 1, self.rec.seq_count
@@ -479,7 +479,7 @@ class _Walk:
     def _counter(self, seq: int) -> int:
         r = self.record(self.rec.seq_line(seq))
         tail = r.rsid.rpartition("#")[2] if r is not None else ""
-        return int(tail) if tail.isdigit() else -1
+        return int(tail) if tail.isdecimal() else -1
 
     def _rsid_range(self) -> tuple[str, str]:
         first = self.record(self.rec.seq_line(1))
@@ -496,7 +496,7 @@ class _Walk:
             return self._injection(key[10:], limit)
         if key.startswith("tools@"):
             n = key[6:]
-            call = rec.writer_lines(f"call:{n}") if n.isdigit() else []
+            call = rec.writer_lines(f"call:{n}") if n.isdecimal() else []
             if not call:
                 raise self._never(key)
             return call[0], _Ask(tools=True), ""

@@ -31,7 +31,7 @@ class SummaryLine(Struct, frozen=True):
 def key_words(key: str) -> str:
     """A key in the reader's terms: ``message 4``, ``the user's message``."""
     name, sep, rest = key.partition(":")
-    if sep and name in ("message", "reply", "call", "fold") and rest.isdigit():
+    if sep and name in ("message", "reply", "call", "fold") and rest.isdecimal():
         return f"{name} {rest}"
     return {
         "user_message": "the user's message",
@@ -159,7 +159,7 @@ def rest_text(rest: dict[str, int] | None) -> str:
 
 def _call_order(label: str) -> int:
     tail = label.rpartition(" ")[2]
-    return int(tail) if tail.isdigit() else 0
+    return int(tail) if tail.isdecimal() else 0
 
 
 def _plural(n: int, word: str) -> str:

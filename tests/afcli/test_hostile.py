@@ -340,6 +340,42 @@ def test_records_of_the_wrong_shape_never_crash_a_command(
             no_traceback(ran)
 
 
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def test_numbers_in_keys_that_int_refuses_never_crash_a_command(
+    invoke: Invoke, tmp_path: Path, any_demo: dict[str, Any]
+) -> None:
+    """Superscript digits are digits to ``str.isdigit`` and no number to ``int``: in a write's
+    key (``fold:²``, ``message:³``), a read's and a stage's counter they are keys like any
+    other, reported where they break the log, never an error of af's."""
+    text = Path(any_demo["recording"]).read_text()
+    for key in ('"key": "fold:', '"key": "message:', '["reply:', "#"):
+        for spaced in (key, key.replace(": ", ":")):
+            at = text.find(spaced)
+            if at >= 0:
+                end = at + len(spaced)
+                text = text[:end] + text[end].translate(_SUPERSCRIPT) + text[end + 1 :]
+    assert any(c in text for c in "⁰¹²³⁴⁵⁶⁷⁸⁹")
+    path = tmp_path / "odd" / "superscript.jsonl"
+    path.parent.mkdir()
+    path.write_text(text)
+    for args in (
+        ("show", path),
+        ("show", path, "--json"),
+        ("show", path, "--call", "2"),
+        ("verify", path, "--json"),
+        ("why", path, "answer"),
+        ("why", path, "fold:²"),
+        ("why", path, "message:²"),
+        ("ls", path.parent, "--json"),
+    ):
+        ran = invoke(*args)
+        assert ran.code in (0, 1, 2), (args, ran.err)
+        assert "unexpectedly" not in ran.err, (args, ran.err)
+        no_traceback(ran)
+
+
 def test_a_window_naming_a_trillion_messages_neither_hangs_show_nor_verify(
     invoke: Invoke, tmp_path: Path, demo: dict[str, Any]
 ) -> None:
