@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from afcore.readmodel import args_text, line, safe
@@ -181,41 +183,12 @@ def test_a_plain_run_prints_as_its_lines_pieces_would(
 ) -> None:
     """Without colour ``af show`` builds each line as its text and measures it once: the
     same bytes as when every line is a Line, on the samples and on hostile text."""
-    import io
-    import json
-    from pathlib import Path
-
     from rich.console import Console
 
     from afcli import _render
-    from afcli.commands.show import _print_run
-    from afcore.recording import open_recording
 
-    samples = sorted((Path(__file__).resolve().parents[2] / "recordings").glob("sample-*.jsonl"))
-    files = []
-    for sample in samples:
-        n = [0]
-        lines = []
-        for raw in sample.read_text().splitlines():
-            record = json.loads(raw)
-            if record.get("t") == "blob":
-                record["value"] = _hostile(record["value"], n)
-            for write in record.get("writes") or []:
-                if "value" in write:
-                    write["value"] = _hostile(write["value"], n)
-            lines.append(json.dumps(record, ensure_ascii=False))
-        hostile = Path(str(tmp_path)) / f"hostile-{sample.name}"
-        hostile.write_text("\n".join(lines) + "\n")
-        files += [sample, hostile]
-
-    def shown(path: Path) -> str:
-        buffer = io.StringIO()
-        console = Console(file=buffer, width=width, color_system=None, markup=False)
-        with open_recording(path, index=False) as rec:
-            _print_run(console, rec)
-        return buffer.getvalue()
-
-    fast = [shown(path) for path in files]
+    files = _samples_and_hostile_copies(tmp_path)
+    fast = [_shown_plain(path, width) for path in files]
     made = _render.Printer.__init__
 
     def with_lines(self: _render.Printer, console: Console) -> None:
@@ -225,7 +198,7 @@ def test_a_plain_run_prints_as_its_lines_pieces_would(
     monkeypatch.setattr(_render.Printer, "__init__", with_lines)
     hostile_shown = "".join(fast[1::2])
     assert "東" in hostile_shown and "\\x1b[31m" in hostile_shown and "[bold]" in hostile_shown
-    assert fast == [shown(path) for path in files]
+    assert fast == [_shown_plain(path, width) for path in files]
 
 
 _NAMES = ["search", "東京タワー", "a\nb", "x\u200dy", "👍🏽", "é" * 30, "[b]x", "\x1b[31m", "t\tb"]
@@ -476,30 +449,12 @@ def test_a_plain_run_says_what_its_coloured_lines_say(
     """Without colour ``af show`` writes a call's lines as their text, each made where its
     coloured line is made of pieces: the same words, on the samples and on hostile text
     (the coloured lines written by a console without colour)."""
-    import io
-    from pathlib import Path
-
     from rich.console import Console
 
     from afcli import _render
-    from afcli.commands.show import _print_run
-    from afcore.recording import open_recording
 
-    samples = sorted((Path(__file__).resolve().parents[2] / "recordings").glob("sample-*.jsonl"))
-    files = []
-    for sample in samples:
-        hostile = Path(str(tmp_path)) / f"hostile-{sample.name}"
-        hostile.write_text(_hostile_copy(sample))
-        files += [sample, hostile]
-
-    def shown(path: Path) -> str:
-        buffer = io.StringIO()
-        console = Console(file=buffer, width=width, color_system=None, markup=False)
-        with open_recording(path, index=False) as rec:
-            _print_run(console, rec)
-        return buffer.getvalue()
-
-    plain = [shown(path) for path in files]
+    files = _samples_and_hostile_copies(tmp_path)
+    plain = [_shown_plain(path, width) for path in files]
     made = _render.Printer.__init__
 
     def coloured(self: _render.Printer, console: Console) -> None:
@@ -509,7 +464,7 @@ def test_a_plain_run_says_what_its_coloured_lines_say(
 
     monkeypatch.setattr(_render.Printer, "__init__", coloured)
     assert "東" in "".join(plain[1::2])
-    assert plain == [shown(path) for path in files]
+    assert plain == [_shown_plain(path, width) for path in files]
 
 
 def _hostile_copy(sample: object) -> str:
@@ -527,3 +482,30 @@ def _hostile_copy(sample: object) -> str:
                 write["value"] = _hostile(write["value"], n)
         lines.append(json.dumps(record, ensure_ascii=False))
     return "\n".join(lines) + "\n"
+
+
+def _samples_and_hostile_copies(tmp_path: object) -> list[Path]:
+    """Each sample recording, and a copy of it holding hostile text (see :func:`_hostile`)."""
+    samples = sorted((Path(__file__).resolve().parents[2] / "recordings").glob("sample-*.jsonl"))
+    files = []
+    for sample in samples:
+        hostile = Path(str(tmp_path)) / f"hostile-{sample.name}"
+        hostile.write_text(_hostile_copy(sample))
+        files += [sample, hostile]
+    return files
+
+
+def _shown_plain(path: Path, width: int) -> str:
+    """``af show``'s output for ``path`` on a console of ``width`` columns without colour."""
+    import io
+
+    from rich.console import Console
+
+    from afcli.commands.show import _print_run
+    from afcore.recording import open_recording
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, markup=False)
+    with open_recording(path, index=False) as rec:
+        _print_run(console, rec)
+    return buffer.getvalue()
