@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from afcore.errors import RecordingFormatError
 from afcore.readmodel._text import as_dict, as_text, json_text
 from afcore.readmodel._walk import window_numbers
 from afcore.recording._typed import dump, typed
@@ -397,7 +398,10 @@ class _Side:
         line = self.rec.tool_line(f"{name}#{k}")
         if line is None:
             return None
-        commit = self.rec.tool_commit(line)
+        try:
+            commit = self.rec.tool_commit(line)
+        except RecordingFormatError as e:  # said where a status is: the runs differ there
+            return f"unreadable: {e}", "", None
         write = next((w for w in commit.writes if w.key.startswith("message:")), None)
         status = commit.tool.status if commit.tool is not None else "?"
         if write is None:

@@ -59,7 +59,7 @@ __all__ = [
     "open_recording",
 ]
 
-_R = TypeVar("_R", Call, Reply, RunEnd)
+_R = TypeVar("_R", Call, Commit, Reply, RunEnd)
 
 MAX_LINE = 32 * 1024 * 1024
 """Lines longer than this are reported and skipped, so one huge line cannot exhaust memory."""
@@ -1742,11 +1742,10 @@ class Recording:
         )
 
     def tool_commit(self, line: int) -> Commit:
-        """The tool stage's commit on ``line`` (from 1)."""
-        record = self._typed(line - 1)
-        if not isinstance(record, Commit):
-            raise RecordingFormatError(f"line {line} is not a commit", path=self.path, line=line)
-        return record
+        """The tool stage's commit on ``line`` (from 1). Raises RecordingFormatError naming
+        the line when it holds no valid commit (the index took it by its key and its tool,
+        before the record was judged whole)."""
+        return self._record(line - 1, Commit)
 
     def tool_line(self, name_k: str) -> int | None:
         """The line (from 1) of the tool stage that answered the k-th call of a tool

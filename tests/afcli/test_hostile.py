@@ -376,6 +376,25 @@ def test_numbers_in_keys_that_int_refuses_never_crash_a_command(
         no_traceback(ran)
 
 
+def test_a_tool_commit_that_is_no_valid_record_is_named_by_its_line_in_why_and_diff(
+    invoke: Invoke, tmp_path: Path, demo: dict[str, Any]
+) -> None:
+    """A tool's commit indexed by its key and tool, then found invalid when a command reads it
+    whole: ``af why`` says which line in one sentence, ``af diff`` shows it as a difference."""
+    lines = lines_of(demo)
+    at = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"commit"') and b'"tool":' in x)
+    tool = json.loads(lines[at])["tool"]
+    lines[at] = lines[at].replace(b'"status":"ok"', b'"status":"fine"', 1)
+    path = tmp_path / "bad-status.jsonl"
+    path.write_bytes(b"".join(lines))
+    ran = invoke("why", path, f"tool:{tool['name']}#{tool['k']}.result")
+    assert ran.code == 1 and f"line {at + 1} is not a valid commit record" in ran.err, ran.err
+    ran = invoke("diff", demo["recording"], path)
+    assert ran.code in (0, 1) and "unexpectedly" not in ran.err, ran.err
+    assert "unreadable" in ran.out
+    no_traceback(ran)
+
+
 def test_a_window_naming_a_trillion_messages_neither_hangs_show_nor_verify(
     invoke: Invoke, tmp_path: Path, demo: dict[str, Any]
 ) -> None:

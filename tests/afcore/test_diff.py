@@ -139,3 +139,29 @@ def test_a_recording_cut_short_differs_by_its_missing_calls(tmp_path: Path) -> N
     assert [(c.call, c.in_a, c.in_b) for c in d.calls] == [(4, True, False), (5, True, False)]
     assert dataclasses.asdict(d.a)["status"] == "answer" and d.b.status is None
     assert [c.path for c in d.end] == ["status", "answer"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"status":"ok"', b'"status":"fine"'),  # a status the format does not have
+        (b'"seq":', b'"_seq":'),  # a field the record needs, gone
+    ],
+)
+def test_a_tool_commit_that_is_no_valid_record_is_a_difference_named_by_its_line(
+    tmp_path: Path, old: bytes, new: bytes
+) -> None:
+    """The index takes a tool's commit by its key and tool before the record is judged whole:
+    a diff that reads it and finds it invalid says so where its status goes, with the line,
+    and goes on (it used to stop on the record's error)."""
+    lines = TRIP.read_bytes().splitlines(keepends=True)
+    at = next(i for i, x in enumerate(lines) if x.startswith(b'{"t":"commit"') and b'"tool":' in x)
+    assert old in lines[at]
+    lines[at] = lines[at].replace(old, new, 1)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(lines))
+    d = diffed(TRIP, bad)
+    said = [c for c in d.calls for c in c.changes if c.path.endswith(": status")]
+    assert len(said) == 1 and said[0].a == "ok"
+    assert str(said[0].b).startswith("unreadable: ") and f"line {at + 1}" in str(said[0].b)
+    assert all(not c.in_a or c.in_b for c in d.calls)
