@@ -3,12 +3,12 @@
 Every reader opens a recording through :func:`open_recording`, which comes here first: a
 path to a bundle gives the path of its recording, extracted once per process into a private
 temporary folder (the reader maps the file and reads lines at offsets, which a compressed
-member does not allow) and removed when the process ends. Nothing in the bundle is run.
+member does not allow) and removed when the process ends (see :mod:`._scratch`). Nothing in
+the bundle is run.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import threading
@@ -81,8 +81,7 @@ def _extract(bundle: Path, target: Path) -> None:
 def _workdir() -> Path:
     global _folder
     if _folder is None:
-        import tempfile
+        from afcore.recording._scratch import scratch_folder
 
-        _folder = Path(tempfile.mkdtemp(prefix="af-bundle-"))
-        atexit.register(shutil.rmtree, _folder, True)
+        _folder = scratch_folder("af-bundle-")
     return _folder

@@ -94,13 +94,9 @@ _UNFOLD_LOCK = threading.Lock()
 
 def _unfold_dir() -> Path:
     if not _UNFOLD_DIR:
-        import atexit
-        import shutil
-        import tempfile
+        from afcore.recording._scratch import scratch_folder
 
-        made = Path(tempfile.mkdtemp(prefix="af-runs-"))
-        atexit.register(shutil.rmtree, made, ignore_errors=True)
-        _UNFOLD_DIR.append(made)
+        _UNFOLD_DIR.append(scratch_folder("af-runs-"))
     return _UNFOLD_DIR[0]
 
 
