@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from afcli._errors import EXIT_FAILED, CliError, command
+from afcli._errors import EXIT_FAILED, EXIT_USAGE, CliError, command
 from afcli._params import RunArg
 
 __all__ = ["markdown", "report"]
@@ -25,11 +25,17 @@ def report(run: RunArg) -> None:
     from afcore.bundle import is_bundle, read_bundle
     from afcore.errors import RecordingError
     from afcore.readmodel import overview
-    from afcore.recording import verify
+    from afcore.recording import is_flow, verify
 
     reading_only()
 
     path = resolve(run)
+    if is_flow(path):
+        raise CliError(
+            f"{path} is a flow's recording, and af report summarizes one agent's run (not "
+            f"yet a flow's): af show {path} shows the flow, each agent's calls with it",
+            EXIT_USAGE,
+        )
     manifest = None
     try:
         if is_bundle(path):

@@ -418,3 +418,18 @@ def test_no_output_names_where_a_bundle_or_a_folded_run_was_unpacked(
     (run,) = invoke("verify", flow, "--json").json()["runs"]
     assert run == {"step": "route/billing", "run": str(tmp_path / named), "folded": True,
                    "ok": True, "calls": 2}  # fmt: skip
+
+
+def test_report_of_a_flow_says_in_one_sentence_what_it_takes(
+    tmp_path: Path, invoke: Invoke
+) -> None:
+    """A flow's recording, as a log or a bundle, is refused by name (it used to be called no
+    af recording, and a bundle's by the path of its unpacked copy)."""
+    log = Path(__file__).resolve().parents[2] / "recordings" / "flow-router.jsonl"
+    bundle = tmp_path / "flow.afz"
+    assert invoke("export", log, "--output", bundle).code == 0
+    for path in (log, bundle):
+        ran = invoke("report", path)
+        assert ran.code == 2 and ran.out == ""
+        assert f"{path} is a flow's recording" in ran.err and f"af show {path}" in ran.err
+        assert "af-bundle-" not in ran.err and "is not an af recording" not in ran.err
