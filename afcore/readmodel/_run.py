@@ -282,11 +282,8 @@ def run_view(rec: Recording) -> Iterator[RunPart]:
                 target.response = response_of(resolver, record)
         elif kind is Commit:
             assert isinstance(record, Commit)
-            for w in record.writes:
-                if w.key.startswith(_GOVERNED):  # few commits: the others without a call
-                    for item in governed_of(resolver, record, line):
-                        govern(item, record.iter if record.iter else None)
-                    break
+            for item in governed_of(resolver, record, line):
+                govern(item, record.iter if record.iter else None)
             if record.stage == "inject":
                 injections.see(record)
             elif record.stage in ("window", "summarize"):

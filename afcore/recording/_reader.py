@@ -219,20 +219,10 @@ class ToolLine(NamedTuple):
 
 def _tool_line(idx: _Index, i: int, groups: tuple[str, ...]) -> ToolLine:
     """A tool's commit taken by its text (:func:`_as_text` of :data:`TOOL_COMMIT`'s groups)
-    indexed as :func:`_index_tool_commit` indexes it, and read as a run's view reads it: one
-    call for the most common record of a big file."""
+    indexed (:func:`_index_tool`) and read as a run's view reads it."""
     _, it, _, n, ref, name, k, call_id, status, ms, result = groups
-    idx.commits.append(i)
-    number = int(n)
-    dense = idx.messages.dense
-    if number == len(dense):
-        dense.append(i)
-    else:
-        _put(idx.messages, number, i)
-    idx.tool_commits.append(i)
     k_ = int(k)
-    idx.tools.setdefault(f"{name}#{k_}", i)  # (k as int() writes it: -0 as 0)
-    idx.kinds.append(_COMMIT)
+    _index_tool(idx, i, int(n), f"{name}#{k_}")  # (k as int() writes it: -0 as 0)
     return _new(ToolLine, (int(it), ref, name, k_, call_id, status, float(ms), result))
 
 
@@ -279,6 +269,17 @@ digit, an e and a digit or a sign: parsed, as any line)."""
 _LONG = b"0" * 19
 """19 digits in a row: a number past 64 bits (or part of a string)."""
 _force_setattr = msgspec.structs.force_setattr
+
+
+def _decodable(raw: bytes) -> bool:
+    """Whether a line may be decoded straight to its Struct (see :data:`_TYPED_SIZE`): plain
+    ASCII without escapes (strings with escapes orjson and msgspec may judge apart), and no
+    number past 64 bits or with an exponent (orjson: not JSON)."""
+    # (find, not in: ``bytes in bytes`` raises and clears an error inside, 2,000 steps)
+    if not raw.isascii() or raw.find(b"\\") >= 0:
+        return False
+    digits = raw.translate(_DIGITS)
+    return digits.find(b"0e0") < 0 and digits.find(_LONG) < 0
 
 
 _Match = re.Match
@@ -425,19 +426,25 @@ def _put_next(numbers: _Numbered, n: int, value: int) -> None:
 def _index_tool_commit(idx: _Index, i: int, groups: tuple[bytes, ...]) -> int:
     """A tool's commit taken by its bytes (:data:`TOOL_COMMIT`'s groups) indexed as
     ``_index_record`` indexes one parsed; the number of the message it writes."""
-    idx.commits.append(i)
     n = int(groups[3])
+    # name#k, k as int() writes it: as the digits, but -0 as 0
+    k = groups[6]
+    _index_tool(idx, i, n, (groups[5] + b"#" + (k if k != b"-0" else b"0")).decode())
+    return n
+
+
+def _index_tool(idx: _Index, i: int, n: int, name_k: str) -> None:
+    """Line ``i``, a tool's commit that writes message ``n`` for the call ``name_k``, indexed
+    (both walks' tool lines come here, by their bytes or their text)."""
+    idx.commits.append(i)
     dense = idx.messages.dense
     if n == len(dense):
         dense.append(i)
     else:
         _put(idx.messages, n, i)
     idx.tool_commits.append(i)
-    # name#k, k as int() writes it: as the digits, but -0 as 0
-    k = groups[6]
-    idx.tools.setdefault((groups[5] + b"#" + (k if k != b"-0" else b"0")).decode(), i)
+    idx.tools.setdefault(name_k, i)
     idx.kinds.append(_COMMIT)
-    return n
 
 
 def _index_head(idx: _Index, i: int, raw: bytes, kind: int) -> int:
@@ -694,7 +701,7 @@ class Recording:
         small = min(piece_size - 1, limit + 1)
         """a line of at most this many bytes, its newline included, is whole and within the
         limit: most lines, which then take none of the steps for the others"""
-        # 1.1 calls and replies are parsed (see _REPLY_HEAD)
+        # 1.1 replies are parsed, and calls too unless this walk gives records (see _TYPED_11)
         heads = (_TYPED_11 if records else _FAST_11) if v11 else _FAST
         give_blobs, give_seals = blob not in skip, sealed not in skip
         give_evicted = evicted not in skip
@@ -1544,12 +1551,8 @@ class Recording:
         """Commit line ``i`` indexed and typed by one decode straight to the Struct, when it
         is in a shape where that gives what parsing, indexing and converting it would (see
         :data:`_TYPED_SIZE`); None when it is not (it is then parsed as any line is)."""
-        # (find, not in: ``bytes in bytes`` raises and clears an error inside, 2,000 steps)
-        if not raw.isascii() or raw.find(b"\\") >= 0:
-            return None  # strings with escapes: orjson and msgspec may judge them apart
-        digits = raw.translate(_DIGITS)
-        if digits.find(b"0e0") >= 0 or digits.find(_LONG) >= 0:
-            return None  # a number past 64 bits or with an exponent (orjson: not JSON)
+        if not _decodable(raw):
+            return None
         try:
             found = _decode_commit(raw)
         except (msgspec.DecodeError, RecursionError):
@@ -1578,11 +1581,8 @@ class Recording:
         it is in a shape where that gives what parsing, indexing, filling and converting it
         would (see :data:`_TYPED_SIZE`) and it says its frame (a ``system``: the rest of the
         frame is then its own, see :meth:`_fill`); None when not (it is then parsed)."""
-        if not raw.isascii() or raw.find(b"\\") >= 0:
-            return None  # strings with escapes: orjson and msgspec may judge them apart
-        digits = raw.translate(_DIGITS)
-        if digits.find(b"0e0") >= 0 or digits.find(_LONG) >= 0:
-            return None  # a number past 64 bits or with an exponent
+        if not _decodable(raw):
+            return None
         try:
             found = _decode_call(raw)
         except (msgspec.DecodeError, RecursionError):
