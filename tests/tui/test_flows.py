@@ -646,8 +646,15 @@ async def test_slash_searches_the_flow_s_own_log_and_a_match_names_its_step(
         search.query_one(ItemList).highlighted = logged.index(("route", "decision"))
         await pilot.press("enter")
         await until(pilot, lambda: app.screen is screen, "back on the flow")
-        assert steps.highlighted is not None
-        assert screen.rows_of[steps.highlighted] == ("route", "decision:route#1")
+        # The tree has the focus already: wait for the row rather than for the focus.
+        await until(
+            pilot,
+            lambda: (
+                steps.highlighted is not None
+                and screen.rows_of[steps.highlighted] == ("route", "decision:route#1")
+            ),
+            "the decision's row",
+        )
         await pilot.press("w")
         await until(pilot, lambda: isinstance(app.screen, FlowWhyScreen), "why opened")
 

@@ -180,6 +180,38 @@ def _searched(search: SearchScreen, query: str) -> bool:
     return search.query_text == query and "Enter goes there" in status and "searching" not in status
 
 
+async def test_a_search_reopened_runs_its_last_query_once_and_keeps_the_highlight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The input says its first value once mounted; that once restarted the search a
+    # quarter second in, clearing the results and moving the highlight back to the top.
+    started: list[str] = []
+    start = SearchScreen.start
+
+    def counted(self: SearchScreen, query: str) -> None:
+        started.append(query)
+        start(self, query)
+
+    monkeypatch.setattr(SearchScreen, "start", counted)
+    async with lens(TRIP) as (app, pilot):
+        await pilot.press("slash", *"call")
+        search = app.screen
+        assert isinstance(search, SearchScreen)
+        await until(pilot, lambda: _searched(search, "call"), "the search ended")
+        await pilot.press("escape", "slash")
+        await until(pilot, lambda: app.screen is not search, "the first search closed")
+        again = app.screen
+        assert isinstance(again, SearchScreen)
+        await until(pilot, lambda: _searched(again, "call"), "the search ran again")
+        results = again.query_one(ItemList)
+        assert results.option_count > 1, screen_text(app)
+        await pilot.press("enter")
+        results.highlighted = 1
+        await pilot.pause(0.5)
+        assert started.count("call") == 2  # once per opening
+        assert results.highlighted == 1
+
+
 async def test_search_ignores_keys_and_hashes() -> None:
     async with lens(TRIP) as (app, pilot):
         await pilot.press("slash", *"role")

@@ -221,6 +221,11 @@ class SearchScreen(ModalScreen[Match | LogMatch | None]):
         if self._pending is not None:
             self._pending.stop()
         value = event.value
+        if value == self.query_text:
+            # The input says its first value once mounted, and a query typed back to the
+            # one searched needs no new search: a restart would clear the results and move
+            # the highlight someone may have moved already.
+            return
         self._pending = self.set_timer(0.25, lambda: self.start(value))
 
     @on(Input.Submitted)
