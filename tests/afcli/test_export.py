@@ -61,11 +61,11 @@ def test_the_lens_opens_a_bundle(tmp_path: Path, invoke: Invoke) -> None:
     async def look() -> str:
         app = make_lens_app(out)
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
-            await pilot.press("right")
-            await pilot.pause()
-            from tests.tui.conftest import position
+            from tests.tui.conftest import position, showing, until
 
+            await until(pilot, lambda: app.screen.is_mounted, "the first screen")
+            await pilot.press("right")
+            await until(pilot, lambda: showing(app, 2), "call 2")
             return position(app)
 
     assert asyncio.run(look()).startswith("call 2/5")

@@ -15,7 +15,7 @@ import pytest
 from afcore.sessions import SQLiteStore
 from tests.afcli.conftest import Invoke
 from tests.afcli.test_chat import AF, GUARD, TALKER, _env
-from tests.tui.conftest import screen_text
+from tests.tui.conftest import screen_text, until
 from tui.app import LensApp, make_lens_app
 
 HOSTILE = "look [bold red]here[/] \x1b[31mred\x1b[0m \x1b]0;owned\x07"
@@ -195,18 +195,24 @@ async def test_lens_steps_from_turn_to_turn(chatted: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         assert f"{runs[1]}  talker  model mock  turn 2/3 of session s1" in screen_text(app)
+
+        def on(turn: int) -> bool:
+            """Whether the turn's screen is on top, drawn, its footer too (drawn after)."""
+            said = f"{runs[turn - 1]}  talker  model mock  turn {turn}/3 of session s1"
+            text = screen_text(app)
+            return app.screen.is_mounted and said in text and "[ Prev turn" in text
+
         await pilot.press("right_square_bracket")
-        await pilot.pause()
-        assert f"{runs[2]}  talker  model mock  turn 3/3 of session s1" in screen_text(app)
+        await until(pilot, lambda: on(3), "turn 3")
         await pilot.press("right_square_bracket")  # the last: stays, and says so
-        await pilot.pause()
+        await until(pilot, lambda: bool(app._notifications), "the note")
         assert runs[2] in screen_text(app)
         assert [n.message for n in app._notifications] == ["turn 3 is the session's last one here"]
-        for _ in range(2):
-            await pilot.press("left_square_bracket")
-            await pilot.pause()
+        await pilot.press("left_square_bracket")
+        await until(pilot, lambda: on(2), "turn 2")
+        await pilot.press("left_square_bracket")
+        await until(pilot, lambda: on(1), "turn 1")
         text = screen_text(app)
-        assert f"{runs[0]}  talker  model mock  turn 1/3 of session s1" in text
         assert "[ Prev turn" in text
 
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from afcli.app import app as af
 from afcore.demos import trip
 from afcore.replay import areplay
-from tests.tui.conftest import SAMPLES, SIZE, main, position, screen_text
+from tests.tui.conftest import SAMPLES, SIZE, main, on_top, position, screen_text, showing, until
 from tui.app import LensApp, make_lens_app
 from tui.screens.viewer import Viewer
 from tui.screens.why import WhyScreen
@@ -27,9 +27,8 @@ RAIN = SAMPLES / "sample-trip-rain.jsonl"
 async def compared(a: Path, b: Path) -> AsyncIterator[tuple[LensApp, object]]:
     app = make_lens_app(a, against=b)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        # The comparison runs on a thread and redraws the call once it lands.
+        await until(pilot, lambda: app.screen.is_mounted and main(app).diff is not None, "compared")
         yield app, pilot
 
 
@@ -56,7 +55,7 @@ async def test_the_calls_that_differ_are_marked_under_their_marks(tmp_path: Path
         assert "the same in" in position(app)  # call 1
         assert "DIFF  the same in" in text
         await pilot.press("right", "right")
-        await pilot.pause()
+        await until(pilot, lambda: showing(app, 3), "call 3")
         assert "differs from" in position(app)
         listed = events(app)
         assert listed.items["diff:0"].why == "system:prices"
@@ -71,25 +70,24 @@ async def test_an_identical_call_says_so_and_a_differing_one_lists_its_changes()
         assert scrubber.differing == {1, 2, 3, 4, 5, 6}  # call 6 is only in the other run
         assert scrubber.styles.height is not None and scrubber.styles.height.value == 4
         await pilot.press("right", "right")  # call 3
-        await pilot.pause()
+        await until(pilot, lambda: showing(app, 3), "call 3")
         text = screen_text(app)
         assert "call 3/5" in position(app)
         assert "segment 3 (skill prices)" in text
         assert "carried from earlier calls" in text
         listed = events(app)
         listed.focus()
+        await until(pilot, lambda: app.focused is listed, "the events have the focus")
         first = next(i for i in listed.items if i.startswith("diff:"))
         listed.highlighted = listed.get_option_index(first)
         await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, Viewer)
+        await until(pilot, lambda: on_top(app, Viewer), "the viewer")
         await pilot.press("escape")
-        await pilot.pause()
-        listed.focus()
+        await until(pilot, lambda: app.screen is main(app), "the viewer closed")
+        await until(pilot, lambda: app.focused is listed, "the events have the focus")
         listed.highlighted = listed.get_option_index(first)
         await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, WhyScreen)
+        await until(pilot, lambda: on_top(app, WhyScreen), "why opened")
 
 
 async def test_a_recording_compared_with_itself_marks_nothing() -> None:

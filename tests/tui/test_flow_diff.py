@@ -19,7 +19,7 @@ from afcli.app import app as af
 from afcore import Agent, RecordingConfig, mock
 from afcore.errors import RecordingFormatError
 from afcore.flows import Conditional, FlowView, Sequence
-from tests.tui.conftest import SAMPLES, screen_text
+from tests.tui.conftest import SAMPLES, on_top, screen_text, until
 from tui.app import LensApp, make_lens_app
 from tui.screens.flow import FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
@@ -91,16 +91,31 @@ async def compared(
 ) -> AsyncIterator[tuple[LensApp, Any]]:
     app = make_lens_app(a, against=b)
     async with app.run_test(size=size) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: compared_and_drawn(app), "compared")
         yield app, pilot
+
+
+def compared_and_drawn(app: LensApp) -> bool:
+    """Whether the comparison, run on a thread, has landed and the call is drawn with it."""
+    screen = app.screen
+    return (
+        isinstance(screen, FlowScreen)
+        and screen.is_mounted
+        and screen.compared is not None
+        and screen.shown == screen.index
+    )
 
 
 def flow_screen(app: LensApp) -> FlowScreen:
     screen = app.screen_stack[0]
     assert isinstance(screen, FlowScreen)
     return screen
+
+
+def at(app: LensApp, index: int) -> bool:
+    """Whether the flow's screen has the call at ``index`` selected and drawn."""
+    screen = flow_screen(app)
+    return screen.index == index and screen.shown == index
 
 
 def rows(app: LensApp) -> list[str]:
@@ -152,7 +167,7 @@ async def test_the_calls_that_differ_are_marked_and_listed_first(
         events = screen.query_one("#events", ItemList)
         assert "DIFF  its step ran only here, not in" in screen_text(app)
         await pilot.press("right")
-        await pilot.pause()
+        await until(pilot, lambda: at(app, 1), "call 2")
         text = screen_text(app)
         assert "DIFF  2 differences from reply of ticke" in text
         assert "~ messages message 1: content" in text
@@ -172,20 +187,19 @@ async def test_enter_shows_a_difference_whole_and_w_asks_why_of_this_side(
         screen = flow_screen(app)
         steps = screen.query_one("#steps")
         listed = rows(app)
+        assert app.focused is steps
         steps.highlighted = next(  # type: ignore[attr-defined]
             i for i, r in enumerate(listed) if "predicate billing: answered" in r
         )
-        steps.focus()
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: on_top(app, Viewer), "the viewer")
         assert isinstance(app.screen, Viewer)
         assert app.screen.title_text == "route · predicate billing: answered"
         assert 'b read: state.intent = "tech"' in app.screen.text
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: app.screen is screen, "the viewer closed")
         await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowWhyScreen)
+        await until(pilot, lambda: on_top(app, FlowWhyScreen), "why opened")
         assert "intent" in screen_text(app)
 
 
@@ -193,11 +207,13 @@ async def test_hostile_text_in_the_other_run_stays_text(two: tuple[Path, Path]) 
     a, b = two
     for size in ((80, 24), (160, 40)):
         async with compared(a, b, size) as (app, pilot):
-            for _ in range(3):
+            calls = len(flow_screen(app).timeline.calls)
+            for k in range(calls):
+                if k:
+                    await pilot.press("right")
+                    await until(pilot, lambda: at(app, k), f"call {k + 1}")  # noqa: B023
                 text = screen_text(app)
                 assert "\x1b" not in text and "\x07" not in text
-                await pilot.press("right")
-                await pilot.pause()
             listed = "\n".join(rows(app))
             assert "\x1b" not in listed
             if size[0] >= 120:  # beside the call, the rows have room for it
@@ -205,12 +221,12 @@ async def test_hostile_text_in_the_other_run_stays_text(two: tuple[Path, Path]) 
         # Whole, in the viewer: as text too, the terminal's title untouched.
         async with compared(a, b) as (app, pilot):
             steps = flow_screen(app).query_one("#steps")
+            assert app.focused is steps
             steps.highlighted = next(  # type: ignore[attr-defined]
                 i for i, r in enumerate(rows(app)) if "≠ input" in r
             )
-            steps.focus()
             await pilot.press("enter")
-            await pilot.pause()
+            await until(pilot, lambda: on_top(app, Viewer), "the viewer")
             assert isinstance(app.screen, Viewer)
             assert "\\x1b[31m[bold red]BOOM[/bold red]\\x1b]0;pwned\\x07" in app.screen.text
             assert "[bold red]BOOM" in screen_text(app)
@@ -248,9 +264,8 @@ def test_the_flow_diff_screen(
     a, b = two
 
     async def compare_done(pilot: Any) -> None:
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: compared_and_drawn(pilot.app), "compared")
         await pilot.press("right")
-        await pilot.pause()
+        await until(pilot, lambda: at(pilot.app, 1), "call 2")
 
     assert snap_compare(make_lens_app(a, against=b), run_before=compare_done, terminal_size=size)

@@ -22,7 +22,16 @@ from afcore.readmodel import flow_timeline, step_starts
 from afcore.recording import open_flow
 from afcore.tools import define_tool
 from tests.conftest import reseal, runs_beside, without_folded_runs
-from tests.tui.conftest import GUARD, SAMPLES, lens, position, screen_text, until
+from tests.tui.conftest import (
+    GUARD,
+    SAMPLES,
+    lens,
+    on_top,
+    open_search,
+    position,
+    screen_text,
+    until,
+)
 from tui.screens.flow import AgentRunScreen, FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
 from tui.screens.why import WhyScreen
@@ -39,6 +48,23 @@ def flow_screen(app: Any) -> FlowScreen:
 def where(app: Any) -> str:
     """The scrubber's position line."""
     return flow_screen(app).query_one("FlowScrubber").status.plain  # type: ignore[attr-defined]
+
+
+def at(app: Any, index: int) -> bool:
+    """Whether the flow's screen has the call at ``index`` selected and drawn, on top."""
+    screen = flow_screen(app)
+    return app.screen is screen and screen.index == index and screen.shown == index
+
+
+async def scrub(pilot: Any, app: Any) -> list[str]:
+    """Each call's position, from the first to the last, moved to with the arrow."""
+    seen = []
+    for k in range(len(flow_screen(app).timeline.calls)):
+        if k:
+            await pilot.press("right")
+            await until(pilot, lambda: at(app, k), f"call {k + 1}")  # noqa: B023
+        seen.append(where(app).split(" · ")[1])
+    return seen
 
 
 async def research(folder: Path) -> Path:
@@ -177,11 +203,7 @@ async def test_scrubbing_crosses_parallel_agents_in_the_order_their_calls_were_s
         # alpha 2 waits for beta 1's tool; beta 2 waits for alpha 2's tool.
         assert order.index(("beta", 1)) < order.index(("alpha", 2)) < order.index(("beta", 2))
         assert order.index(("alpha", 3)) < order.index(("beta", 2))  # beta's tool slept
-        seen = []
-        for _ in calls:
-            seen.append(where(app).split(" · ")[1])
-            await pilot.press("right")
-            await pilot.pause()
+        seen = await scrub(pilot, app)
         assert seen == [f"{a} ({a}) call {n}/{3 if a == 'alpha' else 2}" for a, n in order]
     # Without the times (a file written before them), the order is placed from durations.
     starts = step_starts(open_flow(path))
@@ -211,11 +233,7 @@ async def test_a_file_without_send_times_places_the_calls_from_durations(
         assert order[-1] == ("writer", 1)
         assert order.index(("alpha", 3)) < order.index(("beta", 2)) < order.index(("alpha", 4))
         assert [c.at_ms for c in calls] == sorted(c.at_ms for c in calls)
-        seen = []
-        for _ in calls:
-            seen.append(where(app).split(" · ")[1])
-            await pilot.press("right")
-            await pilot.pause()
+        seen = await scrub(pilot, app)
         assert seen == [
             f"find/{a} ({a}) call {n}/{4 if a == 'alpha' else 3}"
             if a != "writer"
@@ -231,31 +249,25 @@ async def test_enter_on_a_step_goes_to_its_first_call(tmp_path: Path) -> None:
         screen = flow_screen(app)
         rows = [p for p, k in screen.rows_of]
         steps = screen.query_one("#steps")
+        assert app.focused is steps
         steps.highlighted = rows.index("write")  # type: ignore[attr-defined]
-        steps.focus()
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: at(app, 7), "the writer's call")
         assert where(app).startswith("call 8/8 · write (writer) call 1/1")
         steps.highlighted = rows.index("find/beta")  # type: ignore[attr-defined]
-        steps.focus()
         await pilot.press("enter")
-        await pilot.pause()
-        assert "find/beta (beta) call 1/3" in where(app)
+        await until(pilot, lambda: "find/beta (beta) call 1/3" in where(app), "beta's call")
 
 
 async def test_slash_searches_every_agent_s_run_and_enter_goes_to_that_call(
     tmp_path: Path,
 ) -> None:
     from tests.tui.test_lens import _searched
-    from tui.screens.search import SearchScreen
     from tui.widgets.item_list import ItemList
 
     path = await research(tmp_path)
     async with lens(path) as (app, pilot):
-        await pilot.press("slash")
-        await pilot.pause()
-        search = app.screen
-        assert isinstance(search, SearchScreen)
+        search = await open_search(pilot)
         await pilot.press(*"looking b2")
         await until(pilot, lambda: _searched(search, "looking b2"), "the search ended")
         found = list(search.matches.values())
@@ -268,6 +280,7 @@ async def test_slash_searches_every_agent_s_run_and_enter_goes_to_that_call(
         assert "find/beta (beta) · call 2" in screen_text(app)
         results = search.query_one(ItemList)
         await pilot.press("enter")  # to the results
+        await until(pilot, lambda: app.focused is results, "the results have the focus")
         target = next(
             (k, m)
             for k, m in search.matches.items()
@@ -275,22 +288,25 @@ async def test_slash_searches_every_agent_s_run_and_enter_goes_to_that_call(
         )
         results.highlighted = list(results.items).index(target[0])
         await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowScreen)
-        assert " · find/beta (beta) call 2/3" in where(app)
+        await until(
+            pilot,
+            lambda: app.screen is flow_screen(app) and "find/beta (beta) call 2/3" in where(app),
+            "beta's second call",
+        )
         # The query is kept for the next search.
-        await pilot.press("slash")
-        await pilot.pause()
-        assert isinstance(app.screen, SearchScreen) and app.screen.query_text == "looking"
+        again = await open_search(pilot)
+        assert again.query_text == "looking"
 
 
 async def test_w_on_a_call_asks_why_of_that_agent_s_run() -> None:
     async with lens(ROUTER) as (app, pilot):
         await pilot.press("right")
-        await pilot.pause()
-        app.screen.query_one("#slots").focus()
+        await until(pilot, lambda: at(app, 1), "call 2")
+        slots = app.screen.query_one("#slots")
+        slots.focus()
+        await until(pilot, lambda: app.focused is slots, "the slots have the focus")
         await pilot.press("w")
-        await pilot.pause()
+        await until(pilot, lambda: on_top(app, WhyScreen), "why opened")
         assert isinstance(app.screen, WhyScreen)
         assert app.screen.key == "call:2"
         assert "call 2" in screen_text(app)
@@ -301,11 +317,10 @@ async def test_w_on_a_decision_shows_what_its_predicate_read_and_who_wrote_it() 
         screen = flow_screen(app)
         steps = screen.query_one("#steps")
         at = next(i for i, (_, k) in enumerate(screen.rows_of) if k == "decision:route#1")
+        assert app.focused is steps
         steps.highlighted = at  # type: ignore[attr-defined]
-        steps.focus()
         await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowWhyScreen)
+        await until(pilot, lambda: on_top(app, FlowWhyScreen), "why opened")
         text = screen_text(app)
         assert "route chose billing" in text
         assert "✓ billing: predicate returned true" in text
@@ -317,8 +332,7 @@ async def test_w_on_a_decision_shows_what_its_predicate_read_and_who_wrote_it() 
 async def test_w_on_the_top_step_explains_the_answer_down_to_the_call() -> None:
     async with lens(ROUTER) as (app, pilot):
         await pilot.press("w")  # the steps have the focus, on the top step
-        await pilot.pause()
-        assert isinstance(app.screen, FlowWhyScreen)
+        await until(pilot, lambda: on_top(app, FlowWhyScreen), "why opened")
         assert "← produced by billing call 2 (route/billing)" in screen_text(app)
         tree = app.screen.query_one("Tree")
         line = next(
@@ -328,20 +342,16 @@ async def test_w_on_the_top_step_explains_the_answer_down_to_the_call() -> None:
         )
         tree.cursor_line = tree._tree_lines.index(line)  # type: ignore[attr-defined]
         await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowScreen)
+        await until(pilot, lambda: at(app, 1), "call 2")
         assert where(app).startswith("call 2/2")
 
 
 async def test_o_opens_the_agent_s_run_and_b_comes_back() -> None:
     async with lens(ROUTER) as (app, pilot):
         await pilot.press("right", "o")
-        await pilot.pause()
-        await pilot.pause()
-        assert isinstance(app.screen, AgentRunScreen)
+        await until(pilot, lambda: on_top(app, AgentRunScreen), "the agent's run")
         await pilot.press("b")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowScreen)
+        await until(pilot, lambda: app.screen is flow_screen(app), "back on the flow")
 
 
 async def test_escape_sequences_and_markup_in_a_step_and_a_reply_stay_text(
@@ -379,9 +389,7 @@ async def test_the_log_alone_shows_the_runs_folded_into_it(tmp_path: Path) -> No
         assert "billing agent ok" in text and "cannot be read" not in text
         assert where(app).startswith("call 1/2 · route/billing (billing) call 1/2")
         await pilot.press("right", "o")
-        await pilot.pause()
-        await pilot.pause()
-        assert isinstance(app.screen, AgentRunScreen)
+        await until(pilot, lambda: on_top(app, AgentRunScreen), "the agent's run")
 
 
 async def test_a_flow_s_bundle_opens_as_the_flow(tmp_path: Path) -> None:
@@ -403,8 +411,9 @@ async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> No
         text = screen_text(app)
         assert "✗ route/billing: 001-route-billing.jsonl cannot be read" in text
         assert "no agent's calls in this flow's recording" in text
-        await pilot.press("right", "left", "o", "w")  # nothing to scrub: nothing breaks
-        await pilot.pause()
+        # Nothing to scrub: nothing breaks, and w on the top step still says why.
+        await pilot.press("right", "left", "o", "w")
+        await until(pilot, lambda: on_top(app, FlowWhyScreen), "why opened")
     # Cut in the middle of the agent step's start: the rest is shown, the tear said.
     shutil.copy(ROUTER, tmp_path / "flow-router.jsonl")
     runs_beside(tmp_path / "flow-router.jsonl")  # as a flow killed mid-way leaves them
@@ -417,15 +426,19 @@ async def test_a_torn_log_and_a_missing_agent_run_are_said(tmp_path: Path) -> No
         assert "torn: cut off mid-write" in text
         assert "route conditional unfinished" in text
         await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, FlowWhyScreen)
+        await until(pilot, lambda: on_top(app, FlowWhyScreen), "why opened")
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 40)], ids=["80x24", "wide"])
 def test_the_flow_screen(snap_compare: Callable[..., bool], size: tuple[int, int]) -> None:
     from tui.app import make_lens_app
 
-    assert snap_compare(make_lens_app(ROUTER), press=["right"], terminal_size=size)
+    async def second(pilot: Any) -> None:
+        await until(pilot, lambda: pilot.app.screen.is_mounted, "the flow's screen")
+        await pilot.press("right")
+        await until(pilot, lambda: at(pilot.app, 1), "call 2")
+
+    assert snap_compare(make_lens_app(ROUTER), run_before=second, terminal_size=size)
 
 
 async def test_the_debate_example_scrubs_both_sides_then_the_judge() -> None:
@@ -435,11 +448,7 @@ async def test_the_debate_example_scrubs_both_sides_then_the_judge() -> None:
     await debate.arun("Should the city build a second bridge?")
     assert debate.last_result is not None and debate.last_result.recording is not None
     async with lens(debate.last_result.recording) as (app, pilot):
-        said = []
-        for _ in range(3):
-            said.append(where(app).split(" · ")[1])
-            await pilot.press("right")
-            await pilot.pause()
+        said = await scrub(pilot, app)
         assert said == [
             "sides/pro (pro) call 1/1",
             "sides/con (con) call 1/1",
@@ -538,16 +547,15 @@ async def test_a_flow_s_lens_opened_while_it_ran_works_once_its_runs_are_folded(
             assert where(app).startswith("call 1/2 · check (checker) call 1/2")
             _finish(gate, ran, tmp_path / "held")
             await pilot.press("right")
-            await pilot.pause()
+            await until(pilot, lambda: at(app, 1), "call 2")
             assert where(app).startswith("call 2/2 · check (checker) call 2/2")
             assert "it is fine" in screen_text(app)
             await pilot.press("o")  # its run, from the copy in the log now
             await until(pilot, lambda: isinstance(app.screen, AgentRunScreen), "the run")
             await until(pilot, lambda: "call 2/2" in position(app), "its call")
             await pilot.press("b")
-            await pilot.pause()
-            assert isinstance(app.screen, FlowScreen)
-            await pilot.press("slash")
+            await until(pilot, lambda: app.screen is flow_screen(app), "back on the flow")
+            await open_search(pilot)
             await pilot.press(*"fine")
             await until(pilot, lambda: "check (checker)" in screen_text(app), "a match")
     finally:
@@ -596,14 +604,14 @@ async def test_slash_searches_the_flow_s_own_log_and_a_match_names_its_step(
     from textual.widgets import OptionList
 
     from tests.tui.test_lens import _searched
-    from tui.screens.search import LogMatch, SearchScreen
+    from tui.screens.search import LogMatch
     from tui.widgets.item_list import ItemList
 
     async with lens(_hostile_flow(tmp_path)) as (app, pilot):
-        await pilot.press("slash")
-        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search opened")
-        search = app.screen
-        assert isinstance(search, SearchScreen)
+        screen = flow_screen(app)
+        steps = screen.query_one("#steps", OptionList)
+        assert app.focused is steps  # from the start: the rows below are waited for, not it
+        search = await open_search(pilot)
         await pilot.press(*"needle")
         await until(pilot, lambda: _searched(search, "needle"), "the search ended")
         found = list(search.matches.values())
@@ -628,33 +636,28 @@ async def test_slash_searches_the_flow_s_own_log_and_a_match_names_its_step(
         # Enter on the function's output: its step's row in the tree.
         results = search.query_one(ItemList)
         await pilot.press("enter")
+        await until(pilot, lambda: app.focused is results, "the results have the focus")
         results.highlighted = logged.index(("fetch", "output"))
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, FlowScreen), "back on the flow")
-        screen = flow_screen(app)
-        steps = screen.query_one("#steps", OptionList)
-        await until(pilot, lambda: steps.has_focus, "the tree took the focus")
-        assert steps.highlighted is not None
-        assert screen.rows_of[steps.highlighted] == ("fetch", None)
+
+        def on_row(row: tuple[str, str | None]) -> bool:
+            return (
+                app.screen is screen
+                and app.focused is steps
+                and steps.highlighted is not None
+                and screen.rows_of[steps.highlighted] == row
+            )
+
+        await until(pilot, lambda: on_row(("fetch", None)), "the function's row")
         # On the decision: its row (w asks why of it from there).
-        await pilot.press("slash")
-        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search opened")
-        search = app.screen
-        assert isinstance(search, SearchScreen)
+        search = await open_search(pilot)
         await until(pilot, lambda: _searched(search, "needle"), "the search ended")
+        results = search.query_one(ItemList)
         await pilot.press("enter")
-        search.query_one(ItemList).highlighted = logged.index(("route", "decision"))
+        await until(pilot, lambda: app.focused is results, "the results have the focus")
+        results.highlighted = logged.index(("route", "decision"))
         await pilot.press("enter")
-        await until(pilot, lambda: app.screen is screen, "back on the flow")
-        # The tree has the focus already: wait for the row rather than for the focus.
-        await until(
-            pilot,
-            lambda: (
-                steps.highlighted is not None
-                and screen.rows_of[steps.highlighted] == ("route", "decision:route#1")
-            ),
-            "the decision's row",
-        )
+        await until(pilot, lambda: on_row(("route", "decision:route#1")), "the decision's row")
         await pilot.press("w")
         await until(pilot, lambda: isinstance(app.screen, FlowWhyScreen), "why opened")
 
@@ -669,9 +672,11 @@ def test_the_flow_s_search_with_hostile_text(
     log = _hostile_flow(tmp_path)
 
     async def searched(pilot: Any) -> None:
-        await pilot.press("slash", *"needle")
-        await until(pilot, lambda: _searched(pilot.app.screen, "needle"), "the search")
+        search = await open_search(pilot)
+        await pilot.press(*"needle")
+        await until(pilot, lambda: _searched(search, "needle"), "the search")
         await pilot.press("enter")  # to the results: no blinking cursor in the picture
-        await pilot.pause()
+        results = search.query_one("#results")
+        await until(pilot, lambda: pilot.app.focused is results, "the results have the focus")
 
     assert snap_compare(make_lens_app(log), run_before=searched, terminal_size=size)

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from afcore import Agent, Paused, ToolMiddleware, allow, ask, define_tool, mock
 from tests.conftest import fixed_recording
-from tests.tui.conftest import lens, main
+from tests.tui.conftest import lens, main, showing, until
 from tui.widgets.item_list import ItemList, Row
 
 AMOUNT = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
@@ -72,5 +72,5 @@ async def test_the_lens_shows_the_rules_the_pause_and_the_answer(tmp_path: Path)
         ]
         assert whys  # the list is populated
         await pilot.press("right")
-        await pilot.pause()
+        await until(pilot, lambda: showing(app, 2), "call 2")
         assert "Refunded 100." in events_text(app)

@@ -8,7 +8,7 @@ from typing import Any
 
 from afcore import Agent, agent_tool, define_tool, mock
 from afcore.tools import ResultCeiling, absent
-from tests.tui.conftest import lens, main, screen_text
+from tests.tui.conftest import lens, main, on_top, screen_text, showing, until
 from tests.tui.test_governance import events_text
 from tui.screens.lens import LensScreen
 from tui.widgets.item_list import ItemList
@@ -93,19 +93,20 @@ async def test_the_lens_shows_each_results_status_and_what_became_of_it(tmp_path
         assert events.items[linked].run == inner.name
         events.focus()
         events.go_to(linked)
-        await pilot.pause()
+        await until(pilot, lambda: app.focused is events, "the events have the focus")
         await pilot.press("enter")
-        await pilot.pause()
         first = app.screen_stack[0]
-        assert isinstance(app.screen, LensScreen) and app.screen is not first
+        await until(
+            pilot, lambda: on_top(app, LensScreen) and app.screen is not first, "the inner run"
+        )
+        assert isinstance(app.screen, LensScreen)
         assert app.screen.rec.header.agent.name == "translator"
         assert "translator" in screen_text(app)
         await pilot.press("escape")
-        await pilot.pause()
-        assert app.screen is first
+        await until(pilot, lambda: app.screen is first, "back on the outer run")
         # The next call: the pushed instruction, and the repeated call's nudge.
         await pilot.press("right")
-        await pilot.pause()
+        await until(pilot, lambda: showing(app, 2), "call 2")
         assert "identical call #2 with the same result: the model read the nudge" in (
             events_text(app)
         )

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from tests.afcli.test_vendor_details import answered_run
-from tests.tui.conftest import screen_text
+from tests.tui.conftest import main, screen_text, showing, until
 from tui import make_lens_app
 
 
@@ -21,7 +21,8 @@ async def test_the_lens_shows_ids_pauses_cuts_and_redacted_thinking(tmp_path: Pa
         assert "(redacted thinking: the vendor sent it" in first  # (wrapped)
         assert "(server_tool_use web_search, kept for" in first
         assert "probe()  strict" in first
+        n = main(app).timeline.marks[-1].n
         await pilot.press("end")
-        await pilot.pause()
+        await until(pilot, lambda: showing(app, n), "the last call")
         last = screen_text(app)
         assert "msg_03Cut" in last and "the answer was cut at the model's token limit" in last
