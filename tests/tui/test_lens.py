@@ -249,6 +249,20 @@ async def test_a_search_reopened_runs_its_last_query_once_and_keeps_the_highligh
         assert results.highlighted == 1
 
 
+async def test_a_batch_of_matches_handed_over_once_the_search_closed_goes_nowhere() -> None:
+    # The scan hands its batches to the screen from its thread: one handed over as Enter or
+    # Esc closed the screen found no list to add to, and the Lens stopped on a traceback.
+    async with lens(TRIP) as (app, pilot):
+        search = await open_search(pilot)
+        await pilot.press(*"call")
+        await until(pilot, lambda: _searched(search, "call"), "the search ended")
+        late = list(search.matches.values())[:1]
+        await pilot.press("escape")
+        await until(pilot, lambda: not search.is_attached, "the search taken down")
+        search._add("call", late, 1.0)  # as the scan's thread hands a batch over
+        assert app.screen is main(app)
+
+
 async def test_search_ignores_keys_and_hashes() -> None:
     async with lens(TRIP) as (app, pilot):
         search = await open_search(pilot)

@@ -266,7 +266,8 @@ class SearchScreen(ModalScreen[Match | LogMatch | None]):
             self.app.call_from_thread(self._add, query, [], 1.0)
 
     def _add(self, query: str, batch: Sequence[Match | LogMatch], done: float) -> None:
-        if query != self.query_text:
+        if query != self.query_text or not self.is_active:
+            # Another query's, or handed over as the screen closed: its list is gone.
             return
         results = self.query_one(ItemList)
         for m in batch:
