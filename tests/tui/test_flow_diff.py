@@ -6,6 +6,7 @@ that differ and the selected call's differences head its events; hostile text st
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -13,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import OptionList
 from typer.testing import CliRunner
 
 from afcli.app import app as af
 from afcore import Agent, RecordingConfig, mock
 from afcore.errors import RecordingFormatError
 from afcore.flows import Conditional, FlowView, Sequence
-from tests.tui.conftest import SAMPLES, on_top, screen_text, until
+from tests.tui.conftest import GUARD, SAMPLES, on_top, screen_text, until
 from tui.app import LensApp, make_lens_app
 from tui.screens.flow import FlowScreen
 from tui.screens.flow_why import FlowWhyScreen
@@ -269,3 +271,37 @@ def test_the_flow_diff_screen(
         await until(pilot, lambda: at(pilot.app, 1), "call 2")
 
     assert snap_compare(make_lens_app(a, against=b), run_before=compare_done, terminal_size=size)
+
+
+async def test_a_row_chosen_in_the_tree_stays_chosen_when_the_comparison_lands(
+    two: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The comparison runs on a thread; once it landed, the call was drawn again and the
+    # tree's highlight put back on that call's step, or kept at its number among rows that
+    # the differences had moved: Enter or w then took a row the person had left.
+    import afcore.readmodel
+
+    gate = threading.Event()
+    diff_flows = afcore.readmodel.diff_flows
+
+    def held(*args: Any) -> Any:
+        assert gate.wait(GUARD), "the test never let the comparison end"
+        return diff_flows(*args)
+
+    monkeypatch.setattr(afcore.readmodel, "diff_flows", held)
+    a, b = two
+    app = make_lens_app(a, against=b)
+    try:
+        async with app.run_test(size=(160, 40)) as pilot:
+            await until(pilot, lambda: app.screen.is_mounted and at(app, 0), "the first call")
+            screen = flow_screen(app)
+            steps = screen.query_one("#steps", OptionList)
+            chosen = next(i for i, (_, key) in enumerate(screen.rows_of) if key)
+            row = screen.rows_of[chosen]  # a decision's row, not a call's step
+            steps.highlighted = chosen
+            gate.set()
+            await until(pilot, lambda: compared_and_drawn(app), "compared")
+            assert steps.highlighted is not None
+            assert screen.rows_of[steps.highlighted] == row
+    finally:
+        gate.set()

@@ -198,8 +198,10 @@ class FlowScreen(Screen[None]):
     def _compared(self, against: FlowAgainst) -> None:
         self.compared = against
         self._fill_steps()
-        self.shown = None
-        self.select(self.index)
+        if self.timeline.calls:
+            self._draw_call(self.index, force=True)
+        else:
+            self._draw_top()
 
     def on_unmount(self) -> None:
         self.timeline.close()
@@ -208,15 +210,17 @@ class FlowScreen(Screen[None]):
 
     def _fill_steps(self) -> None:
         options = self.query_one("#steps", OptionList)
+        was = options.highlighted
+        row = self.rows_of[was] if was is not None and was < len(self.rows_of) else None
         self.rows_of = []
         self.said = {}
         prompts: list[Option] = []
         if self.flow.top is not None:
             self._add(prompts, self.flow.top, 0)
-        was = options.highlighted
         options.set_options(prompts)
         if prompts:
-            options.highlighted = was if was is not None and was < len(prompts) else 0
+            # The same row, wherever the rows of a comparison put it.
+            options.highlighted = self.rows_of.index(row) if row in self.rows_of else 0
 
     def _row(self, prompts: list[Option], text: Text, path: str, key: str | None) -> None:
         # One line a row, cut to the pane: the tree stays a tree (w says it all).
@@ -330,8 +334,9 @@ class FlowScreen(Screen[None]):
         if self.compared is not None:
             shown = chain(self._diff_entries(call, max(right, 30)), shown)
         events.fill(shown, keep=True)
+        if self.shown != index:  # drawn again, the call leaves the tree where a person put it
+            self._follow_step(call)
         self.shown = index
-        self._follow_step(call)
         self._draw_top()
 
     def _diff_entries(self, call: FlowCall, width: int) -> Iterator[Entry]:
