@@ -6,14 +6,18 @@ naming more messages than the file holds is refused, not expanded."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import orjson
 import pytest
+from textual.pilot import Pilot
 
 from afcore import Agent, define_tool, mock
 from tests.conftest import fixed_recording
-from tests.tui.conftest import SAMPLES, lens, main, position, screen_text
+from tests.tui.conftest import GUARD, SAMPLES, SIZE, lens, main, position, screen_text, until
+from tui.app import LensApp, make_lens_app
 from tui.screens.viewer import Viewer
 from tui.widgets.item_list import ItemList
 
@@ -148,3 +152,39 @@ async def test_a_call_that_does_not_verify_is_marked(tmp_path: Path) -> None:
         assert "✗ not verified" in position(app)
         text = screen_text(app)
         assert "✗ not verified: the rebuilt request's" in text  # first in the response
+
+
+@asynccontextmanager
+async def toasting(path: Path) -> AsyncIterator[tuple[LensApp, Pilot[None]]]:
+    """The Lens on ``path`` with its notifications drawn (the tests' own Lens leaves them
+    out), so that what a toast says is on the screen and drawn as it would be."""
+    app = make_lens_app(path)
+    app.NOTIFICATION_TIMEOUT = GUARD  # a toast stays however slow the machine
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.pause()
+        yield app, pilot
+
+
+async def test_a_run_link_that_does_not_open_is_said_literally(tmp_path: Path) -> None:
+    # A tool's result links the run it made by a name the file chose: opening it fails,
+    # and the toast saying so names it. Read as markup, "[/x]" closed no tag and stopped
+    # the Lens.
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b'"tool":{"name":"weather"' in line)
+    commit = orjson.loads(lines[at])
+    named = "[/x] \x1b[2J[red]gone[/].jsonl"
+    commit["tool"]["run"] = {"run_id": "r", "recording": named, "agent": "a", "status": "answer"}
+    lines[at] = orjson.dumps(commit) + b"\n"
+    path = tmp_path / "linked.jsonl"
+    path.write_bytes(b"".join(lines))
+    async with toasting(path) as (app, pilot):
+        events = main(app).query_one("#events", ItemList)
+        linked = next(i for i, item in events.items.items() if item.run == named)
+        events.focus()
+        events.go_to(linked)
+        await pilot.press("enter")
+        await until(pilot, lambda: "cannot open" in screen_text(app), "the toast")
+        text = screen_text(app)
+        assert app.is_running
+        assert "cannot open [/x] \\x1b[2J[red]gone[/].jsonl" in text
+        assert "\x1b" not in text

@@ -489,7 +489,7 @@ class FlowScreen(Screen[None]):
     def _go_to(self, run: AgentRun, n: int, item: str | None = None) -> None:
         at = self.timeline.index_of(run, n)
         if at is None:
-            self.notify(f"{run.agent} made no call {n}", severity="warning")
+            self.notify(safe(f"{run.agent} made no call {n}"), severity="warning", markup=False)
             return
         self.select(at)
         if item is not None:
@@ -511,7 +511,7 @@ class FlowScreen(Screen[None]):
         try:
             inner = open_recording(here / relative, upto=PREFIX)
         except (RecordingError, OSError) as e:
-            self.notify(f"cannot open {relative}: {e}", severity="warning", markup=False)
+            self.notify(safe(f"cannot open {relative}: {e}"), severity="warning", markup=False)
             return
         self.app.push_screen(AgentRunScreen(inner, follow=False))
 
@@ -531,7 +531,7 @@ class FlowScreen(Screen[None]):
         try:
             rec = open_recording(file)
         except (RecordingError, OSError) as e:
-            self.notify(f"cannot open {file.name}: {e}", severity="error", markup=False)
+            self.notify(safe(f"cannot open {file.name}: {e}"), severity="error", markup=False)
             return
         screen = AgentRunScreen(rec, follow=False)
         self.app.push_screen(screen)

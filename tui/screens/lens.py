@@ -532,7 +532,7 @@ class LensScreen(Screen[None]):
         try:
             inner = open_recording(here / relative, upto=PREFIX)
         except (RecordingError, OSError) as e:
-            self.notify(f"cannot open {relative}: {e}", severity="warning")
+            self.notify(safe(f"cannot open {relative}: {e}"), severity="warning", markup=False)
             return
         self.app.push_screen(LensScreen(inner, follow=False))
 
