@@ -187,7 +187,7 @@ def other_rows(against: FlowAgainst, step: StepDiff, pad: str) -> Iterator[DiffR
     status = found.status if found is not None else "?"
     label = step.path.rsplit("/", 1)[-1]
     text = Text.assemble(
-        pad, ("+ ", "green"), (safe(label), "bold green"), (f" {step.kind} ", "dim")
+        pad, ("+ ", "green"), (safe(label), "bold green"), (f" {safe(step.kind)} ", "dim")
     )
     text.append("only in b ", "bold green")
     text.append(status, status_style(status))

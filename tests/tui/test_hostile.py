@@ -188,3 +188,16 @@ async def test_a_run_link_that_does_not_open_is_said_literally(tmp_path: Path) -
         assert app.is_running
         assert "cannot open [/x] \\x1b[2J[red]gone[/].jsonl" in text
         assert "\x1b" not in text
+
+
+async def test_a_steps_kind_is_shown_made_safe(tmp_path: Path) -> None:
+    # A step's kind is any string its start wrote: drawn as it was, its escape sequence
+    # reached the terminal.
+    data = (SAMPLES / "flow-router.jsonl").read_bytes()
+    path = tmp_path / "kind.jsonl"
+    start = b'"path":"triage","kind":"function"'
+    path.write_bytes(data.replace(start, start[:-1] + b'\\u001b[2J\\u0007"'))
+    async with lens(path) as (app, pilot):
+        text = screen_text(app)
+        assert "triage function\\x1b[2J\\x07" in text
+        assert "\x1b" not in text and "\x07" not in text

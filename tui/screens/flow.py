@@ -231,7 +231,7 @@ class FlowScreen(Screen[None]):
     def _add(self, prompts: list[Option], step: FlowLogStep, depth: int) -> None:
         pad = "  " * depth
         label = step.path.rsplit("/", 1)[-1] if step.path else self.flow.header.flow.name
-        text = Text.assemble(pad, (safe(label), "bold"), (f" {step.kind} ", "dim"))
+        text = Text.assemble(pad, (safe(label), "bold"), (f" {safe(step.kind)} ", "dim"))
         against = self.compared
         mark = against.mark(step.path) if against is not None else None
         if mark is not None:  # first: the row is cut to the pane
