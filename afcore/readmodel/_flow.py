@@ -182,7 +182,8 @@ def _open(flow: FlowRecording, step: FlowLogStep, start: float, order: int) -> A
         return run
     try:
         rec = open_recording(file)
-    except (OSError, RecordingError) as e:
+    except (OSError, ValueError, RecordingError) as e:
+        # ValueError: a name no file can have (a NUL in it), as the log wrote it.
         run.problem = f"{file.name} cannot be read: {e}"
         return run
     run.rec = rec

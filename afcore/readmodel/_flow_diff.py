@@ -478,7 +478,7 @@ def _agent_runs(
     try:
         with open_recording(fa) as ra, open_recording(fb) as rb:
             diff = diff_runs(ra, rb)
-    except (OSError, RecordingError) as e:
+    except (OSError, ValueError, RecordingError) as e:  # ValueError: a NUL in a run's name
         return None, f"the runs of step {_said(sa.path)} cannot be compared: {e}"
     if diff.identical:
         return None, None

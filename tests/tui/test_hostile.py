@@ -165,14 +165,23 @@ async def toasting(path: Path) -> AsyncIterator[tuple[LensApp, Pilot[None]]]:
         yield app, pilot
 
 
-async def test_a_run_link_that_does_not_open_is_said_literally(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("named", "said"),
+    [
+        ("[/x] \x1b[2J[red]gone[/].jsonl", "cannot open [/x] \\x1b[2J[red]gone[/].jsonl"),
+        ("a\x00b.jsonl", "cannot open a\\x00b.jsonl: embedded null byte"),
+    ],
+    ids=["markup", "nul"],
+)
+async def test_a_run_link_that_does_not_open_is_said_literally(
+    tmp_path: Path, named: str, said: str
+) -> None:
     # A tool's result links the run it made by a name the file chose: opening it fails,
     # and the toast saying so names it. Read as markup, "[/x]" closed no tag and stopped
-    # the Lens.
+    # the Lens; a NUL, which no file name holds, raised from opening and stopped it too.
     lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if b'"tool":{"name":"weather"' in line)
     commit = orjson.loads(lines[at])
-    named = "[/x] \x1b[2J[red]gone[/].jsonl"
     commit["tool"]["run"] = {"run_id": "r", "recording": named, "agent": "a", "status": "answer"}
     lines[at] = orjson.dumps(commit) + b"\n"
     path = tmp_path / "linked.jsonl"
@@ -186,8 +195,8 @@ async def test_a_run_link_that_does_not_open_is_said_literally(tmp_path: Path) -
         await until(pilot, lambda: "cannot open" in screen_text(app), "the toast")
         text = screen_text(app)
         assert app.is_running
-        assert "cannot open [/x] \\x1b[2J[red]gone[/].jsonl" in text
-        assert "\x1b" not in text
+        assert said in text
+        assert "\x1b" not in text and "\x00" not in text
 
 
 async def test_a_steps_kind_is_shown_made_safe(tmp_path: Path) -> None:

@@ -510,7 +510,7 @@ class FlowScreen(Screen[None]):
         here = run.file.parent if run.file is not None else self.flow.path.parent
         try:
             inner = open_recording(here / relative, upto=PREFIX)
-        except (RecordingError, OSError) as e:
+        except (RecordingError, OSError, ValueError) as e:  # ValueError: a NUL in the name
             self.notify(safe(f"cannot open {relative}: {e}"), severity="warning", markup=False)
             return
         self.app.push_screen(AgentRunScreen(inner, follow=False))

@@ -531,7 +531,7 @@ class LensScreen(Screen[None]):
         here = Path(self.rec.path).parent if self.rec.path is not None else Path.cwd()
         try:
             inner = open_recording(here / relative, upto=PREFIX)
-        except (RecordingError, OSError) as e:
+        except (RecordingError, OSError, ValueError) as e:  # ValueError: a NUL in the name
             self.notify(safe(f"cannot open {relative}: {e}"), severity="warning", markup=False)
             return
         self.app.push_screen(LensScreen(inner, follow=False))
