@@ -274,6 +274,11 @@ def _event(
     return {"kind": "raw", "line": line, "record": d}
 
 
+def _number(value: Any) -> float | None:
+    """A duration the file wrote, if it is a number (the front ends format it as one)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _commit_event(
     rec: Recording,
     d: dict[str, Any],
@@ -296,7 +301,7 @@ def _commit_event(
             "k": tool.get("k"),
             "call_id": as_text(tool.get("call_id")),
             "status": as_text(tool.get("status")),
-            "ms": tool.get("ms"),
+            "ms": _number(tool.get("ms")),
             "content": as_dict(message).get("content"),
             "is_error": as_dict(message).get("is_error") is True,
             "message": _message_number(writes),

@@ -4,9 +4,13 @@ be read is said where it is."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from afcore.readmodel import diff_flows, flow_timeline
-from afcore.recording import open_flow
+import orjson
+import pytest
+
+from afcore.readmodel import Timeline, build, call_view, diff_flows, flow_timeline
+from afcore.recording import open_flow, open_recording
 
 SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -32,3 +36,22 @@ def test_a_flows_run_named_with_a_nul_is_not_compared(tmp_path: Path) -> None:
     found = diff_flows(open_flow(SAMPLES / "flow-router.jsonl"), open_flow(path))
     said = [s.run_error for s in found.steps if s.run_error]
     assert said and "cannot be compared: embedded null byte" in said[0]
+
+
+@pytest.mark.parametrize("ms", ["12", [1], {"ms": 1}, True, None])
+def test_a_tool_results_duration_that_is_no_number_is_left_out(tmp_path: Path, ms: Any) -> None:
+    # The front ends format a result's duration as a number: a string there stopped the Lens.
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b'"tool":{"name":"weather"' in line)
+    commit = orjson.loads(lines[at])
+    commit["tool"]["ms"] = ms
+    lines[at] = orjson.dumps(commit) + b"\n"
+    path = tmp_path / "ms.jsonl"
+    path.write_bytes(b"".join(lines))
+    with open_recording(path) as rec:
+        timeline = Timeline()
+        for _ in build(rec, timeline):
+            pass
+        view = call_view(rec, timeline, 1)
+    (weather,) = [e for e in view.events if e.get("name") == "weather"]
+    assert weather["ms"] is None
