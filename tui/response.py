@@ -269,7 +269,7 @@ def _event(call: int, e: dict[str, Any], width: int) -> Entry:
     if kind == "end":
         record = e["record"]
         status = e["status"] or "?"
-        text = Text.assemble(at, ("run ended: ", "bold"), (status, status_style(status)))
+        text = Text.assemble(at, ("run ended: ", "bold"), (safe(status), status_style(status)))
         iterations, calls = record.get("iterations"), record.get("calls")
         if isinstance(iterations, int) and isinstance(calls, int):
             text.append(

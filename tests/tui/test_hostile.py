@@ -210,3 +210,19 @@ async def test_a_steps_kind_is_shown_made_safe(tmp_path: Path) -> None:
         text = screen_text(app)
         assert "triage function\\x1b[2J\\x07" in text
         assert "\x1b" not in text and "\x07" not in text
+
+
+async def test_a_run_ends_status_is_shown_made_safe(tmp_path: Path) -> None:
+    # The run_end record's status, as the file wrote it, heads its event: not one af knows
+    # (the run is then shown unfinished), drawn as it was it reached the terminal.
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"t":"run_end"'))
+    lines[at] = lines[at].replace(b'"status":"answer"', b'"status":"\\u001b[2Jdone"')
+    path = tmp_path / "status.jsonl"
+    path.write_bytes(b"".join(lines))
+    async with lens(path) as (app, pilot):
+        await pilot.press("end")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "run ended: \\x1b[2Jdone" in text
+        assert "\x1b" not in text
