@@ -226,3 +226,22 @@ async def test_a_run_ends_status_is_shown_made_safe(tmp_path: Path) -> None:
         text = screen_text(app)
         assert "run ended: \\x1b[2Jdone" in text
         assert "\x1b" not in text
+
+
+async def test_two_tools_of_one_name_are_both_listed(tmp_path: Path) -> None:
+    # The slots name each tool's item by the tool's name, and a list takes an id once: a
+    # call whose tools list named one tool twice stopped the Lens (DuplicateID).
+    data = (SAMPLES / "sample-trip.jsonl").read_bytes()
+    listed = b'"name":"find_places","ref":"KYndHBZnXJDXAPqhZM_CbA","source"'
+    assert listed in data
+    path = tmp_path / "twice.jsonl"
+    path.write_bytes(data.replace(listed, listed.replace(b"find_places", b"weather")))
+    async with lens(path) as (app, pilot):
+        slots = main(app).query_one("#slots", ItemList)
+        named = [i for i in slots.items if i.startswith("tool:weather")]
+        assert len(named) == 2
+        slots.focus()
+        assert slots.go_to(named[1])
+        await pilot.press("w")
+        await pilot.pause()
+        assert app.is_running

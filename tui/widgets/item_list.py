@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.console import Console
 from rich.segment import Segment
@@ -159,9 +159,13 @@ class ItemList(OptionList):
         for prompt, item in entries:
             if item is None:
                 options.append(Option(prompt, disabled=True))
-            else:
-                self.items[item.id] = item
-                options.append(Option(prompt, id=item.id))
+                continue
+            if item.id in self.items:
+                # Ids come from what the file names (a tool, a decision), which may repeat;
+                # the list takes each id once. A go_to finds the first.
+                item = replace(item, id=f"{item.id}~{len(options)}")
+            self.items[item.id] = item
+            options.append(Option(prompt, id=item.id))
         self.set_options(options)
         target = was.id if keep and was is not None and was.id in self.items else None
         if target is not None:
