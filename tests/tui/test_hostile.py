@@ -245,3 +245,23 @@ async def test_two_tools_of_one_name_are_both_listed(tmp_path: Path) -> None:
         await pilot.press("w")
         await pilot.pause()
         assert app.is_running
+
+
+async def test_long_names_with_newlines_leave_the_calls_room(tmp_path: Path) -> None:
+    # The header names the run, its agent and its model as the file wrote them: names with
+    # newlines and a page of text took the whole of a 24-line terminal.
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    header = orjson.loads(lines[0])
+    page = "\n".join(["[b]word[/b] \x1b[2J"] * 40)
+    header["run_id"] += page
+    header["agent"]["name"] += page
+    header["model"] += page
+    path = tmp_path / "names.jsonl"
+    path.write_bytes(orjson.dumps(header) + b"\n" + b"".join(lines[1:]))
+    async with lens(path, size=(80, 24)) as (app, pilot):
+        await pilot.pause()
+        assert main(app).query_one("#header").size.height <= 4
+        assert main(app).query_one("#slots").size.height >= 5
+        text = screen_text(app)
+        assert "af lens sample-trip[b]word[/b] \\x1b[2J… (663 more chars)" in text
+        assert "\x1b" not in text

@@ -50,7 +50,7 @@ from afcore.recording import FlowLogStep, FlowRecording, open_recording
 from tui.diff import Entry
 from tui.flow_diff import DiffRow, FlowAgainst, other_rows
 from tui.response import response_entries
-from tui.screens.lens import STACK_BELOW, LensScreen
+from tui.screens.lens import NAMED, STACK_BELOW, LensScreen
 from tui.slots import Rows, slot_entries
 from tui.widgets.item_list import Item, ItemList
 from tui.widgets.scrubber import Scrubber
@@ -375,7 +375,10 @@ class FlowScreen(Screen[None]):
         h = self.flow.header
         end = self.flow.end
         text = Text.assemble(
-            ("af lens ", "bold"), (safe(h.run_id), "bold cyan"), "  ", (safe(h.flow.name), "bold")
+            ("af lens ", "bold"),
+            (line(h.run_id, NAMED), "bold cyan"),
+            "  ",
+            (line(h.flow.name, NAMED), "bold"),
         )
         text.append(f"  {h.flow.kind}", "dim")
         if end is None:
@@ -388,7 +391,7 @@ class FlowScreen(Screen[None]):
                 "dim",
             )
             if end.produced_by:
-                text.append(f" · answer from {safe(end.produced_by)}", "cyan")
+                text.append(f" · answer from {line(end.produced_by, NAMED)}", "cyan")
         if self.compared is not None:
             text.append("\n")
             text.append_text(self.compared.summary())

@@ -32,6 +32,7 @@ from afcore.readmodel import (
     Timeline,
     build,
     call_view,
+    line,
     plural,
     safe,
     status_style,
@@ -67,6 +68,8 @@ _VIEWS = 32
 
 STACK_BELOW = 100
 """Below this many columns the slots and the response are stacked, not side by side."""
+NAMED = 48
+"""Characters of a name (a run's, an agent's, a model's) the header shows at most."""
 
 
 class LensScreen(Screen[None]):
@@ -331,16 +334,18 @@ class LensScreen(Screen[None]):
     def _header(self) -> Text:
         rec = self.rec
         h = rec.header
-        text = Text.assemble(("af lens ", "bold"), (safe(h.run_id), "bold cyan"), "  ")
-        text.append(safe(h.agent.name), style="bold")
-        text.append(f"  model {safe(h.model)}", style="dim")
+        # Each name on one line and cut: with a newline or a page of text in a name, the
+        # header took the screen and left the calls no room.
+        text = Text.assemble(("af lens ", "bold"), (line(h.run_id, NAMED), "bold cyan"), "  ")
+        text.append(line(h.agent.name, NAMED), style="bold")
+        text.append(f"  model {line(h.model, NAMED)}", style="dim")
         stored = None
         if h.session is not None:
             runs = self.app.session_runs() if isinstance(self.app, _Turns) else None
             total = f"/{runs.turns[-1].turn}" if runs is not None and runs.turns else ""
             text.append(f"  turn {h.session.turn}{total}", style="bold")
             text.append(" of session ", style="dim")
-            text.append(safe(h.session.id), style="bold cyan")
+            text.append(line(h.session.id, NAMED), style="bold cyan")
             stored = runs.turn(h.session.turn) if runs is not None else None
         end = rec.end
         if end is None and stored is not None and stored.status is not None:
@@ -348,7 +353,7 @@ class LensScreen(Screen[None]):
             status = stored.status
             text.append(f"  {status.replace('_', ' ')}", style=f"bold {status_style(status)}")
             if stored.note:
-                text.append(f": {safe(stored.note)}", style="dim")
+                text.append(f": {line(stored.note, 120)}", style="dim")
             text.append(" (the session store says; the file has no run_end)", style="dim")
         elif self.indexing is not None:
             text.append("  reading the file…", style="yellow")
@@ -374,7 +379,7 @@ class LensScreen(Screen[None]):
                 )
             )
         if rec.problems:
-            first = safe(str(rec.problems[0]))[:120]
+            first = line(str(rec.problems[0]), 120)
             notes.append(
                 (f"{plural(len(rec.problems), 'problem')} reading the file: {first}", "red")
             )
