@@ -265,3 +265,35 @@ async def test_long_names_with_newlines_leave_the_calls_room(tmp_path: Path) -> 
         text = screen_text(app)
         assert "af lens sample-trip[b]word[/b] \\x1b[2J… (663 more chars)" in text
         assert "\x1b" not in text
+
+
+async def test_a_workers_result_after_its_screen_closed_is_dropped(tmp_path: Path) -> None:
+    # A run opened from a tool call is indexed, and a search scanned, off the screen's
+    # thread; each hands its results to its screen. Closed in between (Esc), the screen has
+    # no widgets left, and drawing the results in it stopped the Lens.
+    from afcore.readmodel import Timeline, build
+    from afcore.recording import open_recording
+    from tui.screens.lens import LensScreen
+    from tui.screens.search import SearchScreen, Source
+
+    async with lens(SAMPLES / "sample-trip.jsonl") as (app, pilot):
+        rec = open_recording(SAMPLES / "sample-compaction.jsonl", upto=4096)
+        inner = LensScreen(rec, follow=False)
+        await app.push_screen(inner)
+        await pilot.pause()
+        app.pop_screen()
+        await pilot.pause()
+        whole = open_recording(SAMPLES / "sample-compaction.jsonl")
+        timeline = Timeline()
+        for _ in build(whole, timeline):
+            pass
+        inner._progress(0.5)
+        inner._failed("gone")
+        inner._swap(whole, timeline)
+        search = SearchScreen([Source(whole, timeline)], "")
+        await app.push_screen(search)
+        await pilot.pause()
+        search.dismiss(None)
+        await pilot.pause()
+        search._add("", [], 1.0)
+        assert app.is_running and app.screen is main(app)

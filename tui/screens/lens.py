@@ -226,7 +226,12 @@ class LensScreen(Screen[None]):
             return
         self.app.call_from_thread(self._compared, found)
 
+    # What a worker hands back lands after whatever the screen did meanwhile: closed (Esc on
+    # a run opened from a tool call, a turn switched for another), it has nothing to draw in.
+
     def _compared(self, found: RunDiff) -> None:
+        if not self.is_attached:
+            return
         self.diff = found
         self.differs = {c.call: c for c in found.calls}
         marks = self.timeline.marks
@@ -235,15 +240,21 @@ class LensScreen(Screen[None]):
             self._draw_call(marks[self.index].n, force=True)
 
     def _progress(self, done: float) -> None:
+        if not self.is_attached:
+            return
         self.indexing = done
         self._draw_top()
 
     def _failed(self, message: str) -> None:
+        if not self.is_attached:
+            return
         self.indexing = None
         self.notify(safe(message), severity="error", markup=False)
         self._draw_top()
 
     def _swap(self, rec: Recording, timeline: Timeline) -> None:
+        if not self.is_attached:
+            return
         marks = self.timeline.marks
         current = marks[self.index].n if marks else None
         at_end = not marks or self.index == len(marks) - 1
