@@ -22,6 +22,8 @@ _LOOK_AHEAD = 64 * 1024 * 1024
 """How far past a blob to look for the record that names it."""
 
 _PREPARES = ("seed", "inject", "window", "summarize", "configure")
+_ID_LENGTHS = (22, 64)
+"""A blob's id: 22 characters since 1.1, 64 before."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def _blob(rec: Recording, timeline: Timeline, line: int, depth: int) -> Place | 
     try:
         head = rec.line_bytes(line, 90)
         if head.startswith(b'{"t":"blob","id":"'):
-            ref = head[18:82].decode("ascii", "replace")
+            ref = head[18:].partition(b'"')[0].decode("ascii", "replace")
         else:  # a blob not in af's own layout
             ref = as_text(as_dict(rec.raw(line)).get("id"))
     except (ValueError, RecordingError):
@@ -105,7 +107,10 @@ def _blob(rec: Recording, timeline: Timeline, line: int, depth: int) -> Place | 
         if depth > 3:
             return _after(timeline, user, "a value")
         return locate(rec, timeline, user, depth + 1)
-    data = as_dict(rec.raw(user))
+    try:
+        data = as_dict(rec.raw(user))
+    except (ValueError, RecordingError):
+        return _after(timeline, user, "a value")
     t = as_text(data.get("t"))
     for w in data.get("writes") or []:
         w = as_dict(w)
@@ -123,9 +128,9 @@ def _blob(rec: Recording, timeline: Timeline, line: int, depth: int) -> Place | 
 
 def _first_use(rec: Recording, line: int, ref: str) -> int | None:
     """The first line after ``line`` that names ``ref``."""
-    if len(ref) != 64:
+    if len(ref) not in _ID_LENGTHS:
         return None
-    needle = ref.encode()
+    needle = f'"{ref}"'.encode()
     start = rec.line_start(line) + rec.line_size(line) + 1
     with open(rec.path, "rb") as f:
         fd = f.fileno()

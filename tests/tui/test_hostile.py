@@ -297,3 +297,30 @@ async def test_a_workers_result_after_its_screen_closed_is_dropped(tmp_path: Pat
         await pilot.pause()
         search._add("", [], 1.0)
         assert app.is_running and app.screen is main(app)
+
+
+def test_a_match_in_a_value_is_placed_where_the_value_is_first_named(tmp_path: Path) -> None:
+    # A blob is placed by the first record naming its id. Since 1.1 an id is 22 characters,
+    # and only 64 were looked for: every value was "a value no record names"; and a first
+    # record naming it that is not JSON stopped the search.
+    from afcore.readmodel import Timeline, build
+    from afcore.recording import open_recording
+    from tui.screens.search import search
+
+    def places(path: Path, query: str) -> list[str]:
+        with open_recording(path) as rec:
+            timeline = Timeline()
+            for _ in build(rec, timeline):
+                pass
+            return [m.place.what for _, batch in search(rec, timeline, query) for m in batch]
+
+    trip = SAMPLES / "sample-trip.jsonl"
+    assert places(trip, "a travel assistant")[0] == "injections"
+    lines = trip.read_bytes().splitlines(keepends=True)
+    blob = next(i for i, line in enumerate(lines) if b"a travel assistant" in line)
+    ref = orjson.loads(lines[blob])["id"].encode()
+    user = next(i for i in range(blob + 1, len(lines)) if b'"' + ref + b'"' in lines[i])
+    lines[user] = lines[user].replace(b'"reads"', b'"\xff\xfe"', 1)
+    path = tmp_path / "unreadable.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert places(path, "a travel assistant")[0] == "a value"
