@@ -324,3 +324,19 @@ def test_a_match_in_a_value_is_placed_where_the_value_is_first_named(tmp_path: P
     path = tmp_path / "unreadable.jsonl"
     path.write_bytes(b"".join(lines))
     assert places(path, "a travel assistant")[0] == "a value"
+
+
+def test_the_viewer_folds_wide_text_and_tabs_to_the_views_width() -> None:
+    # A CJK character takes two cells and a tab up to eight: folded a character at a time,
+    # the viewer's lines ran past its right edge, their ends out of sight.
+    from rich.cells import cell_len
+
+    from tui.screens.viewer import fold_lines
+
+    text = "東京の天気は晴れ。" * 20 + "\n" + "\tcol" * 30 + "\nplain " * 3
+    folded = fold_lines(text, 40)
+    assert all(cell_len(piece) <= 40 for piece in folded)
+    assert "".join(folded).replace(" ", "") == text.replace("\n", "").replace("\t", "").replace(
+        " ", ""
+    )
+    assert fold_lines("x" * 95, 40) == ["x" * 40, "x" * 40, "x" * 15]

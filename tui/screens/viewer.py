@@ -5,6 +5,7 @@ here, once, so that a 1 MB line costs no more to scroll than a page of short one
 
 from __future__ import annotations
 
+from rich.cells import cell_len, chop_cells
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,14 +20,23 @@ __all__ = ["Viewer", "fold_lines"]
 
 
 def fold_lines(text: str, width: int) -> list[str]:
-    """``text``'s lines, each cut into pieces of at most ``width`` characters."""
+    """``text``'s lines, each cut into pieces at most ``width`` cells wide, tabs expanded
+    as the log draws them. A wide character (CJK, most emoji) takes two cells: cut by
+    characters, its lines ran past the view's right edge."""
     width = max(width, 10)
     out: list[str] = []
     for line in text.split("\n"):
-        if len(line) <= width:
+        if "\t" in line:
+            line = line.expandtabs()
+        if line.isascii():  # a cell a character: cut without measuring
+            if len(line) <= width:
+                out.append(line)
+            else:
+                out.extend(line[i : i + width] for i in range(0, len(line), width))
+        elif cell_len(line) <= width:
             out.append(line)
         else:
-            out.extend(line[i : i + width] for i in range(0, len(line), width))
+            out.extend(chop_cells(line, width))
     return out
 
 
