@@ -340,3 +340,18 @@ def test_the_viewer_folds_wide_text_and_tabs_to_the_views_width() -> None:
         " ", ""
     )
     assert fold_lines("x" * 95, 40) == ["x" * 40, "x" * 40, "x" * 15]
+
+
+async def test_a_comparison_that_fails_says_so_where_it_said_comparing(tmp_path: Path) -> None:
+    # --diff against a run one of whose calls is no valid record: the comparison stops, and
+    # its toast goes; each call still said "comparing…" as if it were under way.
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"'))
+    lines[at] = lines[at].replace(b'"model":"mock-trip"', b'"model":7')
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(b"".join(lines))
+    app = make_lens_app(SAMPLES / "sample-trip.jsonl", against=other)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "comparing…" not in position(app), "the comparison")
+        assert "cannot compare:" in position(app)
+        assert "is not a valid call record" in position(app)

@@ -124,6 +124,8 @@ class LensScreen(Screen[None]):
         self.against = against
         """With --diff: the recording this one is compared with."""
         self.diff: RunDiff | None = None
+        self.uncompared: str | None = None
+        """Why the comparison failed, if it did."""
         self.differs: dict[int, CallDiff] = {}
         self.timeline = Timeline()
         self.index = 0
@@ -222,7 +224,7 @@ class LensScreen(Screen[None]):
             with open_recording(self.rec.path) as mine, open_recording(self.against) as other:
                 found = diff_runs(mine, other)
         except RecordingError as e:
-            self.app.call_from_thread(self._failed, str(e))
+            self.app.call_from_thread(self._uncompared, str(e))
             return
         self.app.call_from_thread(self._compared, found)
 
@@ -238,6 +240,14 @@ class LensScreen(Screen[None]):
         self._draw_top()
         if marks:
             self._draw_call(marks[self.index].n, force=True)
+
+    def _uncompared(self, message: str) -> None:
+        # Not _failed: the indexing, if it still runs, is not over.
+        if not self.is_attached:
+            return
+        self.uncompared = message
+        self.notify(safe(message), severity="error", markup=False)
+        self._draw_top()
 
     def _progress(self, done: float) -> None:
         if not self.is_attached:
@@ -431,7 +441,9 @@ class LensScreen(Screen[None]):
                 f" · then {plural(mark.folded, 'message')} folded out of the window", style="yellow"
             )
         if self.against is not None:
-            if self.diff is None:
+            if self.uncompared is not None:
+                text.append(f" · cannot compare: {line(self.uncompared, 200)}", style="red")
+            elif self.diff is None:
                 text.append(" · comparing…", style="dim")
             elif mark.n in self.differs:
                 text.append(f" · differs from {safe(self.against.name)}", style="bold magenta")
