@@ -1,7 +1,10 @@
 """Hostile and broken recordings in the Lens: model and tool text with markup, escape
 sequences, control characters, bidi overrides and a 1 MB line is shown literally and never
-acted on; a torn file opens and says so; a record of an unknown type is shown raw; a window
-naming more messages than the file holds is refused, not expanded."""
+acted on, in the panes, the header, the toasts and the viewer (folded to its width however
+wide its characters); a torn file opens and says so; a record of an unknown type is shown
+raw; a window naming more messages than the file holds is refused, not expanded; names the
+file repeats, values of the wrong type, a run named with a NUL and a comparison that fails
+are said, not raised; a worker's result for a screen closed since is dropped."""
 
 from __future__ import annotations
 
@@ -12,13 +15,18 @@ from pathlib import Path
 
 import orjson
 import pytest
+from rich.cells import cell_len
 from textual.pilot import Pilot
 
 from afcore import Agent, define_tool, mock
+from afcore.readmodel import Timeline, build
+from afcore.recording import open_recording
 from tests.conftest import fixed_recording
 from tests.tui.conftest import GUARD, SAMPLES, SIZE, lens, main, position, screen_text, until
 from tui.app import LensApp, make_lens_app
-from tui.screens.viewer import Viewer
+from tui.screens.lens import LensScreen
+from tui.screens.search import SearchScreen, Source, search
+from tui.screens.viewer import Viewer, fold_lines
 from tui.widgets.item_list import ItemList
 
 MARKUP = "[bold red]alert[/] [link=https://evil.example]click[/link] [@click=app.quit]quit[/]"
@@ -271,11 +279,6 @@ async def test_a_workers_result_after_its_screen_closed_is_dropped(tmp_path: Pat
     # A run opened from a tool call is indexed, and a search scanned, off the screen's
     # thread; each hands its results to its screen. Closed in between (Esc), the screen has
     # no widgets left, and drawing the results in it stopped the Lens.
-    from afcore.readmodel import Timeline, build
-    from afcore.recording import open_recording
-    from tui.screens.lens import LensScreen
-    from tui.screens.search import SearchScreen, Source
-
     async with lens(SAMPLES / "sample-trip.jsonl") as (app, pilot):
         rec = open_recording(SAMPLES / "sample-compaction.jsonl", upto=4096)
         inner = LensScreen(rec, follow=False)
@@ -303,10 +306,6 @@ def test_a_match_in_a_value_is_placed_where_the_value_is_first_named(tmp_path: P
     # A blob is placed by the first record naming its id. Since 1.1 an id is 22 characters,
     # and only 64 were looked for: every value was "a value no record names"; and a first
     # record naming it that is not JSON stopped the search.
-    from afcore.readmodel import Timeline, build
-    from afcore.recording import open_recording
-    from tui.screens.search import search
-
     def places(path: Path, query: str) -> list[str]:
         with open_recording(path) as rec:
             timeline = Timeline()
@@ -329,10 +328,6 @@ def test_a_match_in_a_value_is_placed_where_the_value_is_first_named(tmp_path: P
 def test_the_viewer_folds_wide_text_and_tabs_to_the_views_width() -> None:
     # A CJK character takes two cells and a tab up to eight: folded a character at a time,
     # the viewer's lines ran past its right edge, their ends out of sight.
-    from rich.cells import cell_len
-
-    from tui.screens.viewer import fold_lines
-
     text = "東京の天気は晴れ。" * 20 + "\n" + "\tcol" * 30 + "\nplain " * 3
     folded = fold_lines(text, 40)
     assert all(cell_len(piece) <= 40 for piece in folded)
