@@ -56,7 +56,7 @@ def spaced_json(text: str) -> str:
         return text
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the stack holds
         return text
     if not isinstance(value, dict | list):
         return text

@@ -141,8 +141,15 @@ def as_dict(value: Any) -> dict[str, Any]:
 def json_text(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
-    except TypeError:
+    except TypeError:  # an integer past 64 bits, or more than 255 levels of nesting
+        pass
+    try:
         return repr(value)
+    except RecursionError:  # a file's JSON may nest 1,024 levels: more than the stack holds
+        return _TOO_DEEP
+
+
+_TOO_DEEP = "(a value nested too deep to be written out)"
 
 
 def args_text(args: Any, limit: int = 100) -> str:

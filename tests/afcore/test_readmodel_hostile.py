@@ -9,7 +9,16 @@ from typing import Any
 import orjson
 import pytest
 
-from afcore.readmodel import Timeline, build, call_view, diff_flows, flow_timeline
+from afcore.readmodel import (
+    Timeline,
+    as_text,
+    build,
+    call_view,
+    diff_flows,
+    flow_timeline,
+    json_text,
+    line,
+)
 from afcore.recording import open_flow, open_recording
 
 SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
@@ -55,3 +64,16 @@ def test_a_tool_results_duration_that_is_no_number_is_left_out(tmp_path: Path, m
         view = call_view(rec, timeline, 1)
     (weather,) = [e for e in view.events if e.get("name") == "weather"]
     assert weather["ms"] is None
+
+
+@pytest.mark.parametrize("depth", [300, 1_020])
+def test_a_value_nested_deep_is_written_or_said_too_deep(depth: int) -> None:
+    # A line's JSON may nest 1,024 levels; the encoder writes 255, and repr() of what is
+    # left goes only as deep as the stack: past it, a reader stopped on RecursionError.
+    nested: Any = 1
+    for _ in range(depth):
+        nested = [nested]
+    said = json_text(nested)
+    too_deep = "(a value nested too deep to be written out)"
+    assert said == (repr(nested) if depth < 900 else too_deep)
+    assert as_text({"a": nested}) and line(as_text(nested), 40)

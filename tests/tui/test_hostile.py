@@ -9,6 +9,7 @@ are said, not raised; a worker's result for a screen closed since is dropped."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -350,3 +351,20 @@ async def test_a_comparison_that_fails_says_so_where_it_said_comparing(tmp_path:
         await until(pilot, lambda: "comparing…" not in position(app), "the comparison")
         assert "cannot compare:" in position(app)
         assert "is not a valid call record" in position(app)
+
+
+async def test_a_result_nested_a_thousand_levels_deep_is_drawn(tmp_path: Path) -> None:
+    # A tool's result as a value nested 1,020 levels deep, and as text holding JSON nested
+    # as deep: writing the one and spacing the other ran out of stack, and the Lens stopped.
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    deep = b"[" * 1_020 + b"1" + b"]" * 1_020
+    at = [i for i, line in enumerate(lines) if b'"tool":{"name":' in line][:2]
+    quoted = re.compile(rb'"content":"(?:[^"\\]|\\.)*"')
+    for i, content in zip(at, (deep, orjson.dumps(deep.decode())), strict=True):
+        lines[i] = quoted.sub(b'"content":' + content, lines[i], count=1)
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b"".join(lines))
+    async with lens(path) as (app, pilot):
+        text = screen_text(app)
+        assert "(a value nested too deep to be written" in text  # wrapped before "out"
+        assert "[[[[[[[[[[" in text
