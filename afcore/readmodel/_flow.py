@@ -238,7 +238,10 @@ def flow_texts(flow: FlowRecording) -> list[FlowText]:
             if end.error is not None:
                 out.append(FlowText(path, "error", f"{end.error.kind}: {end.error.message}"))
         for k, d in enumerate(step.decisions, 1):
-            said = dump(d, mode="json", exclude={"t", "path"}, exclude_none=True)
+            try:
+                said = dump(d, mode="json", exclude={"t", "path"}, exclude_none=True)
+            except RecursionError:  # a value it read, nested past the stack: not searched
+                continue
             out.append(FlowText(path, "decision", said, f"decision:{path}#{k}"))
         before = step.start.input
         for child in step.steps:

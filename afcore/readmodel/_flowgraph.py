@@ -25,7 +25,7 @@ import orjson
 
 from afcore.errors import AfError
 from afcore.readmodel._flow import FlowTimeline, flow_timeline
-from afcore.readmodel._text import as_text, line
+from afcore.readmodel._text import as_text, json_text, line
 from afcore.recording import FlowLogStep, FlowRecording
 from afcore.recording._typed import dump
 
@@ -327,7 +327,10 @@ class _Builder:
     def _value(self, key: str, value: Any, writer: FlowLogStep | None = None) -> str:
         """A value read (or written): one node per key and value; a state value leads to
         the step that wrote it."""
-        raw = orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
+        try:
+            raw = orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # nested past the 255 levels orjson writes
+            raw = json_text(value).encode()
         id = self._values.get((key, raw))
         if id is not None:
             return id

@@ -269,7 +269,10 @@ def _evidence(value: Any) -> str:
         return f'"{value}"'
     if isinstance(value, bool):
         return str(value).lower()
-    return str(value)
+    try:
+        return str(value)
+    except RecursionError:  # as in json_text: nested past the stack
+        return _TOO_DEEP
 
 
 _STOPS = {

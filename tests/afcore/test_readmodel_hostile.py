@@ -15,6 +15,9 @@ from afcore.readmodel import (
     build,
     call_view,
     diff_flows,
+    evidence_text,
+    flow_graph,
+    flow_texts,
     flow_timeline,
     json_text,
     line,
@@ -77,3 +80,35 @@ def test_a_value_nested_deep_is_written_or_said_too_deep(depth: int) -> None:
     too_deep = "(a value nested too deep to be written out)"
     assert said == (repr(nested) if depth < 900 else too_deep)
     assert as_text({"a": nested}) and line(as_text(nested), 40)
+
+
+def _deep_state(tmp_path: Path, depth: int) -> Path:
+    """The router's log with the intent triage wrote, and its decision read, nested
+    ``depth`` levels deep."""
+    deep = b"[" * depth + b'"billing"' + b"]" * depth
+    data = (SAMPLES / "flow-router.jsonl").read_bytes()
+    data = data.replace(
+        b'"reads":[["state.intent","billing"]]', b'"reads":[["state.intent",' + deep + b"]]"
+    )
+    data = data.replace(b'"writes":{"intent":"billing"', b'"writes":{"intent":' + deep)
+    path = tmp_path / f"deep{depth}.jsonl"
+    path.write_bytes(data)
+    return path
+
+
+def test_a_flow_value_nested_past_what_orjson_writes_is_graphed(tmp_path: Path) -> None:
+    # orjson writes 255 levels; the graph keyed each value it read by orjson's bytes, and a
+    # state value nested 300 deep stopped af why on the flow and `w` in the Lens.
+    flow = open_flow(_deep_state(tmp_path, 300))
+    for key in ("answer", "route", "decision:route#1", "state.intent"):
+        assert flow_graph(flow, key).nodes
+
+
+def test_a_flow_value_nested_a_thousand_deep_is_listed_and_searched(tmp_path: Path) -> None:
+    # Past the stack: the decision's evidence in the tree of steps and its text for a
+    # search (dumped whole) raised RecursionError.
+    flow = open_flow(_deep_state(tmp_path, 1_015))
+    (decision,) = [d for s in flow.steps() for d in s.decisions]
+    reads = dict(r for v in decision.verdicts for r in v.reads)
+    assert evidence_text(reads) == "state.intent = (a value nested too deep to be written out)"
+    assert [t.what for t in flow_texts(flow) if t.what == "decision"] == []

@@ -368,3 +368,20 @@ async def test_a_result_nested_a_thousand_levels_deep_is_drawn(tmp_path: Path) -
         text = screen_text(app)
         assert "(a value nested too deep to be written" in text  # wrapped before "out"
         assert "[[[[[[[[[[" in text
+
+
+async def test_a_flow_with_a_value_nested_a_thousand_deep_opens_and_searches(
+    tmp_path: Path,
+) -> None:
+    # Past the stack, a RecursionError in the Lens did not even stop it: drawing the
+    # error's traceback through the deep value hung it on a blank screen.
+    from tests.afcore.test_readmodel_hostile import _deep_state
+
+    path = _deep_state(tmp_path, 1_015)
+    async with lens(path) as (app, pilot):
+        assert "read state.intent = (a value" in screen_text(app)
+        await pilot.press("slash", *"billing")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        await until(pilot, lambda: "matches ·" in screen_text(app), "the search")
+        assert "searching" not in screen_text(app)

@@ -129,7 +129,11 @@ def search_texts(texts: Sequence[FlowText], query: str, limit: int = RESULTS) ->
     for text in texts:
         if len(found) >= limit:
             break
-        snippet = _snippet(_numbers_as_text(text.value), wanted)
+        try:
+            value = _numbers_as_text(text.value)
+        except RecursionError:  # a value the file nested past the stack: not searched
+            continue
+        snippet = _snippet(value, wanted)
         if snippet is not None:
             found.append(LogMatch(text, snippet))
     return found
