@@ -749,8 +749,8 @@ def _diff_end(a: _Side, b: _Side) -> list[Change]:
     sb = eb.status if eb is not None else None
     if sa != sb:
         out.append(Change("run", "status", "changed", sa, sb, {}, "answer" if sa else None))
-    va = a.rec.value(ea.answer) if ea is not None and ea.answer is not None else None
-    vb = b.rec.value(eb.answer) if eb is not None and eb.answer is not None else None
+    va = a.value(ea.answer) if ea is not None and ea.answer is not None else None
+    vb = b.value(eb.answer) if eb is not None and eb.answer is not None else None
     if va != vb:
         out.append(Change("run", "answer", "changed", va, vb, {}, "answer"))
     return out

@@ -15,6 +15,7 @@ from afcore.readmodel import (
     build,
     call_view,
     diff_flows,
+    diff_runs,
     evidence_text,
     flow_graph,
     flow_texts,
@@ -112,3 +113,17 @@ def test_a_flow_value_nested_a_thousand_deep_is_listed_and_searched(tmp_path: Pa
     reads = dict(r for v in decision.verdicts for r in v.reads)
     assert evidence_text(reads) == "state.intent = (a value nested too deep to be written out)"
     assert [t.what for t in flow_texts(flow) if t.what == "decision"] == []
+
+
+def test_an_answer_that_cannot_be_read_is_compared_as_missing(tmp_path: Path) -> None:
+    # The run's answer is in a blob; a blob whose bytes are not UTF-8 cannot be read, and
+    # comparing the two runs' endings raised the reader's KeyError (af diff, af lens --diff).
+    data = (SAMPLES / "sample-trip.jsonl").read_bytes()
+    blob = b'{"t":"blob","id":"0cXhdBB1Nx_aP3ZEsfqFNg","value":"'
+    assert data.count(blob) == 1
+    path = tmp_path / "unreadable.jsonl"
+    path.write_bytes(data.replace(blob, blob + b"\xff\xfe"))
+    with open_recording(SAMPLES / "sample-trip.jsonl") as a, open_recording(path) as b:
+        found = diff_runs(a, b)
+    (answer,) = [c for c in found.end if c.path == "answer"]
+    assert answer.a is not None and answer.b is None
