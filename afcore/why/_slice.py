@@ -334,7 +334,7 @@ class _Walk:
         node.label = self._label(r, rsid)
         if stage == "window":
             fold = self.first_value(r)
-            for refusal in (fold or {}).get("refusals") or () if isinstance(fold, dict) else ():
+            for refusal in _listed(fold.get("refusals") if isinstance(fold, dict) else None):
                 if isinstance(refusal, dict):
                     node.decisions.append(_refusal_words(refusal))
         if isinstance(r, Commit):
@@ -671,8 +671,11 @@ class _Walk:
                 asked = next((v for k, v in commit.reads if k.startswith("reply:")), None)
                 reply_line = self.rec.seq_line(asked) if asked else None
                 if reply_line is not None and (limit is None or reply_line < limit):
-                    message = self.first_value(self.record(reply_line)) or {}
-                    for block in message.get("content") or ():
+                    # The reply's message as the file wrote it: any JSON, not only an
+                    # object with a list of blocks.
+                    message = self.first_value(self.record(reply_line))
+                    content = message.get("content") if isinstance(message, dict) else None
+                    for block in content if isinstance(content, list) else ():
                         if isinstance(block, dict) and block.get("id") == tool.call_id:
                             args = orjson.dumps(block.get("args"), option=orjson.OPT_SORT_KEYS)
                             return reply_line, _Ask(), f"{tool.name}({_cut(args.decode())})"
@@ -859,7 +862,7 @@ class _Walk:
                 activation = self._activation(id, node.line)
                 if activation is not None:
                     yield activation, "active_skills", "control", words, _Ask()
-            for evidence in decision.get("reads") or ():
+            for evidence in _listed(decision.get("reads")):
                 if not isinstance(evidence, list) or not evidence:
                     continue
                 name = str(evidence[0])
@@ -1041,7 +1044,7 @@ def _decision_words(d: dict[str, Any]) -> str:
         str(trigger), str(d.get("flavor") or "injection")
     )
     evidence = []
-    for r in d.get("reads") or ():
+    for r in _listed(d.get("reads")):
         if isinstance(r, list) and r:
             evidence.append(str(r[0]) if len(r) == 1 else f"{r[0]} = {_cut(r[1], 40)}")
     because = ", ".join(evidence)
@@ -1066,7 +1069,7 @@ _REFUSALS = {
 
 
 def _refusal_words(refusal: dict[str, Any]) -> str:
-    ranges = [r for r in refusal.get("messages") or () if _is_range(r)]
+    ranges = [r for r in _listed(refusal.get("messages")) if _is_range(r)]
     which = f" {_numbers('message', [n for a, b in ranges for n in range(a, b + 1)])}"
     reason = str(refusal.get("reason"))
     text = f"kept{which if ranges else ''}: {_REFUSALS.get(reason, reason)}"
@@ -1077,7 +1080,7 @@ def _refusal_words(refusal: dict[str, Any]) -> str:
 
 def _fold_words(fold: dict[str, Any]) -> str:
     count = _int(fold.get("count"))
-    ranges = [r for r in fold.get("messages") or () if _is_range(r)]
+    ranges = [r for r in _listed(fold.get("messages")) if _is_range(r)]
     left = [n for a, b in ranges for n in range(a, min(b, a + 10_000) + 1)]
     span = f" ({_numbers('message', left)})" if left else ""
     text = f"fold at iteration {fold.get('iteration')}: {count} messages left{span}"
@@ -1090,14 +1093,13 @@ def _fold_words(fold: dict[str, Any]) -> str:
 
 def _reply_words(message: Any, call: int) -> str:
     content = message.get("content") if isinstance(message, dict) else None
+    blocks = content if isinstance(content, list) else ()
     text = "".join(
-        str(b.get("text", ""))
-        for b in content or ()
-        if isinstance(b, dict) and b.get("type") == "text"
+        str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"
     )
     calls = [
         f"{b.get('name')}(…)"
-        for b in content or ()
+        for b in blocks
         if isinstance(b, dict) and b.get("type") == "tool_call"
     ]
     parts = [f"reply {call}"]
@@ -1134,10 +1136,16 @@ def _cut(value: Any, limit: int = _CUT) -> str:
 
 def _reads(data: dict[str, Any]) -> list[tuple[str, int]]:
     out = []
-    for r in data.get("reads") or ():
+    for r in _listed(data.get("reads")):
         if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int):
             out.append((str(r[0]), r[1]))
     return out
+
+
+def _listed(value: Any) -> list[Any]:
+    """A list the file wrote, or none: a value in its place (a number, an object) is any
+    JSON a hand or a bug put there, and names nothing to follow."""
+    return value if isinstance(value, list) else []
 
 
 def _is_range(r: Any) -> bool:

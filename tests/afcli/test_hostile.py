@@ -555,3 +555,32 @@ def test_a_session_store_that_is_no_database_is_refused_in_one_sentence(
     (line,) = ran.err.strip().splitlines()
     assert line.startswith("error: ") and said in line and "store.db" in line, line
     assert line.count("session store") <= 1, line
+
+
+@pytest.mark.parametrize(
+    ("edit", "into"),
+    [
+        # The reply's message: not an object, then an object whose content is no list.
+        (
+            '"value":{"content":[{"text":"Let me check',
+            '"value":"a text","x":{"content":[{"text":"Let',
+        ),
+        ('"value":{"content":[{"text":"Let me check', '"value":{"content":7,"x":[{"text":"Let'),
+        # A decision's reads: a number where a list of reads goes.
+        ('"id":"currency","reads":[', '"id":"currency","reads":1.5,"was":['),
+    ],
+    ids=["message-a-text", "content-a-number", "reads-a-number"],
+)
+def test_why_reads_any_json_where_a_list_or_an_object_goes(
+    invoke: Invoke, tmp_path: Path, edit: str, into: str
+) -> None:
+    # A value the file wrote is followed only as far as its shape allows: these stopped
+    # af why with "af failed unexpectedly" (an attribute or iteration error).
+    data = SAMPLE.read_bytes()
+    assert data.count(edit.encode()) == 1
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(reseal(data.replace(edit.encode(), into.encode())))
+    for key in ("answer", "tool:weather#1.args", "tool:weather#1.result"):
+        ran = invoke("why", path, key)
+        assert ran.code == 0, (key, ran.err)
+        assert key.partition(".")[0] in ran.out or key == "answer"
