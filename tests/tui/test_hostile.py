@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -34,6 +34,19 @@ MARKUP = "[bold red]alert[/] [link=https://evil.example]click[/link] [@click=app
 ANSI = "\x1b[31mred\x1b[0m\x1b[2J"
 CONTROLS = "bell\x07 back\x08 bidi\u202eevil\u202c"
 HUGE = 1_000_000
+
+
+def trip_edited(
+    folder: Path, name: str, where: Callable[[bytes], bool], edit: Callable[[bytes], bytes]
+) -> Path:
+    """The trip sample written as ``folder/name``, its first line that ``where`` picks
+    rewritten by ``edit`` (the line ends as it did)."""
+    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if where(line))
+    lines[at] = edit(lines[at].rstrip(b"\n")) + b"\n"
+    path = folder / name
+    path.write_bytes(b"".join(lines))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -136,13 +149,14 @@ async def test_an_unknown_record_is_shown_raw(tmp_path: Path) -> None:
 async def test_a_window_naming_too_many_messages_is_refused(
     tmp_path: Path, last: int, said: str
 ) -> None:
-    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"'))
-    call = orjson.loads(lines[at])
-    call["window"] = [[1, last]]
-    lines[at] = json.dumps(call, separators=(",", ":")).encode() + b"\n"  # orjson stops at 2**64
-    path = tmp_path / "huge-window.jsonl"
-    path.write_bytes(b"".join(lines))
+    def window(line: bytes) -> bytes:
+        call = orjson.loads(line)
+        call["window"] = [[1, last]]
+        return json.dumps(call, separators=(",", ":")).encode()  # orjson stops at 2**64
+
+    path = trip_edited(
+        tmp_path, "huge-window.jsonl", lambda line: line.startswith(b'{"t":"call"'), window
+    )
     async with lens(path) as (app, pilot):
         assert said in screen_text(app)
         assert "✗ cannot be read" in position(app)
@@ -152,11 +166,12 @@ async def test_a_window_naming_too_many_messages_is_refused(
 
 
 async def test_a_call_that_does_not_verify_is_marked(tmp_path: Path) -> None:
-    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if b"I have a free Saturday" in line)
-    lines[at] = lines[at].replace(b"free Saturday", b"free Sunday")  # the hash stays
-    path = tmp_path / "changed.jsonl"
-    path.write_bytes(b"".join(lines))
+    path = trip_edited(
+        tmp_path,
+        "changed.jsonl",
+        lambda line: b"I have a free Saturday" in line,
+        lambda line: line.replace(b"free Saturday", b"free Sunday"),  # the hash stays
+    )
     async with lens(path) as (app, pilot):
         assert "✗ not verified" in position(app)
         text = screen_text(app)
@@ -188,13 +203,16 @@ async def test_a_run_link_that_does_not_open_is_said_literally(
     # A tool's result links the run it made by a name the file chose: opening it fails,
     # and the toast saying so names it. Read as markup, "[/x]" closed no tag and stopped
     # the Lens; a NUL, which no file name holds, raised from opening and stopped it too.
-    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if b'"tool":{"name":"weather"' in line)
-    commit = orjson.loads(lines[at])
-    commit["tool"]["run"] = {"run_id": "r", "recording": named, "agent": "a", "status": "answer"}
-    lines[at] = orjson.dumps(commit) + b"\n"
-    path = tmp_path / "linked.jsonl"
-    path.write_bytes(b"".join(lines))
+
+    def linked(line: bytes) -> bytes:
+        commit = orjson.loads(line)
+        run = {"run_id": "r", "recording": named, "agent": "a", "status": "answer"}
+        commit["tool"]["run"] = run
+        return orjson.dumps(commit)
+
+    path = trip_edited(
+        tmp_path, "linked.jsonl", lambda line: b'"tool":{"name":"weather"' in line, linked
+    )
     async with toasting(path) as (app, pilot):
         events = main(app).query_one("#events", ItemList)
         linked = next(i for i, item in events.items.items() if item.run == named)
@@ -224,11 +242,12 @@ async def test_a_steps_kind_is_shown_made_safe(tmp_path: Path) -> None:
 async def test_a_run_ends_status_is_shown_made_safe(tmp_path: Path) -> None:
     # The run_end record's status, as the file wrote it, heads its event: not one af knows
     # (the run is then shown unfinished), drawn as it was it reached the terminal.
-    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"t":"run_end"'))
-    lines[at] = lines[at].replace(b'"status":"answer"', b'"status":"\\u001b[2Jdone"')
-    path = tmp_path / "status.jsonl"
-    path.write_bytes(b"".join(lines))
+    path = trip_edited(
+        tmp_path,
+        "status.jsonl",
+        lambda line: line.startswith(b'{"t":"run_end"'),
+        lambda line: line.replace(b'"status":"answer"', b'"status":"\\u001b[2Jdone"'),
+    )
     async with lens(path) as (app, pilot):
         await pilot.press("end")
         await pilot.pause()
@@ -341,11 +360,12 @@ def test_the_viewer_folds_wide_text_and_tabs_to_the_views_width() -> None:
 async def test_a_comparison_that_fails_says_so_where_it_said_comparing(tmp_path: Path) -> None:
     # --diff against a run one of whose calls is no valid record: the comparison stops, and
     # its toast goes; each call still said "comparing…" as if it were under way.
-    lines = (SAMPLES / "sample-trip.jsonl").read_bytes().splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.startswith(b'{"t":"call"'))
-    lines[at] = lines[at].replace(b'"model":"mock-trip"', b'"model":7')
-    other = tmp_path / "other.jsonl"
-    other.write_bytes(b"".join(lines))
+    other = trip_edited(
+        tmp_path,
+        "other.jsonl",
+        lambda line: line.startswith(b'{"t":"call"'),
+        lambda line: line.replace(b'"model":"mock-trip"', b'"model":7'),
+    )
     app = make_lens_app(SAMPLES / "sample-trip.jsonl", against=other)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "comparing…" not in position(app), "the comparison")
