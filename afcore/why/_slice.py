@@ -671,15 +671,11 @@ class _Walk:
                 asked = next((v for k, v in commit.reads if k.startswith("reply:")), None)
                 reply_line = self.rec.seq_line(asked) if asked else None
                 if reply_line is not None and (limit is None or reply_line < limit):
-                    # The reply's message as the file wrote it: any JSON, not only an
-                    # object with a list of blocks.
-                    message = self.first_value(self.record(reply_line))
-                    content = message.get("content") if isinstance(message, dict) else None
-                    for block in content if isinstance(content, list) else ():
-                        if isinstance(block, dict) and block.get("id") == tool.call_id:
-                            args = orjson.dumps(block.get("args"), option=orjson.OPT_SORT_KEYS)
-                            return reply_line, _Ask(), f"{tool.name}({_cut(args.decode())})"
-                    return reply_line, _Ask(), ""
+                    block = self._asked_block(reply_line, tool.call_id)
+                    if block is None:
+                        return reply_line, _Ask(), ""
+                    args = orjson.dumps(block.get("args"), option=orjson.OPT_SORT_KEYS)
+                    return reply_line, _Ask(), f"{tool.name}({_cut(args.decode())})"
         raise self._never(key, limit)
 
     # -- one step back -------------------------------------------------------------------
@@ -890,14 +886,22 @@ class _Walk:
             if line >= before:
                 break
             asked = next((v for k, v in commit.reads if k.startswith("reply:")), None)
-            message = self.first_value(self.record(self.rec.seq_line(asked) if asked else None))
-            content = message.get("content") if isinstance(message, dict) else None
-            for block in content if isinstance(content, list) else ():
-                if isinstance(block, dict) and block.get("id") == tool.call_id:
-                    args = block.get("args")
-                    if isinstance(args, dict) and args.get("id") == skill:
-                        found = line
+            block = self._asked_block(self.rec.seq_line(asked) if asked else None, tool.call_id)
+            args = block.get("args") if block is not None else None
+            if isinstance(args, dict) and args.get("id") == skill:
+                found = line
         return found
+
+    def _asked_block(self, reply_line: int | None, call_id: str | None) -> dict[str, Any] | None:
+        """The block of the reply at ``reply_line`` that asked for the tool call
+        ``call_id``. The message is as the file wrote it: any JSON, not only an object with
+        a list of blocks."""
+        message = self.first_value(self.record(reply_line))
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("id") == call_id:
+                return block
+        return None
 
     def _evidence_source(self, name: str, reads: list[tuple[str, int]]) -> tuple[str, int] | None:
         """The key and the writer's line of a value a rule read, if the log holds it."""
